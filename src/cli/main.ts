@@ -1,0 +1,47 @@
+// Entry point of the single executable. The CNI path is chosen first and imports only what a CNI verb needs;
+// subcommands load their (heavier) modules on demand.
+import { buildInfo } from './build-info.ts';
+
+async function main(argv: readonly string[]): Promise<number> {
+  if (process.env['CNI_COMMAND'] !== undefined && argv.length === 0) {
+    const { runPlugin } = await import('../cni/plugin.ts');
+    return runPlugin();
+  }
+  const [command, ...rest] = argv;
+  switch (command) {
+    case 'version':
+    case '--version':
+      process.stdout.write(
+        `hereabouts ${buildInfo.version} (commit ${buildInfo.commit}, node ${process.versions.node})\n`,
+      );
+      return 0;
+    case undefined:
+    case 'help':
+    case '--help':
+    case '-h':
+      process.stdout.write(usage());
+      return command === undefined ? 2 : 0;
+    default:
+      process.stderr.write(`hereabouts: unknown command ${JSON.stringify(command)}\n\n${usage()}`);
+      void rest;
+      return 2;
+  }
+}
+
+function usage(): string {
+  return `Usage:
+  hereabouts                 CNI plugin (with CNI_COMMAND set, request on stdin)
+  hereabouts version         print version, commit and embedded Node version
+  hereabouts --help          this text
+`;
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (err: unknown) => {
+    process.stderr.write(`hereabouts: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.exitCode = 1;
+  },
+);

@@ -1,0 +1,58 @@
+// The seam between allocation policy (src/ipam, src/allocator) and durable state (local files or the
+// Kubernetes API). Neither side imports the other; both import this file.
+import type { RangeConfig } from '../config/types.ts';
+
+export interface AllocationRecord {
+  readonly containerId: string;
+  readonly ifname: string;
+  /** "namespace/name" as Whereabouts writes `podref`; "" when the runtime gave no pod. */
+  readonly podRef: string;
+  readonly podUid?: string;
+  /** The node that made the allocation (Kubernetes store); absent on the local store. */
+  readonly node?: string;
+}
+
+/** Current allocations of one pool, keyed by absolute address value (not offset). */
+export type Allocations = ReadonlyMap<bigint, AllocationRecord>;
+
+export interface PoolRef {
+  /** Pool name as in DESIGN §4 (the IPPool name); the local store escapes it into a file name. */
+  readonly name: string;
+  /** `network_name`, else the CNI network name: the local store's directory, the reservation-name prefix. */
+  readonly network: string;
+  /** Whether `network_name` was configured (it prefixes Kubernetes object names only then). */
+  readonly networkNamed: boolean;
+  readonly range: RangeConfig;
+}
+
+export interface PoolChange {
+  /** At most one new address per pool per ADD. */
+  readonly claim?: { readonly address: bigint; readonly record: AllocationRecord };
+  readonly release?: readonly bigint[];
+  /** Rewritten records of addresses already held (an idempotent ADD records the new container id). */
+  readonly update?: ReadonlyArray<{ readonly address: bigint; readonly record: AllocationRecord }>;
+}
+
+export interface Planned<T> {
+  /** null: nothing to write. */
+  readonly change: PoolChange | null;
+  readonly value: T;
+}
+
+/**
+ * Decides a change from the pool's current allocations. It may run more than once: after a write conflict, and
+ * with `refused` grown when the store found a claimed address taken elsewhere (an overlapping range's
+ * reservation). It must be pure.
+ */
+export type Plan<T> = (current: Allocations, refused: ReadonlySet<bigint>) => Planned<T>;
+
+export interface Store {
+  /** This node's name when the store records one in allocations (GC only touches this node's records). */
+  readonly node?: string;
+  /** Runs `plan` on the pool's current state and durably applies its change, exclusive against every writer. */
+  update<T>(pool: PoolRef, plan: Plan<T>): Promise<T>;
+  read(pool: PoolRef): Promise<Allocations>;
+  /** Throws CniError code 50 when the store cannot serve an ADD for these pools now. */
+  status(pools: readonly PoolRef[]): Promise<void>;
+  close(): Promise<void>;
+}
