@@ -2,11 +2,9 @@
 import type { Cidr } from '../ip/cidr.ts';
 import type { IPAddress } from '../ip/address.ts';
 
-/** An inclusive block of addresses of one family (an exclusion, a slice). */
-export interface Block {
-  readonly first: bigint;
-  readonly last: bigint;
-}
+import type { Block } from '../ip/block.ts';
+
+export type { Block };
 
 export interface RangeConfig {
   /** The range's prefix, masked to its network address (pool name and offsets derive from it). */
