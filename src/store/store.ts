@@ -23,6 +23,8 @@ export interface PoolRef {
   /** Whether `network_name` was configured (it prefixes Kubernetes object names only then). */
   readonly networkNamed: boolean;
   readonly range: RangeConfig;
+  /** Prefix length of the results: a node-slice pool answers with the whole range's mask, not the slice's. */
+  readonly resultPrefix?: number;
 }
 
 export interface PoolChange {

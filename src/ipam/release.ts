@@ -1,0 +1,38 @@
+// DEL: release this attachment's addresses in every range. Unknown attachments succeed (nothing to release), and
+// an error in one range does not stop the others; all errors are reported together at the end.
+import type { NetworkConfig } from '../config/types.ts';
+import type { IPAddress } from '../ip/address.ts';
+import type { Plan, Store } from '../store/store.ts';
+import { isSameAttachment, type AttachmentId } from './attachment.ts';
+import { combineErrors } from './errors.ts';
+import { poolsFor, type PoolsOption } from './pools.ts';
+
+/** Resolves to the released addresses (empty for an unknown attachment). */
+export async function release(
+  store: Store,
+  config: NetworkConfig,
+  attachment: AttachmentId,
+  options: PoolsOption = {},
+): Promise<IPAddress[]> {
+  const released: IPAddress[] = [];
+  const errors: unknown[] = [];
+  for (const pool of poolsFor(config, options)) {
+    try {
+      const values = await store.update(pool, planRelease(attachment));
+      released.push(...values.map((value) => ({ family: pool.range.cidr.family, value })));
+    } catch (err) {
+      errors.push(err);
+    }
+  }
+  if (errors.length > 0) {
+    throw combineErrors(`releasing ${attachment.containerId} (${attachment.ifname}) failed`, errors);
+  }
+  return released;
+}
+
+export function planRelease(attachment: AttachmentId): Plan<bigint[]> {
+  return (current) => {
+    const mine = [...current].filter(([, record]) => isSameAttachment(record, attachment)).map(([address]) => address);
+    return { change: mine.length === 0 ? null : { release: mine }, value: mine };
+  };
+}

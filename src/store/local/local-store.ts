@@ -1,0 +1,125 @@
+// The embedded store (`"datastore": "local"`): `<data_dir>/<network>/<pool>.json`, every read-modify-write under
+// the pool's file lock, every write crash-safe. Imports stay on node:fs, node:path and proper-lockfile: this is
+// the CNI hot path.
+import { chmodSync, closeSync, mkdirSync, openSync, unlinkSync, writeSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { CniCode, CniError } from '../../cni/errors.ts';
+import type { Allocations, Plan, PoolRef, Store } from '../store.ts';
+import { applyChange } from './apply-change.ts';
+import { messageOf } from './fs-errors.ts';
+import { acquirePoolLock, DEFAULT_LOCK_TIMING, type LockTiming } from './lock.ts';
+import { poolPaths } from './paths.ts';
+import { encodePool, readPoolFile, writePoolFile } from './pool-file.ts';
+
+export const DIR_MODE = 0o700;
+export const DEFAULT_DATA_DIR = '/var/lib/cni/hereabouts';
+
+export interface LocalStoreOptions {
+  /** Lock staleness and wait budget; defaults suit ~200 concurrent CNI processes on one node. */
+  readonly lock?: Partial<LockTiming>;
+}
+
+const NOTHING_REFUSED: ReadonlySet<bigint> = new Set();
+
+export class LocalStore implements Store {
+  readonly node: undefined = undefined;
+  readonly dataDir: string;
+  readonly #timing: LockTiming;
+  /** In-process queue per pool: proper-lockfile excludes processes, this spares our own callers its polling. */
+  readonly #queues = new Map<string, Promise<unknown>>();
+
+  constructor(dataDir: string, options: LocalStoreOptions = {}) {
+    this.dataDir = resolve(dataDir);
+    this.#timing = { ...DEFAULT_LOCK_TIMING, ...options.lock };
+  }
+
+  async update<T>(pool: PoolRef, plan: Plan<T>): Promise<T> {
+    const paths = poolPaths(this.dataDir, pool);
+    return this.#serialised(paths.data, async () => {
+      try {
+        this.#ensureDir(paths.networkDir);
+      } catch (err) {
+        throw new CniError(CniCode.IoFailure, `cannot create ${paths.networkDir}: ${messageOf(err)}`, { cause: err });
+      }
+      const lock = await acquirePoolLock(paths, this.#timing);
+      try {
+        const current = readPoolFile(paths.data, pool.range.cidr);
+        // Nothing else writes this pool while we hold the lock: the plan runs once and nothing is refused.
+        const planned = plan(current, NOTHING_REFUSED);
+        if (planned.change !== null) {
+          const next = applyChange(pool, current, planned.change);
+          writePoolFile(paths.data, paths.tempPrefix, encodePool(pool.range.cidr, next), () => lock.assertHeld());
+        }
+        return planned.value;
+      } finally {
+        await lock.release();
+      }
+    });
+  }
+
+  async read(pool: PoolRef): Promise<Allocations> {
+    // Writers replace the file by rename, so an unlocked read sees one whole version.
+    return readPoolFile(poolPaths(this.dataDir, pool).data, pool.range.cidr);
+  }
+
+  async status(pools: readonly PoolRef[]): Promise<void> {
+    const dirs = new Set(pools.map((pool) => poolPaths(this.dataDir, pool).networkDir));
+    if (dirs.size === 0) dirs.add(this.dataDir);
+    for (const dir of dirs) {
+      try {
+        this.#ensureDir(dir);
+        probeWritable(dir);
+      } catch (err) {
+        const msg = `local store directory ${dir} is not writable: ${messageOf(err)}`;
+        throw new CniError(CniCode.PluginNotAvailable, msg, { cause: err });
+      }
+    }
+    for (const pool of pools) {
+      try {
+        await this.read(pool);
+      } catch (err) {
+        const msg = `pool ${pool.name} cannot be read: ${messageOf(err)}`;
+        throw new CniError(CniCode.PluginNotAvailable, msg, { cause: err });
+      }
+    }
+  }
+
+  async close(): Promise<void> {
+    await Promise.allSettled(this.#queues.values());
+  }
+
+  #serialised<T>(key: string, task: () => Promise<T>): Promise<T> {
+    const previous = this.#queues.get(key) ?? Promise.resolve();
+    const run = previous.then(task, task);
+    const settled = run.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.#queues.set(key, settled);
+    void settled.then(() => {
+      if (this.#queues.get(key) === settled) this.#queues.delete(key);
+    });
+    return run;
+  }
+
+  /** Creates `dir` and any missing parents up to data_dir with mode 0700, whatever the umask. */
+  #ensureDir(dir: string): void {
+    const first = mkdirSync(dir, { recursive: true, mode: DIR_MODE });
+    if (first === undefined) return;
+    for (let created = dir; ; created = dirname(created)) {
+      chmodSync(created, DIR_MODE);
+      if (created === first || created === dirname(created)) break;
+    }
+  }
+}
+
+function probeWritable(dir: string): void {
+  const probe = join(dir, `.probe-${process.pid}-${Math.random().toString(36).slice(2, 10)}`);
+  const fd = openSync(probe, 'wx', 0o600);
+  try {
+    writeSync(fd, 'ok');
+  } finally {
+    closeSync(fd);
+    unlinkSync(probe);
+  }
+}

@@ -1,0 +1,51 @@
+// Where a pool lives under data_dir: `<data_dir>/<network>/<pool>.json`. Network and pool names come from
+// configuration, so each is escaped into exactly one safe path component that cannot climb out of data_dir.
+import { join, resolve } from 'node:path';
+import { CniCode, CniError } from '../../cni/errors.ts';
+import type { PoolRef } from '../store.ts';
+
+export interface PoolPaths {
+  readonly networkDir: string;
+  /** The pool file (IPPool-spec JSON). */
+  readonly data: string;
+  /** proper-lockfile's lock directory; a sibling, so the pool file need not exist to be locked. */
+  readonly lock: string;
+  /** Prefix of this pool's temporary files; starts with '.', which no escaped name does. */
+  readonly tempPrefix: string;
+}
+
+/** Escaped components longer than this are shortened and suffixed with a hash (NAME_MAX is 255 bytes). */
+export const MAX_COMPONENT = 160;
+const KEEP_BEFORE_HASH = 96;
+const SAFE_BYTE = /^[A-Za-z0-9_.-]$/;
+
+/**
+ * Injective, filesystem-safe: bytes outside [A-Za-z0-9_.-] and a leading '.' become %XX (so ".", ".." and hidden
+ * names cannot occur, nor '/'). Over MAX_COMPONENT: a prefix, '~' (never produced by the escaping) and a SHA-256.
+ */
+export function escapeComponent(name: string): string {
+  if (name === '') {
+    throw new CniError(CniCode.Internal, 'local store: empty network or pool name');
+  }
+  let out = '';
+  for (const byte of new TextEncoder().encode(name)) {
+    const ch = String.fromCharCode(byte);
+    const safe = SAFE_BYTE.test(ch) && !(out === '' && ch === '.');
+    out += safe ? ch : `%${byte.toString(16).toUpperCase().padStart(2, '0')}`;
+  }
+  if (out.length <= MAX_COMPONENT) return out;
+  // Loaded only for oversized names: the CNI hot path stays on node:fs and node:path.
+  const { createHash } = process.getBuiltinModule('node:crypto');
+  return `${out.slice(0, KEEP_BEFORE_HASH)}~${createHash('sha256').update(name, 'utf8').digest('hex')}`;
+}
+
+export function poolPaths(dataDir: string, pool: Pick<PoolRef, 'network' | 'name'>): PoolPaths {
+  const networkDir = join(resolve(dataDir), escapeComponent(pool.network));
+  const file = escapeComponent(pool.name);
+  return {
+    networkDir,
+    data: join(networkDir, `${file}.json`),
+    lock: join(networkDir, `${file}.json.lock`),
+    tempPrefix: join(networkDir, `.${file}.json.tmp-`),
+  };
+}

@@ -1,0 +1,153 @@
+// One pool on disk, shaped like an IPPool spec so operators can read it with the same eyes:
+//   {"range":"10.0.0.0/24","allocations":{"5":{"id":"<container>","podref":"ns/pod","ifname":"eth0"}}}
+// Offsets are decimal strings from the range's network address (bigint: a whole IPv6 /64 fits).
+import {
+  closeSync,
+  fchmodSync,
+  fsyncSync,
+  openSync,
+  readFileSync,
+  renameSync,
+  unlinkSync,
+  writeFileSync,
+} from 'node:fs';
+import { dirname } from 'node:path';
+import { CniCode, CniError } from '../../cni/errors.ts';
+import { formatCidr, lastOf, masked, networkOf, type Cidr } from '../../ip/cidr.ts';
+import type { Allocations, AllocationRecord } from '../store.ts';
+import { errorCode, messageOf } from './fs-errors.ts';
+
+export const FILE_MODE = 0o600;
+
+/** Reads a pool file; a missing file is an empty pool, an unreadable or corrupt one an error naming the file. */
+export function readPoolFile(file: string, range: Cidr): Map<bigint, AllocationRecord> {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    if (errorCode(err) === 'ENOENT') return new Map();
+    throw new CniError(CniCode.IoFailure, `cannot read pool file ${file}: ${messageOf(err)}`, { cause: err });
+  }
+  return decodePool(text, file, range);
+}
+
+export function decodePool(text: string, file: string, range: Cidr): Map<bigint, AllocationRecord> {
+  const corrupt = (why: string, cause?: unknown): CniError =>
+    new CniError(CniCode.IoFailure, `pool file ${file} is corrupt: ${why}`, {
+      details: 'repair or remove the file; its allocations are not known until then',
+      ...(cause === undefined ? {} : { cause }),
+    });
+  let doc: unknown;
+  try {
+    doc = JSON.parse(text);
+  } catch (err) {
+    throw corrupt(`invalid JSON (${messageOf(err)})`, err);
+  }
+  if (!isObject(doc)) throw corrupt('not a JSON object');
+  const expected = rangeText(range);
+  if (doc['range'] !== expected) {
+    throw corrupt(`range is ${JSON.stringify(doc['range'])}, expected ${JSON.stringify(expected)}`);
+  }
+  const allocations = doc['allocations'] ?? {};
+  if (!isObject(allocations)) throw corrupt('"allocations" is not an object');
+  const base = networkOf(range);
+  const size = lastOf(range) - base;
+  const out = new Map<bigint, AllocationRecord>();
+  for (const [key, value] of Object.entries(allocations)) {
+    if (!/^(0|[1-9]\d*)$/.test(key) || BigInt(key) > size) {
+      throw corrupt(`allocation key ${JSON.stringify(key)} is not an offset inside ${expected}`);
+    }
+    const record = decodeRecord(value);
+    if (record === undefined) throw corrupt(`allocation ${key} is not {id, podref, ifname} strings`);
+    out.set(base + BigInt(key), record);
+  }
+  return out;
+}
+
+export function encodePool(range: Cidr, allocations: Allocations): string {
+  const base = networkOf(range);
+  const entries = [...allocations].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  const body: Record<string, Record<string, string>> = {};
+  for (const [address, record] of entries) body[String(address - base)] = encodeRecord(record);
+  return `${JSON.stringify({ range: rangeText(range), allocations: body })}\n`;
+}
+
+/**
+ * Crash-safe replace: write a temp file beside the target, fsync it, rename it over the target, fsync the
+ * directory. A crash leaves the old file or the new one, never a torn one (a stray temp file at worst).
+ * `beforeCommit` runs after the data is durable and before the rename (the lock's last ownership check).
+ */
+export function writePoolFile(file: string, tempPrefix: string, text: string, beforeCommit: () => void): void {
+  const temp = `${tempPrefix}${process.pid}-${Math.random().toString(36).slice(2, 10)}`;
+  let renamed = false;
+  try {
+    const fd = openSync(temp, 'wx', FILE_MODE);
+    try {
+      fchmodSync(fd, FILE_MODE); // the umask may have narrowed it; the mode is ours to state
+      writeFileSync(fd, text);
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+    beforeCommit();
+    renameSync(temp, file);
+    renamed = true;
+    fsyncDir(dirname(file));
+  } catch (err) {
+    if (!renamed) removeQuietly(temp);
+    if (err instanceof CniError) throw err;
+    throw new CniError(CniCode.IoFailure, `cannot write pool file ${file}: ${messageOf(err)}`, { cause: err });
+  }
+}
+
+function fsyncDir(dir: string): void {
+  const fd = openSync(dir, 'r');
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+function removeQuietly(path: string): void {
+  try {
+    unlinkSync(path);
+  } catch {
+    // Secondary to the error being thrown; a stray temp file is ignored by reads (its name starts with '.').
+  }
+}
+
+function rangeText(range: Cidr): string {
+  return formatCidr(masked(range));
+}
+
+function decodeRecord(value: unknown): AllocationRecord | undefined {
+  if (!isObject(value)) return undefined;
+  const { id, podref, ifname, podUid, node } = value;
+  // Whereabouts before 0.7 wrote no ifname; podref may be absent for non-Kubernetes runtimes.
+  if (typeof id !== 'string') return undefined;
+  if (!isOptionalString(podref) || !isOptionalString(ifname)) return undefined;
+  if (!isOptionalString(podUid) || !isOptionalString(node)) return undefined;
+  return {
+    containerId: id,
+    podRef: podref ?? '',
+    ifname: ifname ?? '',
+    ...(podUid === undefined ? {} : { podUid }),
+    ...(node === undefined ? {} : { node }),
+  };
+}
+
+function encodeRecord(record: AllocationRecord): Record<string, string> {
+  const out: Record<string, string> = { id: record.containerId, podref: record.podRef, ifname: record.ifname };
+  if (record.podUid !== undefined) out['podUid'] = record.podUid;
+  if (record.node !== undefined) out['node'] = record.node;
+  return out;
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function isOptionalString(value: unknown): value is string | undefined {
+  return value === undefined || typeof value === 'string';
+}

@@ -1,0 +1,17 @@
+// Chooses the store the config asks for. The Kubernetes store (and with it the Kubernetes client) is imported
+// only when the datastore is "kubernetes", so local-store verbs never load it.
+import type { NetworkConfig } from '../config/types.ts';
+import type { Logger } from '../cni/log.ts';
+import { LocalStore } from './local/local-store.ts';
+import type { Store } from './store.ts';
+
+export interface OpenStoreOptions {
+  readonly log: Logger;
+}
+
+export async function openStore(config: NetworkConfig, options: OpenStoreOptions): Promise<Store> {
+  const datastore = config.ipam.datastore;
+  if (datastore.kind === 'local') return new LocalStore(datastore.dataDir);
+  const { openKubernetesStore } = await import('./kubernetes/open.ts');
+  return openKubernetesStore(config, datastore, options);
+}
