@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs what the project needs on a fresh machine: Debian packages (when root) and the npm packages.
+# Idempotent and quick when everything is already there.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need=()
+command -v ip >/dev/null 2>&1 || need+=(iproute2)
+[ -x /usr/lib/cni/bridge ] || need+=(containernetworking-plugins)
+command -v etcd >/dev/null 2>&1 || need+=(etcd-server)
+command -v openssl >/dev/null 2>&1 || need+=(openssl)
+command -v ping >/dev/null 2>&1 || need+=(iputils-ping)
+if ((${#need[@]})); then
+  if [ "$(id -u)" = 0 ]; then
+    echo "setup: installing Debian packages: ${need[*]}"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+  else
+    echo "setup: not root, cannot install Debian packages: ${need[*]} (tests that need them are skipped)" >&2
+  fi
+fi
+
+# npm ci only when the lock file changed since the last install.
+if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  echo "setup: installing npm packages (npm ci)"
+  npm ci --no-audit --no-fund --loglevel=error
+fi

@@ -1,0 +1,91 @@
+// CNI plugin mode: read env + stdin once, parse and validate everything up front, open the store, run one verb,
+// print one JSON document. Nothing is written before the request has been fully validated.
+import { parseNetworkConfig } from '../config/parse.ts';
+import type { NetworkConfig } from '../config/types.ts';
+import { openStore } from '../store/open.ts';
+import type { Store } from '../store/store.ts';
+import { readCniEnv, type CniEnv } from './env.ts';
+import { createLogger, type Logger } from './log.ts';
+import { errorJson, writeError, writeResult, writeSuccess } from './output.ts';
+import { decodeRequest, readStdin } from './stdin.ts';
+import { bestEffortVersion, negotiate, versionInfo, type CniVersion } from './version.ts';
+import type { VerbContext } from './verbs/context.ts';
+
+export async function runPlugin(): Promise<number> {
+  let version: CniVersion | undefined;
+  let request: Record<string, unknown> | undefined;
+  let logger: Logger = createLogger({ level: 'error' });
+  let store: Store | undefined;
+  try {
+    const env = readCniEnv(process.env);
+    if (env.verb === 'VERSION') return await answerVersion();
+    request = decodeRequest(await readStdin());
+    version = negotiate(request, env.verb);
+    const config = parseNetworkConfig(request, { verb: env.verb, cniVersion: version, cniArgs: 'args' in env ? env.args : undefined });
+    logger = createLogger({
+      ...(config.ipam.logFile === undefined ? {} : { file: config.ipam.logFile }),
+      level: config.ipam.logLevel,
+      context: describe(env),
+    });
+    for (const warning of config.warnings) logger.warning(warning);
+    store = await openStore(config, { log: logger });
+    return await runVerb({ env, config, store, logger, version });
+  } catch (err) {
+    const cniVersion = version ?? bestEffortVersion(request);
+    const { code, msg } = errorJson(err, cniVersion);
+    logger.error(`failed with code ${code}: ${msg}`);
+    // Stack traces are for whoever debugs us (log_level debug), never for stdout or a routine error log.
+    return writeError(err, cniVersion, { log: (m) => logger.debug(m) });
+  } finally {
+    await store?.close();
+  }
+}
+
+async function runVerb(ctx: VerbContext & { env: CniEnv }): Promise<number> {
+  const { env } = ctx;
+  switch (env.verb) {
+    case 'ADD': {
+      const { cmdAdd } = await import('./verbs/add.ts');
+      return writeSuccess('ADD', await cmdAdd({ ...ctx, env }));
+    }
+    case 'DEL': {
+      const { cmdDel } = await import('./verbs/del.ts');
+      await cmdDel({ ...ctx, env });
+      return writeSuccess('DEL');
+    }
+    case 'CHECK': {
+      const { cmdCheck } = await import('./verbs/check.ts');
+      await cmdCheck({ ...ctx, env });
+      return writeSuccess('CHECK');
+    }
+    case 'GC': {
+      const { cmdGc } = await import('./verbs/gc.ts');
+      await cmdGc(ctx);
+      return writeSuccess('GC');
+    }
+    case 'STATUS': {
+      const { cmdStatus } = await import('./verbs/status.ts');
+      await cmdStatus(ctx);
+      return writeSuccess('STATUS');
+    }
+    case 'VERSION':
+      return answerVersion();
+  }
+}
+
+/** VERSION may come without stdin, or with one that never closes: read briefly and echo what was asked. */
+async function answerVersion(): Promise<number> {
+  let request: unknown;
+  try {
+    request = decodeRequest(await readStdin({ timeoutMs: 100 }));
+  } catch {
+    request = undefined; // no (valid) request: report the latest version, as the spec allows
+  }
+  return writeResult(versionInfo(request));
+}
+
+function describe(env: CniEnv): string {
+  return 'containerId' in env ? `${env.verb} ${env.containerId}/${env.ifname}` : env.verb;
+}
+
+export type { NetworkConfig };

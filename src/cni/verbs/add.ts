@@ -1,0 +1,23 @@
+// ADD: static addresses as configured, then one allocated address per range (all or nothing).
+import { formatIP } from '../../ip/address.ts';
+import { assign } from '../../ipam/assign.ts';
+import type { AddEnv } from '../env.ts';
+import { renderResult, type IpamResultIP, type ResultJson } from '../result.ts';
+import { attachmentOf, type VerbContext } from './context.ts';
+
+export async function cmdAdd(ctx: VerbContext & { env: AddEnv }): Promise<ResultJson> {
+  const { config, store, logger } = ctx;
+  const assigned = await assign(store, config, attachmentOf(ctx.env));
+  const ips: IpamResultIP[] = [
+    ...config.ipam.addresses.map((s) => ({ address: s.address, ...(s.gateway === undefined ? {} : { gateway: s.gateway }) })),
+    ...assigned.map((a) => ({
+      address: { family: a.address.family, address: a.address.value, prefix: a.pool.resultPrefix ?? a.range.cidr.prefix },
+      ...(a.range.gateway === undefined ? {} : { gateway: a.range.gateway }),
+    })),
+  ];
+  logger.info(`assigned ${assigned.map((a) => `${formatIP(a.address)}${a.claimed ? '' : ' (already held)'}`).join(', ') || 'static addresses only'}`);
+  return renderResult(
+    { ips, routes: config.ipam.routes, ...(config.ipam.dns === undefined ? {} : { dns: config.ipam.dns }) },
+    ctx.version,
+  );
+}

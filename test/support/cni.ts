@@ -1,0 +1,75 @@
+// Runs a CNI plugin the way a runtime does: CNI_* environment, the request on stdin, the result on stdout.
+import { spawn } from 'node:child_process';
+
+export interface CniCall {
+  readonly command: 'ADD' | 'DEL' | 'CHECK' | 'GC' | 'STATUS' | 'VERSION' | string;
+  readonly containerId?: string;
+  readonly netns?: string;
+  readonly ifname?: string;
+  readonly path?: string;
+  readonly args?: string;
+  /** Replaces the whole CNI_* environment (for malformed-environment tests). */
+  readonly rawEnv?: Record<string, string>;
+}
+
+export interface CniOutcome {
+  readonly code: number | null;
+  readonly signal: NodeJS.Signals | null;
+  readonly stdout: string;
+  readonly stderr: string;
+  /** stdout parsed as JSON, or undefined when stdout is empty. Throws if stdout is not exactly one JSON document. */
+  readonly json: Record<string, unknown> | undefined;
+}
+
+export function cniEnv(call: CniCall): Record<string, string> {
+  if (call.rawEnv !== undefined) return { ...call.rawEnv };
+  const env: Record<string, string> = { CNI_COMMAND: call.command };
+  if (call.containerId !== undefined) env['CNI_CONTAINERID'] = call.containerId;
+  if (call.netns !== undefined) env['CNI_NETNS'] = call.netns;
+  if (call.ifname !== undefined) env['CNI_IFNAME'] = call.ifname;
+  if (call.path !== undefined) env['CNI_PATH'] = call.path;
+  if (call.args !== undefined) env['CNI_ARGS'] = call.args;
+  return env;
+}
+
+export interface RunOptions {
+  /** Run inside this network namespace (`ip netns exec`). */
+  readonly inNetns?: string;
+  readonly timeoutMs?: number;
+  readonly extraEnv?: Record<string, string>;
+}
+
+export function runCni(
+  binary: string,
+  call: CniCall,
+  stdin: unknown,
+  options: RunOptions = {},
+): Promise<CniOutcome> {
+  const env = { PATH: '/usr/sbin:/usr/bin:/sbin:/bin', ...cniEnv(call), ...options.extraEnv };
+  const [file, argv] =
+    options.inNetns === undefined
+      ? [binary, [] as string[]]
+      : ['ip', ['netns', 'exec', options.inNetns, binary]];
+  return new Promise((resolve, reject) => {
+    const child = spawn(file, argv, { env, stdio: ['pipe', 'pipe', 'pipe'] });
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs ?? 30_000);
+    child.stdout.on('data', (b: Buffer) => out.push(b));
+    child.stderr.on('data', (b: Buffer) => err.push(b));
+    child.on('error', reject);
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      const stdout = Buffer.concat(out).toString('utf8');
+      resolve({
+        code,
+        signal,
+        stdout,
+        stderr: Buffer.concat(err).toString('utf8'),
+        json: stdout.trim() === '' ? undefined : (JSON.parse(stdout) as Record<string, unknown>),
+      });
+    });
+    child.stdin.on('error', () => undefined); // the plugin may exit before reading stdin (e.g. env errors)
+    child.stdin.end(typeof stdin === 'string' ? stdin : stdin === undefined ? '' : JSON.stringify(stdin));
+  });
+}
