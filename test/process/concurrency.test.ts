@@ -1,0 +1,115 @@
+// Many plugin processes at once on one network, as kubelet does when a node fills up: unique addresses, clean
+// release, and a process killed while holding the pool lock delays the others by at most the stale window.
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { runCni, type CniOutcome } from '../support/cni.ts';
+import { embeddedNode, repoRoot, requireBinary } from '../support/paths.ts';
+
+const bin = requireBinary();
+const PROCESSES = Number(process.env['HEREABOUTS_CONCURRENT_PROCESSES'] ?? 200);
+const STALE_MS = 10_000; // DEFAULT_LOCK_TIMING.staleMs of the local store
+
+function conf(dataDir: string): Record<string, unknown> {
+  return { cniVersion: '1.0.0', name: 'burst', type: 'bridge', ipam: { type: 'hereabouts', datastore: 'local', data_dir: dataDir, range: '10.50.0.0/16' } };
+}
+
+function call(command: 'ADD' | 'DEL', dataDir: string, i: number): Promise<CniOutcome> {
+  return runCni(
+    bin,
+    { command, containerId: `burst-${i}`, netns: '/var/run/netns/x', ifname: 'eth0', path: '/usr/lib/cni', args: `IgnoreUnknown=1;K8S_POD_NAMESPACE=load;K8S_POD_NAME=p${i}` },
+    conf(dataDir),
+    { timeoutMs: 120_000 },
+  );
+}
+
+function poolAllocations(dataDir: string): Record<string, { id: string }> {
+  const dir = join(dataDir, 'burst');
+  const file = readdirSync(dir).find((f) => f.endsWith('.json'));
+  assert.ok(file !== undefined, 'the pool file exists');
+  return (JSON.parse(readFileSync(join(dir, file), 'utf8')) as { allocations: Record<string, { id: string }> }).allocations;
+}
+
+const addressOf = (out: CniOutcome): string => (out.json?.['ips'] as Array<{ address: string }>)[0]!.address;
+
+describe('concurrent plugin processes on one network', { timeout: 600_000 }, () => {
+  test(`${PROCESSES} ADD processes at once get ${PROCESSES} distinct addresses; ${PROCESSES} DELs leave nothing`, async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'hab-burst-'));
+    try {
+      const adds = await Promise.all(Array.from({ length: PROCESSES }, (_, i) => call('ADD', dataDir, i)));
+      for (const out of adds) assert.equal(out.code, 0, out.stdout + out.stderr);
+      const addresses = adds.map(addressOf);
+      assert.equal(new Set(addresses).size, PROCESSES, 'every address is distinct');
+      const stored = poolAllocations(dataDir);
+      assert.equal(Object.keys(stored).length, PROCESSES);
+      // What each process printed is what the store recorded for its container.
+      adds.forEach((out, i) => {
+        const offset = Number(addressOf(out).split('/')[0]!.split('.').map(Number).reduce((a, b) => a * 256 + b, 0) - (10 * 2 ** 24 + 50 * 2 ** 16));
+        assert.equal(stored[String(offset)]?.id, `burst-${i}`);
+      });
+      const dels = await Promise.all(Array.from({ length: PROCESSES }, (_, i) => call('DEL', dataDir, i)));
+      for (const out of dels) assert.equal(out.code, 0, out.stdout + out.stderr);
+      assert.deepEqual(poolAllocations(dataDir), {});
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+
+  test('a process SIGKILLed while holding the pool lock delays the next ADD by at most the stale window', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'hab-kill-'));
+    try {
+      assert.equal((await call('ADD', dataDir, 0)).code, 0); // creates the pool
+      // A stand-in for a plugin process frozen inside its critical section: it takes the very same lock.
+      const holder = spawn(embeddedNode, ['--input-type=module', '-e', `
+        import { acquirePoolLock, DEFAULT_LOCK_TIMING } from ${JSON.stringify(join(repoRoot, 'src/store/local/lock.ts'))};
+        import { poolPaths } from ${JSON.stringify(join(repoRoot, 'src/store/local/paths.ts'))};
+        await acquirePoolLock(poolPaths(${JSON.stringify(dataDir)}, { network: 'burst', name: '10.50.0.0-16' }), DEFAULT_LOCK_TIMING);
+        process.stdout.write('locked\\n');
+        setInterval(() => {}, 1000);
+      `], { stdio: ['ignore', 'pipe', 'inherit'] });
+      await new Promise<void>((resolve, reject) => {
+        holder.stdout.once('data', () => resolve());
+        holder.once('exit', (code) => reject(new Error(`lock holder exited early (${code})`)));
+      });
+      const waiting = call('ADD', dataDir, 1); // queues behind the held lock
+      await new Promise((r) => setTimeout(r, 500));
+      const killedAt = Date.now();
+      holder.kill('SIGKILL');
+      const out = await waiting;
+      const delay = Date.now() - killedAt;
+      assert.equal(out.code, 0, out.stdout + out.stderr);
+      assert.ok(delay <= STALE_MS + 3_000, `ADD finished ${delay} ms after the kill (stale window ${STALE_MS} ms)`);
+      assert.equal(addressOf(out), '10.50.0.2/16', 'no duplicate of the first address');
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+
+  test('ADD processes SIGKILLed at random moments never cause a duplicate', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'hab-chaos-'));
+    try {
+      const runs = Array.from({ length: 60 }, (_, i) => {
+        const child = runCni(bin, { command: 'ADD', containerId: `chaos-${i}`, netns: '/x', ifname: 'eth0', path: '/usr/lib/cni' }, conf(dataDir), {
+          timeoutMs: 20 + Math.floor(Math.random() * 300), // killed with SIGKILL at a random point
+        });
+        return child;
+      });
+      const outcomes = await Promise.all(runs);
+      const succeeded = outcomes.filter((o) => o.code === 0);
+      const printed = succeeded.map(addressOf);
+      assert.equal(new Set(printed).size, printed.length, 'no address printed twice');
+      // Every address a process printed is recorded for that process; killed ones leaked at most their own.
+      const stored = poolAllocations(dataDir);
+      const ids = Object.values(stored).map((a) => a.id);
+      assert.equal(new Set(ids).size, ids.length, 'no container holds two addresses');
+      const survivor = await call('ADD', dataDir, 999);
+      assert.equal(survivor.code, 0, survivor.stdout);
+      assert.ok(!printed.includes(addressOf(survivor)));
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+});
