@@ -7,7 +7,8 @@ import type { Store } from '../store/store.ts';
 import { readCniEnv, type CniEnv } from './env.ts';
 import { createLogger, type Logger } from './log.ts';
 import { errorJson, writeError, writeResult, writeSuccess } from './output.ts';
-import { decodeRequest, readStdin } from './stdin.ts';
+import { decodeRequest } from './stdin.ts';
+import { readStdinFd } from './stdin-fd.ts';
 import { bestEffortVersion, negotiate, versionInfo, type CniVersion } from './version.ts';
 import type { VerbContext } from './verbs/context.ts';
 
@@ -19,7 +20,7 @@ export async function runPlugin(): Promise<number> {
   try {
     const env = readCniEnv(process.env);
     if (env.verb === 'VERSION') return await answerVersion();
-    request = decodeRequest(await readStdin());
+    request = decodeRequest(readStdinFd());
     version = negotiate(request, env.verb);
     const config = parseNetworkConfig(request, { verb: env.verb, cniVersion: version, cniArgs: 'args' in env ? env.args : undefined });
     logger = createLogger({
@@ -77,7 +78,7 @@ async function runVerb(ctx: VerbContext & { env: CniEnv }): Promise<number> {
 async function answerVersion(): Promise<number> {
   let request: unknown;
   try {
-    request = decodeRequest(await readStdin({ timeoutMs: 100 }));
+    request = decodeRequest(readStdinFd({ timeoutMs: 100 }));
   } catch {
     request = undefined; // no (valid) request: report the latest version, as the spec allows
   }

@@ -2,7 +2,6 @@
 // only when the datastore is "kubernetes", so local-store verbs never load it.
 import type { NetworkConfig } from '../config/types.ts';
 import type { Logger } from '../cni/log.ts';
-import { LocalStore } from './local/local-store.ts';
 import type { Store } from './store.ts';
 
 export interface OpenStoreOptions {
@@ -11,7 +10,11 @@ export interface OpenStoreOptions {
 
 export async function openStore(config: NetworkConfig, options: OpenStoreOptions): Promise<Store> {
   const datastore = config.ipam.datastore;
-  if (datastore.kind === 'local') return new LocalStore(datastore.dataDir);
+  if (datastore.kind === 'local') {
+    // Lazy even here: VERSION and config errors must not pay for proper-lockfile.
+    const { LocalStore } = await import('./local/local-store.ts');
+    return new LocalStore(datastore.dataDir);
+  }
   const { openKubernetesStore } = await import('./kubernetes/open.ts');
   return openKubernetesStore(config, datastore, options);
 }

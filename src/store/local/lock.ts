@@ -35,7 +35,9 @@ export async function acquirePoolLock(paths: PoolPaths, timing: LockTiming): Pro
   for (let attempt = 0; ; attempt++) {
     let lost: Error | undefined;
     try {
-      const release = await lockfile.lock(paths.data, {
+      // The sync API: plain synchronous syscalls, no libuv threadpool to start (and tear down) in a CNI process
+      // that lives for milliseconds. Waiting between attempts stays asynchronous (a timer).
+      const release = lockfile.lockSync(paths.data, {
         lockfilePath: paths.lock,
         realpath: false,
         stale: NEVER_STALE_MS,
@@ -54,7 +56,7 @@ export async function acquirePoolLock(paths: PoolPaths, timing: LockTiming): Pro
         },
         async release() {
           try {
-            await release();
+            release();
           } catch (err) {
             // A lock already reported compromised is gone; there is nothing left to release.
             if (lost === undefined || errorCode(err) !== 'ERELEASED') throw err;
@@ -66,7 +68,7 @@ export async function acquirePoolLock(paths: PoolPaths, timing: LockTiming): Pro
         throw new CniError(CniCode.IoFailure, `cannot lock pool file ${paths.data}: ${messageOf(err)}`, { cause: err });
       }
     }
-    if (await reclaimIfStale(paths, timing)) continue;
+    if (reclaimIfStale(paths, timing)) continue;
     if (Date.now() >= deadline) {
       throw new CniError(
         CniCode.TryAgainLater,
@@ -79,11 +81,11 @@ export async function acquirePoolLock(paths: PoolPaths, timing: LockTiming): Pro
 }
 
 /** Removes the lock when its holder stopped refreshing it; true when it did (retry at once). */
-async function reclaimIfStale(paths: PoolPaths, timing: LockTiming): Promise<boolean> {
+function reclaimIfStale(paths: PoolPaths, timing: LockTiming): boolean {
   if (!isStale(paths.lock, timing.staleMs)) return false;
-  let releaseReclaim: () => Promise<void>;
+  let releaseReclaim: () => void;
   try {
-    releaseReclaim = await lockfile.lock(paths.lock, {
+    releaseReclaim = lockfile.lockSync(paths.lock, {
       lockfilePath: `${paths.lock}.reclaim`,
       realpath: false,
       // Held for a stat and an rmdir; proper-lockfile's floor (2 s) is plenty.
@@ -108,7 +110,7 @@ async function reclaimIfStale(paths: PoolPaths, timing: LockTiming): Promise<boo
     }
     return true;
   } finally {
-    await releaseReclaim();
+    releaseReclaim();
   }
 }
 

@@ -2,8 +2,11 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { PassThrough, Readable } from 'node:stream';
-import { decodeRequest, readStdin } from '../../../src/cni/stdin.ts';
+import { closeSync, mkdtempSync, openSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { decodeRequest } from '../../../src/cni/stdin.ts';
+import { readStdinFd } from '../../../src/cni/stdin-fd.ts';
 import { CniError } from '../../../src/cni/errors.ts';
 
 function cniError(code: number, pattern: RegExp) {
@@ -94,70 +97,53 @@ for (const [text, what] of [
   });
 }
 
-test('readStdin() reads a stream to its end', async () => {
-  const stream = Readable.from([Buffer.from('{"a":'), Buffer.from('1}')]);
-  assert.equal((await readStdin({ stream })).toString(), '{"a":1}');
+test('readStdinFd() reads a file descriptor to its end', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'hab-stdin-'));
+  const file = join(dir, 'req.json');
+  writeFileSync(file, '{"a":1}');
+  const fd = openSync(file, 'r');
+  try {
+    assert.equal(readStdinFd({ fd }).toString(), '{"a":1}');
+  } finally {
+    closeSync(fd);
+    rmSync(dir, { recursive: true });
+  }
 });
 
-test('readStdin() accepts string chunks', async () => {
-  const stream = Readable.from(['ab', 'cd'], { objectMode: false });
-  assert.equal((await readStdin({ stream })).toString(), 'abcd');
+test('readStdinFd() rejects input above maxBytes with code 6', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'hab-stdin-'));
+  const file = join(dir, 'big');
+  writeFileSync(file, Buffer.alloc(1001));
+  const fd = openSync(file, 'r');
+  try {
+    assert.throws(() => readStdinFd({ fd, maxBytes: 1000 }), cniError(6, /larger than 1000 bytes/));
+  } finally {
+    closeSync(fd);
+    rmSync(dir, { recursive: true });
+  }
 });
 
-test('readStdin() returns an empty buffer for an empty stream', async () => {
-  assert.equal((await readStdin({ stream: Readable.from([]) })).length, 0);
+test('readStdinFd() treats a closed descriptor as empty input', () => {
+  assert.equal(readStdinFd({ fd: 987 }).length, 0);
 });
 
-test('readStdin() returns at once for a terminal', async () => {
-  const tty = Object.assign(new PassThrough(), { isTTY: true });
-  assert.equal((await readStdin({ stream: tty })).length, 0);
-});
-
-test('readStdin() rejects input above maxBytes with code 6', async () => {
-  const stream = Readable.from([Buffer.alloc(600), Buffer.alloc(600)]);
-  await assert.rejects(readStdin({ stream, maxBytes: 1000 }), cniError(6, /larger than 1000 bytes/));
-});
-
-test('readStdin() accepts input of exactly maxBytes', async () => {
-  const stream = Readable.from([Buffer.alloc(1000)]);
-  assert.equal((await readStdin({ stream, maxBytes: 1000 })).length, 1000);
-});
-
-test('readStdin() turns a read error into code 5', async () => {
-  const stream = new PassThrough();
-  const pending = readStdin({ stream });
-  stream.destroy(new Error('EIO: boom'));
-  await assert.rejects(pending, cniError(5, /error reading stdin: EIO: boom/));
-});
-
-test('readStdin() gives up after timeoutMs with code 5 when the input never ends', async () => {
-  const stream = new PassThrough();
-  stream.write('{"cniVersion":');
-  await assert.rejects(readStdin({ stream, timeoutMs: 20 }), cniError(5, /did not end within 20 ms/));
-  assert.equal(stream.destroyed, true);
-});
-
-test('readStdin() does not hang on a closed stdin of a real process', () => {
-  const stdinModule = fileURLToPath(new URL('../../../src/cni/stdin.ts', import.meta.url));
-  const script = `import(${JSON.stringify(stdinModule)}).then(async (m) => { const b = await m.readStdin(); process.stdout.write(String(b.length)); });`;
+function runChild(input: string | undefined): { stdout: string; stderr: string } {
+  const module = fileURLToPath(new URL('../../../src/cni/stdin-fd.ts', import.meta.url));
+  const script = `import(${JSON.stringify(module)}).then((m) => process.stdout.write(String(m.readStdinFd().length)));`;
   const child = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
+    ...(input === undefined ? {} : { input }),
     timeout: 10_000,
     encoding: 'utf8',
   });
   assert.equal(child.error, undefined);
-  assert.equal(child.stderr, '');
-  assert.equal(child.stdout, '0');
+  return { stdout: child.stdout, stderr: child.stderr };
+}
+
+test('readStdinFd() does not hang on a closed stdin of a real process', () => {
+  assert.deepEqual(runChild(undefined), { stdout: '0', stderr: '' });
 });
 
-test('readStdin() reads a piped stdin of a real process', () => {
-  const stdinModule = fileURLToPath(new URL('../../../src/cni/stdin.ts', import.meta.url));
-  const script = `import(${JSON.stringify(stdinModule)}).then(async (m) => { const b = await m.readStdin(); process.stdout.write(JSON.stringify(m.decodeRequest(b))); });`;
-  const child = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
-    input: '{"cniVersion":"1.1.0"}',
-    timeout: 10_000,
-    encoding: 'utf8',
-  });
-  assert.equal(child.stderr, '');
-  assert.equal(child.stdout, '{"cniVersion":"1.1.0"}');
+test('readStdinFd() reads a piped stdin of a real process', () => {
+  assert.deepEqual(runChild('{"cniVersion":"1.1.0"}'), { stdout: '22', stderr: '' });
 });
