@@ -1,20 +1,10 @@
-// The pools an attachment draws from: one per configured range (`range` first, then `ipRanges`), named as
-// Whereabouts names its IPPools so both stores find the same objects.
+// The pools an attachment draws from; one per configured range unless the caller passes the store's own list.
 import type { NetworkConfig } from '../config/types.ts';
 import { ipEquals, type IPAddress } from '../ip/address.ts';
-import { poolName } from '../store/names.ts';
+import { poolRefs } from '../store/pool-refs.ts';
 import type { PoolRef } from '../store/store.ts';
 
-export function poolRefs(config: NetworkConfig): PoolRef[] {
-  const networkName = config.ipam.networkName;
-  const networkNamed = networkName !== undefined && networkName !== '';
-  return config.ipam.ranges.map((range) => ({
-    name: poolName(range.cidr, networkNamed ? { networkName } : {}),
-    network: networkNamed ? networkName : config.name,
-    networkNamed,
-    range,
-  }));
-}
+export { poolRefs };
 
 /** Every IPAM entry point accepts the pools explicitly (node-slice mode substitutes the node's slices). */
 export interface PoolsOption {

@@ -1,6 +1,6 @@
 // The seam between allocation policy (src/ipam, src/allocator) and durable state (local files or the
 // Kubernetes API). Neither side imports the other; both import this file.
-import type { RangeConfig } from '../config/types.ts';
+import type { NetworkConfig, RangeConfig } from '../config/types.ts';
 
 export interface AllocationRecord {
   readonly containerId: string;
@@ -48,11 +48,16 @@ export interface Planned<T> {
  */
 export type Plan<T> = (current: Allocations, refused: ReadonlySet<bigint>) => Planned<T>;
 
+/** Why pools are asked for: a store without a node slice refuses to allocate but lets a release succeed. */
+export type PoolPurpose = 'allocate' | 'release' | 'status';
+
 export interface Store {
   /** This node's name when the store records one in allocations (GC only touches this node's records). */
   readonly node?: string;
   /** Runs `plan` on the pool's current state and durably applies its change, exclusive against every writer. */
   update<T>(pool: PoolRef, plan: Plan<T>): Promise<T>;
+  /** The pools a request draws from; absent: one per configured range. Node-slice mode answers with this node's slices. */
+  resolvePools?(config: NetworkConfig, options: { readonly purpose: PoolPurpose }): Promise<PoolRef[]>;
   read(pool: PoolRef): Promise<Allocations>;
   /** Throws CniError code 50 when the store cannot serve an ADD for these pools now. */
   status(pools: readonly PoolRef[]): Promise<void>;

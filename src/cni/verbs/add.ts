@@ -3,11 +3,11 @@ import { formatIP } from '../../ip/address.ts';
 import { assign } from '../../ipam/assign.ts';
 import type { AddEnv } from '../env.ts';
 import { renderResult, type IpamResultIP, type ResultJson } from '../result.ts';
-import { attachmentOf, type VerbContext } from './context.ts';
+import { attachmentOf, poolsOf, type VerbContext } from './context.ts';
 
 export async function cmdAdd(ctx: VerbContext & { env: AddEnv }): Promise<ResultJson> {
   const { config, store, logger } = ctx;
-  const assigned = await assign(store, config, attachmentOf(ctx.env));
+  const assigned = await assign(store, config, attachmentOf(ctx.env), await poolsOf(ctx, 'allocate'));
   const ips: IpamResultIP[] = [
     ...config.ipam.addresses.map((s) => ({ address: s.address, ...(s.gateway === undefined ? {} : { gateway: s.gateway }) })),
     ...assigned.map((a) => ({

@@ -6,7 +6,7 @@ import { collectGarbage } from '../../ipam/gc.ts';
 import { combineErrors } from '../../ipam/errors.ts';
 import type { AttachmentId } from '../../ipam/attachment.ts';
 import { formatIP } from '../../ip/address.ts';
-import type { VerbContext } from './context.ts';
+import { poolsOf, type VerbContext } from './context.ts';
 
 export interface ValidAttachments {
   readonly valid: AttachmentId[];
@@ -37,7 +37,7 @@ export function readValidAttachments(raw: Readonly<Record<string, unknown>>): Va
 
 export async function cmdGc(ctx: VerbContext): Promise<void> {
   const { valid, keepContainers, problems } = readValidAttachments(ctx.config.raw);
-  const report = await collectGarbage(ctx.store, ctx.config, valid, { keepContainers });
+  const report = await collectGarbage(ctx.store, ctx.config, valid, { keepContainers, ...(await poolsOf(ctx, 'release')) });
   for (const r of report.released) {
     ctx.logger.info(`gc released ${formatIP(r.address)} of ${r.record.podRef || 'container'} ${r.record.containerId} (${r.record.ifname})`);
   }

@@ -121,7 +121,7 @@ function rangeText(range: Cidr): string {
   return formatCidr(masked(range));
 }
 
-function decodeRecord(value: unknown): AllocationRecord | undefined {
+export function decodeRecord(value: unknown): AllocationRecord | undefined {
   if (!isObject(value)) return undefined;
   const { id, podref, ifname, podUid, node } = value;
   // Whereabouts before 0.7 wrote no ifname; podref may be absent for non-Kubernetes runtimes.
@@ -137,7 +137,7 @@ function decodeRecord(value: unknown): AllocationRecord | undefined {
   };
 }
 
-function encodeRecord(record: AllocationRecord): Record<string, string> {
+export function encodeRecord(record: AllocationRecord): Record<string, string> {
   const out: Record<string, string> = { id: record.containerId, podref: record.podRef, ifname: record.ifname };
   if (record.podUid !== undefined) out['podUid'] = record.podUid;
   if (record.node !== undefined) out['node'] = record.node;

@@ -1,0 +1,143 @@
+// The Kubernetes datastore (`"datastore": "kubernetes"`): Whereabouts' IPPool objects are the source of truth, a
+// node-local cache under the pool's file lock spares the reads (DESIGN §5). The write path is pool-update.ts.
+import { CniCode, CniError } from '../../cni/errors.ts';
+import type { Logger } from '../../cni/log.ts';
+import type { NetworkConfig } from '../../config/types.ts';
+import { DEFAULT_LOCK_TIMING, type LockTiming } from '../local/lock.ts';
+import { poolRefs } from '../pool-refs.ts';
+import type { Allocations, Plan, PoolRef, Store } from '../store.ts';
+import type { ApiClient } from './api.ts';
+import { toCniError } from './errors.ts';
+import { NoSliceError, nodeSlicePools } from './node-slices.ts';
+import { fetchPool, updatePool, type WriteContext } from './pool-update.ts';
+
+export interface KubernetesStoreOptions {
+  readonly api: ApiClient;
+  /** This node's name: stamped on allocations, and it picks the node's slice. */
+  readonly node: string;
+  /** The node-local cache directory (`datastore.cacheDir`). */
+  readonly cacheDir: string;
+  /** enable_overlapping_ranges. */
+  readonly reservations: boolean;
+  readonly log: Logger;
+  readonly lock?: Partial<LockTiming>;
+  /** Time one pool update may spend on conflicts before failing with code 11. */
+  readonly budgetMs?: number;
+  /** Timeout of best-effort clean-up requests on the failure path. */
+  readonly cleanupTimeoutMs?: number;
+  /** How long a cached node-slice assignment is trusted. */
+  readonly sliceTtlMs?: number;
+}
+
+export interface ResolveOptions {
+  /** 'allocate' (default): ADD and CHECK. 'release': DEL and GC. 'status': STATUS (every failure is code 50). */
+  readonly purpose?: 'allocate' | 'release' | 'status';
+}
+
+/** STATUS reports whatever keeps an ADD from being served as code 50 (CNI spec: plugin not available). */
+function asStatusError(err: unknown): CniError {
+  if (err instanceof CniError && err.code === CniCode.PluginNotAvailable) return err;
+  const msg = err instanceof Error ? err.message : String(err);
+  return new CniError(CniCode.PluginNotAvailable, `cannot serve an ADD now: ${msg}`, { cause: err });
+}
+
+export const DEFAULT_BUDGET_MS = 25_000;
+export const DEFAULT_CLEANUP_TIMEOUT_MS = 2_000;
+export const DEFAULT_SLICE_TTL_MS = 120_000;
+
+export class KubernetesStore implements Store {
+  readonly node: string;
+  readonly api: ApiClient;
+  readonly #write: WriteContext;
+  readonly #sliceTtlMs: number;
+  /** Pools read from the API during this process (STATUS reads each pool once for status() and read()). */
+  readonly #fresh = new Map<string, Promise<Allocations>>();
+  readonly #queues = new Map<string, Promise<unknown>>();
+
+  constructor(options: KubernetesStoreOptions) {
+    this.node = options.node;
+    this.api = options.api;
+    this.#sliceTtlMs = options.sliceTtlMs ?? DEFAULT_SLICE_TTL_MS;
+    this.#write = {
+      api: options.api,
+      node: options.node,
+      reservations: options.reservations,
+      cacheDir: options.cacheDir,
+      scope: { server: options.api.endpoint.server, namespace: options.api.namespace },
+      lockTiming: { ...DEFAULT_LOCK_TIMING, ...options.lock },
+      budgetMs: options.budgetMs ?? DEFAULT_BUDGET_MS,
+      cleanupTimeoutMs: options.cleanupTimeoutMs ?? DEFAULT_CLEANUP_TIMEOUT_MS,
+      log: options.log,
+    };
+  }
+
+  /**
+   * The pools of a request: one per range, or this node's slice pools when node_slice_size is set. For ADD and
+   * CHECK a missing NodeSlicePool or slice is CNI code 11, for STATUS code 50; for DEL and GC (`purpose:
+   * 'release'`) it means this node cannot hold anything there, so the answer is no pool (and DEL succeeds).
+   */
+  async resolvePools(config: NetworkConfig, options: ResolveOptions = {}): Promise<PoolRef[]> {
+    if (config.ipam.nodeSliceSize === undefined) return poolRefs(config);
+    const { api, node, cacheDir, scope, log } = this.#write;
+    const ctx = { api, node, cacheDir, scope, log, ttlMs: this.#sliceTtlMs };
+    try {
+      return await nodeSlicePools(ctx, config);
+    } catch (err) {
+      if (options.purpose === 'status') throw asStatusError(err);
+      if (options.purpose !== 'release' || !(err instanceof NoSliceError)) throw err;
+      log.warning(`${err.message}: nothing of this node to release there`);
+      return [];
+    }
+  }
+
+  update<T>(pool: PoolRef, plan: Plan<T>): Promise<T> {
+    this.#fresh.delete(pool.name);
+    // proper-lockfile excludes other processes; this queue spares our own callers its polling.
+    return this.#serialised(pool.name, () => updatePool(this.#write, pool, plan));
+  }
+
+  /** The pool as the API has it now (CHECK and STATUS must not trust the cache). */
+  read(pool: PoolRef): Promise<Allocations> {
+    let pending = this.#fresh.get(pool.name);
+    if (pending === undefined) {
+      pending = fetchPool(this.#write, pool).then(
+        (state) => state.allocations,
+        (err: unknown) => {
+          this.#fresh.delete(pool.name);
+          throw toCniError(err, `IPPool ${pool.name}`);
+        },
+      );
+      this.#fresh.set(pool.name, pending);
+    }
+    return pending;
+  }
+
+  async status(pools: readonly PoolRef[]): Promise<void> {
+    for (const pool of pools) {
+      try {
+        await this.read(pool);
+      } catch (err) {
+        throw asStatusError(err);
+      }
+    }
+  }
+
+  async close(): Promise<void> {
+    await Promise.allSettled(this.#queues.values());
+    this.api.close();
+  }
+
+  #serialised<T>(key: string, task: () => Promise<T>): Promise<T> {
+    const previous = this.#queues.get(key) ?? Promise.resolve();
+    const run = previous.then(task, task);
+    const settled = run.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.#queues.set(key, settled);
+    void settled.then(() => {
+      if (this.#queues.get(key) === settled) this.#queues.delete(key);
+    });
+    return run;
+  }
+}

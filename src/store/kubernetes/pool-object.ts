@@ -1,0 +1,136 @@
+// IPPool objects on the wire: `spec.range` plus `spec.allocations{"<decimal offset>": {id, podref, ifname, ...}}`
+// (DESIGN §4). Decoding is lenient with what Whereabouts or an operator may have written (an address stays taken
+// whatever its record looks like); writes are JSON merge patches that touch only the changed offsets, so fields
+// this store does not model (ipamclaimref, createdAt) survive.
+import { CniCode, CniError } from '../../cni/errors.ts';
+import { formatCidr, lastOf, masked, networkOf, parseCidr, type Cidr } from '../../ip/cidr.ts';
+import { decodeRecord, encodeRecord } from '../local/pool-file.ts';
+import type { AllocationRecord, Allocations, PoolRef } from '../store.ts';
+import { API_VERSION } from './resources.ts';
+
+export interface PoolState {
+  readonly allocations: Map<bigint, AllocationRecord>;
+  /** Absent when the IPPool does not exist yet (the next write creates it). */
+  readonly resourceVersion?: string;
+  /** Read from the API in this update, rather than from the node cache. */
+  readonly fresh: boolean;
+}
+
+/** The record kept for an entry that is not {id, podref, ifname} strings: its address stays taken. */
+const UNREADABLE: AllocationRecord = { containerId: '', podRef: '', ifname: '' };
+
+export function rangeText(cidr: Cidr): string {
+  return formatCidr(masked(cidr));
+}
+
+export function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** An IPPool from the API. Throws when it is not a pool of this range (a name clash that must not be written). */
+export function decodePoolObject(object: unknown, pool: PoolRef, warn: (msg: string) => void): PoolState {
+  const where = `IPPool ${pool.name}`;
+  const metadata = isObject(object) ? object['metadata'] : undefined;
+  const spec = isObject(object) ? object['spec'] : undefined;
+  const resourceVersion = isObject(metadata) ? metadata['resourceVersion'] : undefined;
+  if (!isObject(spec) || typeof resourceVersion !== 'string') {
+    throw new CniError(CniCode.Internal, `${where}: the API returned an object without spec or resourceVersion`);
+  }
+  checkRange(spec['range'], pool, where);
+  const allocations = decodeAllocations(spec['allocations'] ?? {}, pool.range.cidr, { where, warn, strict: false });
+  return { allocations, resourceVersion, fresh: true };
+}
+
+function checkRange(value: unknown, pool: PoolRef, where: string): void {
+  const expected = rangeText(pool.range.cidr);
+  let actual: string | undefined;
+  try {
+    actual = typeof value === 'string' ? rangeText(parseCidr(value)) : undefined;
+  } catch (err) {
+    if (!(err instanceof TypeError || err instanceof RangeError)) throw err;
+  }
+  if (actual !== expected) {
+    throw new CniError(CniCode.Internal, `${where} has spec.range ${JSON.stringify(value)}, expected ${expected}`, {
+      details: 'another object uses this pool name; rename the network (network_name) or remove the object',
+    });
+  }
+}
+
+export interface DecodeOptions {
+  readonly where: string;
+  readonly warn: (msg: string) => void;
+  /** Strict (the node cache): any oddity throws. Lenient (the API): odd entries are kept as taken and reported. */
+  readonly strict: boolean;
+}
+
+export function decodeAllocations(raw: unknown, range: Cidr, options: DecodeOptions): Map<bigint, AllocationRecord> {
+  const out = new Map<bigint, AllocationRecord>();
+  const bad = (why: string): void => {
+    if (options.strict) throw new TypeError(`${options.where}: ${why}`);
+    options.warn(`${options.where}: ${why}`);
+  };
+  if (!isObject(raw)) {
+    // Nothing can be trusted about this pool: refuse to decide on it rather than hand out its addresses.
+    throw new CniError(CniCode.Internal, `${options.where}: spec.allocations is not an object`);
+  }
+  const base = networkOf(range);
+  const size = lastOf(range) - base;
+  for (const [key, value] of Object.entries(raw)) {
+    if (!/^(0|[1-9]\d*)$/.test(key) || BigInt(key) > size) {
+      // Whereabouts skips these too: no address of this range can be meant.
+      bad(`ignoring allocation key ${JSON.stringify(key)}, not an offset inside ${rangeText(range)}`);
+      continue;
+    }
+    const record = decodeRecord(value);
+    if (record === undefined) bad(`allocation ${key} is not {id, podref, ifname} strings; its address stays taken`);
+    out.set(base + BigInt(key), record ?? UNREADABLE);
+  }
+  return out;
+}
+
+/** The offset-keyed allocations object of an IPPool spec (also the node cache's format). */
+export function encodeAllocations(range: Cidr, allocations: Allocations): Record<string, Record<string, string>> {
+  const base = networkOf(range);
+  const entries = [...allocations].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  const body: Record<string, Record<string, string>> = {};
+  for (const [address, record] of entries) body[String(address - base)] = encodeRecord(record);
+  return body;
+}
+
+/** A new IPPool holding `allocations` (the first write of a pool creates it with the claim in it). */
+export function newPoolObject(pool: PoolRef, namespace: string, allocations: Allocations): { metadata: { name: string } } {
+  return {
+    apiVersion: API_VERSION,
+    kind: 'IPPool',
+    metadata: { name: pool.name, namespace },
+    spec: { range: rangeText(pool.range.cidr), allocations: stampCreated(encodeAllocations(pool.range.cidr, allocations)) },
+  } as { metadata: { name: string } };
+}
+
+function stampCreated(allocations: Record<string, Record<string, string>>): Record<string, Record<string, string>> {
+  const createdAt = new Date().toISOString();
+  for (const entry of Object.values(allocations)) entry['createdAt'] = createdAt;
+  return allocations;
+}
+
+/**
+ * The merge patch from `current` to `next`, conditional on `resourceVersion`: removed offsets become null, new and
+ * rewritten ones carry the modelled fields (null clears one that was dropped). Unchanged entries are not sent.
+ */
+export function allocationsPatch(range: Cidr, current: Allocations, next: Allocations, resourceVersion: string): unknown {
+  const base = networkOf(range);
+  const changes: Record<string, Record<string, string | null> | null> = {};
+  for (const address of current.keys()) {
+    if (!next.has(address)) changes[String(address - base)] = null;
+  }
+  const createdAt = new Date().toISOString();
+  for (const [address, record] of next) {
+    const before = current.get(address);
+    if (before === record) continue;
+    const entry: Record<string, string | null> = { ...encodeRecord(record) };
+    if (before === undefined) entry['createdAt'] = createdAt;
+    else for (const field of ['podUid', 'node']) entry[field] ??= null;
+    changes[String(address - base)] = entry;
+  }
+  return { metadata: { resourceVersion }, spec: { allocations: changes } };
+}

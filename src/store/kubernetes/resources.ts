@@ -1,0 +1,62 @@
+// The calls the store makes, one function each, on whereabouts.cni.cncf.io/v1alpha1 objects in the kubeconfig's
+// namespace. Expected answers (404, 409) are results; anything else throws ApiStatusError.
+import type { ApiClient, ApiResponse } from './api.ts';
+import { ApiStatusError } from './errors.ts';
+
+export const GROUP = 'whereabouts.cni.cncf.io';
+export const VERSION = 'v1alpha1';
+export const API_VERSION = `${GROUP}/${VERSION}`;
+
+export type Plural = 'ippools' | 'overlappingrangeipreservations' | 'nodeslicepools';
+
+export function objectPath(namespace: string, plural: Plural, name?: string): string {
+  const base = `/apis/${GROUP}/${VERSION}/namespaces/${encodeURIComponent(namespace)}/${plural}`;
+  return name === undefined ? base : `${base}/${encodeURIComponent(name)}`;
+}
+
+function ok(res: ApiResponse): boolean {
+  return res.status >= 200 && res.status < 300;
+}
+
+/** The object, or undefined when it does not exist. */
+export async function getObject(api: ApiClient, plural: Plural, name: string): Promise<unknown> {
+  const res = await api.send({ method: 'GET', path: objectPath(api.namespace, plural, name) });
+  if (res.status === 404) return undefined;
+  if (!ok(res)) throw new ApiStatusError(`get ${plural}/${name}`, res);
+  return res.body;
+}
+
+export type CreateResult = { readonly kind: 'created'; readonly object: unknown } | { readonly kind: 'exists' };
+
+export async function createObject(api: ApiClient, plural: Plural, object: { metadata: { name: string } }): Promise<CreateResult> {
+  const res = await api.send({ method: 'POST', path: objectPath(api.namespace, plural), body: object });
+  if (res.status === 409) return { kind: 'exists' };
+  if (!ok(res)) throw new ApiStatusError(`create ${plural}/${object.metadata.name}`, res);
+  return { kind: 'created', object: res.body };
+}
+
+export type PatchResult =
+  | { readonly kind: 'patched'; readonly object: unknown }
+  | { readonly kind: 'conflict' }
+  | { readonly kind: 'gone' };
+
+/** JSON merge patch; a metadata.resourceVersion in the patch makes it conditional (409 when the object moved on). */
+export async function mergePatch(api: ApiClient, plural: Plural, name: string, patch: unknown): Promise<PatchResult> {
+  const res = await api.send({
+    method: 'PATCH',
+    path: objectPath(api.namespace, plural, name),
+    body: patch,
+    contentType: 'application/merge-patch+json',
+  });
+  if (res.status === 409) return { kind: 'conflict' };
+  if (res.status === 404) return { kind: 'gone' };
+  if (!ok(res)) throw new ApiStatusError(`patch ${plural}/${name}`, res);
+  return { kind: 'patched', object: res.body };
+}
+
+/** Deletes the object; one that is already gone is fine. */
+export async function deleteObject(api: ApiClient, plural: Plural, name: string, options: { timeoutMs?: number } = {}): Promise<void> {
+  const res = await api.send({ method: 'DELETE', path: objectPath(api.namespace, plural, name) }, options);
+  if (res.status === 404 || ok(res)) return;
+  throw new ApiStatusError(`delete ${plural}/${name}`, res);
+}

@@ -1,0 +1,47 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { CniError } from '../../../../src/cni/errors.ts';
+import { formatCidr, parseCidr } from '../../../../src/ip/cidr.ts';
+import { formatIP } from '../../../../src/ip/address.ts';
+import { assignmentOf, NoSliceError, sliceRange } from '../../../../src/store/kubernetes/node-slices.ts';
+import { testRange } from '../../../support/memory-store.ts';
+
+const nsp = (allocations: unknown[]) => ({ spec: { range: '10.0.0.0/24', sliceSize: '/28' }, status: { allocations } });
+const ip = (value: bigint) => formatIP({ family: 4, value });
+
+test('assignmentOf() finds the slice of the node', () => {
+  const found = assignmentOf(nsp([{ nodeName: 'a', sliceRange: '10.0.0.0/28' }, { nodeName: 'b', sliceRange: '10.0.0.16/28' }]), 'net', 'b');
+  assert.deepEqual([formatCidr(found.range), formatCidr(found.slice)], ['10.0.0.0/24', '10.0.0.16/28']);
+});
+
+test('assignmentOf() without a slice for the node is code 11 naming node and pool', () => {
+  assert.throws(
+    () => assignmentOf(nsp([{ nodeName: '', sliceRange: '10.0.0.0/28' }]), 'net', 'c'),
+    (err: unknown) => err instanceof NoSliceError && err.code === 11 && err.message === 'no slice assigned to node c in NodeSlicePool net yet',
+  );
+});
+
+test('assignmentOf() rejects a slice outside the range', () => {
+  assert.throws(() => assignmentOf(nsp([{ nodeName: 'a', sliceRange: '10.9.0.0/28' }]), 'net', 'a'), (err: unknown) => err instanceof CniError && err.code === 999);
+});
+
+test('sliceRange() leaves out the slice network and broadcast addresses, as Whereabouts does', () => {
+  const r = sliceRange(testRange('10.0.0.0/24'), parseCidr('10.0.0.16/28'));
+  assert.deepEqual([ip(r.start), ip(r.end)], ['10.0.0.17', '10.0.0.30']);
+});
+
+test('sliceRange() applies range_start and range_end inside the slice', () => {
+  const r = sliceRange(testRange('10.0.0.0/24', { start: '10.0.0.20', end: '10.0.0.25' }), parseCidr('10.0.0.16/28'));
+  assert.deepEqual([ip(r.start), ip(r.end)], ['10.0.0.20', '10.0.0.25']);
+});
+
+test('sliceRange() of a slice outside range_start..range_end is empty', () => {
+  const r = sliceRange(testRange('10.0.0.0/24', { start: '10.0.0.100' }), parseCidr('10.0.0.16/28'));
+  assert.ok(r.start > r.end);
+});
+
+test('sliceRange() keeps only the exclusions and the gateway inside the slice', () => {
+  const r = sliceRange(testRange('10.0.0.0/24', { exclude: ['10.0.0.1', '10.0.0.18/31'], gateway: '10.0.0.1' }), parseCidr('10.0.0.16/28'));
+  assert.deepEqual(r.exclude.map((b) => [ip(b.first), ip(b.last)]), [['10.0.0.18', '10.0.0.19']]);
+  assert.equal(r.gateway, undefined);
+});
