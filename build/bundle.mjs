@@ -14,6 +14,8 @@ import {
   k8sClientPackage,
   k8sClientWithoutSideEffects,
   lazyBuiltins,
+  plainFsForLockfile,
+  exitHookForLockfile,
 } from './plugins.mjs';
 
 const common = {
@@ -37,7 +39,7 @@ export async function bundleMain({ root, entry, outfile, metafile, define }) {
     entryPoints: [entry],
     outfile,
     define,
-    plugins: [hermeticStubs, k8sClientLoader],
+    plugins: [hermeticStubs, k8sClientLoader, plainFsForLockfile, exitHookForLockfile],
   });
   await finish(result, metafile);
 }

@@ -3,6 +3,7 @@
 // CNI result, and masks anything that looks like a credential.
 import { appendFileSync } from 'node:fs';
 import type { LogLevel } from '../config/types.ts';
+import { writeFd } from './fd-write.ts';
 
 const rank: Record<LogLevel, number> = { debug: 0, verbose: 1, info: 2, warning: 3, error: 4, panic: 5 };
 
@@ -36,14 +37,14 @@ export function createLogger(options: LoggerOptions = {}): Logger {
     if (rank[level] < threshold) return;
     const line = `${new Date().toISOString()} [${level}]${prefix} ${redact(msg)}\n`;
     if (options.file === undefined) {
-      process.stderr.write(line);
+      writeFd(2, line);
       return;
     }
     try {
       appendFileSync(options.file, line, { mode: 0o600 });
     } catch (err) {
       // An unwritable log file must not fail the CNI call; say so once on stderr instead.
-      process.stderr.write(`hereabouts: cannot write log_file ${options.file}: ${(err as Error).message}\n${line}`);
+      writeFd(2, `hereabouts: cannot write log_file ${options.file}: ${(err as Error).message}\n${line}`);
     }
   };
   return {

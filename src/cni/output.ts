@@ -4,6 +4,7 @@
 // reach stdout; they go to the caller's log callback.
 import type { CniVerb } from './env.ts';
 import { CniCode, CniError } from './errors.ts';
+import { writeFd } from './fd-write.ts';
 import { redact } from './log.ts';
 import { describeValue } from './quote.ts';
 import { LATEST_VERSION, type CniVersion } from './version.ts';
@@ -100,5 +101,5 @@ function logDiagnostics(err: unknown, log: (msg: string) => void): void {
 }
 
 function writeStdout(text: string): void {
-  process.stdout.write(text);
+  writeFd(1, text);
 }

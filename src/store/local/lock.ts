@@ -3,7 +3,7 @@
 // the stale lock can both end up holding it (moxystudio/node-proper-lockfile#121). So its own reclaim is switched
 // off (a huge `stale`) and a waiter that sees our lock go stale removes it only while holding a second, short
 // "reclaim" lock and after re-checking under it: one reclaimer at a time, and only a lock still stale goes.
-import { rmdirSync, statSync } from 'node:fs';
+import { mkdirSync, realpathSync, rmdirSync, statSync, utimesSync } from 'node:fs';
 import lockfile from 'proper-lockfile';
 import { CniCode, CniError } from '../../cni/errors.ts';
 import { errorCode, messageOf } from './fs-errors.ts';
@@ -17,6 +17,12 @@ export interface LockTiming {
 }
 
 export const DEFAULT_LOCK_TIMING: LockTiming = { staleMs: 10_000, timeoutMs: 30_000 };
+
+/**
+ * The only calls proper-lockfile's sync API makes. Its adapter copies every property of the fs it is given, and on
+ * node:fs that touches the lazy getters (promises, streams, watchers): half of Node loaded for nothing.
+ */
+const lockFs = { mkdirSync, realpathSync, rmdirSync, statSync, utimesSync };
 
 /** Effectively "never" for proper-lockfile's own (racy) stale reclaim. */
 const NEVER_STALE_MS = 365 * 24 * 3600 * 1000;
@@ -38,6 +44,7 @@ export async function acquirePoolLock(paths: PoolPaths, timing: LockTiming): Pro
       // The sync API: plain synchronous syscalls, no libuv threadpool to start (and tear down) in a CNI process
       // that lives for milliseconds. Waiting between attempts stays asynchronous (a timer).
       const release = lockfile.lockSync(paths.data, {
+        fs: lockFs,
         lockfilePath: paths.lock,
         realpath: false,
         stale: NEVER_STALE_MS,
@@ -86,6 +93,7 @@ function reclaimIfStale(paths: PoolPaths, timing: LockTiming): boolean {
   let releaseReclaim: () => void;
   try {
     releaseReclaim = lockfile.lockSync(paths.lock, {
+      fs: lockFs,
       lockfilePath: `${paths.lock}.reclaim`,
       realpath: false,
       // Held for a stat and an rmdir; proper-lockfile's floor (2 s) is plenty.

@@ -1,0 +1,41 @@
+// The CNI hot path must cost no more Node start-up than `node -e 0`: ADD and DEL on the local store, and VERSION,
+// load no built-in module beyond what a bare Node loads (no streams, net, assert, readline, os...). Runs the bundle
+// on the embedded Node with a preload that records process.moduleLoadList at exit.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { embeddedNode, repoRoot } from '../support/paths.ts';
+
+const bundle = join(repoRoot, 'dist', 'hereabouts.cjs');
+
+function loadedModules(args: string[], env: Record<string, string>, input: string): Set<string> {
+  const dir = mkdtempSync(join(tmpdir(), 'hab-modules-'));
+  try {
+    const preload = join(dir, 'record.cjs');
+    const out = join(dir, 'modules.txt');
+    writeFileSync(preload, `process.on('exit', () => require('fs').writeFileSync(${JSON.stringify(out)}, process.moduleLoadList.join('\\n')));`);
+    const run = spawnSync(embeddedNode, ['-r', preload, ...args], { env, input, encoding: 'utf8' });
+    assert.equal(run.status, 0, run.stdout + run.stderr);
+    return new Set(readFileSync(out, 'utf8').split('\n'));
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+const baseline = loadedModules(['-e', '0'], {}, '');
+const dataDir = mkdtempSync(join(tmpdir(), 'hab-hot-'));
+const conf = JSON.stringify({ cniVersion: '1.0.0', name: 'hot', type: 'bridge', ipam: { type: 'hereabouts', datastore: 'local', data_dir: dataDir, range: '10.60.0.0/24' } });
+const cniEnv = (command: string) => ({ CNI_COMMAND: command, CNI_CONTAINERID: 'hot', CNI_NETNS: '/x', CNI_IFNAME: 'eth0', CNI_PATH: '/x' });
+
+for (const command of ['VERSION', 'ADD', 'CHECK', 'DEL']) {
+  test(`CNI ${command} on the local store loads no built-in module that node -e 0 does not`, () => {
+    const input = command === 'CHECK' ? JSON.stringify({ ...JSON.parse(conf), prevResult: { cniVersion: '1.0.0', ips: [{ address: '10.60.0.1/24' }] } }) : conf;
+    const extra = [...loadedModules([bundle], cniEnv(command), input)].filter((m) => !baseline.has(m));
+    assert.deepEqual(extra, []);
+  });
+}
+
+test.after(() => rmSync(dataDir, { recursive: true, force: true }));
