@@ -6,6 +6,7 @@ import type { NetworkConfig } from '../../config/types.ts';
 import { DEFAULT_LOCK_TIMING, type LockTiming } from '../local/lock.ts';
 import { poolRefs } from '../pool-refs.ts';
 import type { Allocations, Plan, PoolRef, Store } from '../store.ts';
+import { KeyedQueue } from '../keyed-queue.ts';
 import type { ApiClient } from './api.ts';
 import { toCniError } from './errors.ts';
 import { NoSliceError, nodeSlicePools } from './node-slices.ts';
@@ -52,7 +53,8 @@ export class KubernetesStore implements Store {
   readonly #sliceTtlMs: number;
   /** Pools read from the API during this process (STATUS reads each pool once for status() and read()). */
   readonly #fresh = new Map<string, Promise<Allocations>>();
-  readonly #queues = new Map<string, Promise<unknown>>();
+  /** In-process queue per pool: proper-lockfile excludes processes, this spares our own callers its polling. */
+  readonly #queue = new KeyedQueue();
 
   constructor(options: KubernetesStoreOptions) {
     this.node = options.node;
@@ -93,7 +95,7 @@ export class KubernetesStore implements Store {
   update<T>(pool: PoolRef, plan: Plan<T>): Promise<T> {
     this.#fresh.delete(pool.name);
     // proper-lockfile excludes other processes; this queue spares our own callers its polling.
-    return this.#serialised(pool.name, () => updatePool(this.#write, pool, plan));
+    return this.#queue.run(pool.name, () => updatePool(this.#write, pool, plan));
   }
 
   /** The pool as the API has it now (CHECK and STATUS must not trust the cache). */
@@ -123,21 +125,7 @@ export class KubernetesStore implements Store {
   }
 
   async close(): Promise<void> {
-    await Promise.allSettled(this.#queues.values());
+    await this.#queue.drain();
     this.api.close();
-  }
-
-  #serialised<T>(key: string, task: () => Promise<T>): Promise<T> {
-    const previous = this.#queues.get(key) ?? Promise.resolve();
-    const run = previous.then(task, task);
-    const settled = run.then(
-      () => undefined,
-      () => undefined,
-    );
-    this.#queues.set(key, settled);
-    void settled.then(() => {
-      if (this.#queues.get(key) === settled) this.#queues.delete(key);
-    });
-    return run;
   }
 }

@@ -5,6 +5,7 @@ import { chmodSync, closeSync, mkdirSync, openSync, unlinkSync, writeSync } from
 import { dirname, join, resolve } from 'node:path';
 import { CniCode, CniError } from '../../cni/errors.ts';
 import type { Allocations, Plan, PoolRef, Store } from '../store.ts';
+import { KeyedQueue } from '../keyed-queue.ts';
 import { applyChange } from './apply-change.ts';
 import { messageOf } from './fs-errors.ts';
 import { acquirePoolLock, DEFAULT_LOCK_TIMING, type LockTiming } from './lock.ts';
@@ -26,7 +27,7 @@ export class LocalStore implements Store {
   readonly dataDir: string;
   readonly #timing: LockTiming;
   /** In-process queue per pool: proper-lockfile excludes processes, this spares our own callers its polling. */
-  readonly #queues = new Map<string, Promise<unknown>>();
+  readonly #queue = new KeyedQueue();
 
   constructor(dataDir: string, options: LocalStoreOptions = {}) {
     this.dataDir = resolve(dataDir);
@@ -35,7 +36,7 @@ export class LocalStore implements Store {
 
   async update<T>(pool: PoolRef, plan: Plan<T>): Promise<T> {
     const paths = poolPaths(this.dataDir, pool);
-    return this.#serialised(paths.data, async () => {
+    return this.#queue.run(paths.data, async () => {
       try {
         this.#ensureDir(paths.networkDir);
       } catch (err) {
@@ -85,21 +86,7 @@ export class LocalStore implements Store {
   }
 
   async close(): Promise<void> {
-    await Promise.allSettled(this.#queues.values());
-  }
-
-  #serialised<T>(key: string, task: () => Promise<T>): Promise<T> {
-    const previous = this.#queues.get(key) ?? Promise.resolve();
-    const run = previous.then(task, task);
-    const settled = run.then(
-      () => undefined,
-      () => undefined,
-    );
-    this.#queues.set(key, settled);
-    void settled.then(() => {
-      if (this.#queues.get(key) === settled) this.#queues.delete(key);
-    });
-    return run;
+    await this.#queue.drain();
   }
 
   /** Creates `dir` and any missing parents up to data_dir with mode 0700, whatever the umask. */
