@@ -15,6 +15,10 @@ async function main(argv: readonly string[]): Promise<number> {
         `hereabouts ${buildInfo.version} (commit ${buildInfo.commit}, node ${process.versions.node})\n`,
       );
       return 0;
+    case 'status': {
+      const { runStatus } = await import('./status.ts');
+      return runStatus(rest);
+    }
     case '__load-k8s': {
       // Hidden (tests and bench:startup): loads the Kubernetes client as the store does, sends no request.
       const { loadEndpoint } = await import('../store/kubernetes/kubeconfig.ts');
@@ -38,6 +42,7 @@ async function main(argv: readonly string[]): Promise<number> {
 function usage(): string {
   return `Usage:
   hereabouts                 CNI plugin (with CNI_COMMAND set, request on stdin)
+  hereabouts status          pools at a glance: range, capacity, used, free, orphans (--help for flags)
   hereabouts version         print version, commit and embedded Node version
   hereabouts --help          this text
 `;
