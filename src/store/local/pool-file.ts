@@ -1,20 +1,11 @@
 // One pool on disk, shaped like an IPPool spec so operators can read it with the same eyes:
 //   {"range":"10.0.0.0/24","allocations":{"5":{"id":"<container>","podref":"ns/pod","ifname":"eth0"}}}
 // Offsets are decimal strings from the range's network address (bigint: a whole IPv6 /64 fits).
-import {
-  closeSync,
-  fchmodSync,
-  fsyncSync,
-  openSync,
-  readFileSync,
-  renameSync,
-  unlinkSync,
-  writeFileSync,
-} from 'node:fs';
-import { dirname } from 'node:path';
+import { readFileSync } from 'node:fs';
 import { CniCode, CniError } from '../../cni/errors.ts';
 import { formatCidr, lastOf, masked, networkOf, type Cidr } from '../../ip/cidr.ts';
 import type { Allocations, AllocationRecord } from '../store.ts';
+import { writeFileAtomic } from './atomic-write.ts';
 import { errorCode, messageOf } from './fs-errors.ts';
 
 export const FILE_MODE = 0o600;
@@ -72,48 +63,13 @@ export function encodePool(range: Cidr, allocations: Allocations): string {
   return `${JSON.stringify({ range: rangeText(range), allocations: body })}\n`;
 }
 
-/**
- * Crash-safe replace: write a temp file beside the target, fsync it, rename it over the target, fsync the
- * directory. A crash leaves the old file or the new one, never a torn one (a stray temp file at worst).
- * `beforeCommit` runs after the data is durable and before the rename (the lock's last ownership check).
- */
+/** Crash-safe replace of a pool file (see writeFileAtomic); failures become CNI I/O errors naming the file. */
 export function writePoolFile(file: string, tempPrefix: string, text: string, beforeCommit: () => void): void {
-  const temp = `${tempPrefix}${process.pid}-${Math.random().toString(36).slice(2, 10)}`;
-  let renamed = false;
   try {
-    const fd = openSync(temp, 'wx', FILE_MODE);
-    try {
-      fchmodSync(fd, FILE_MODE); // the umask may have narrowed it; the mode is ours to state
-      writeFileSync(fd, text);
-      fsyncSync(fd);
-    } finally {
-      closeSync(fd);
-    }
-    beforeCommit();
-    renameSync(temp, file);
-    renamed = true;
-    fsyncDir(dirname(file));
+    writeFileAtomic(file, text, { mode: FILE_MODE, tempPrefix, beforeCommit });
   } catch (err) {
-    if (!renamed) removeQuietly(temp);
     if (err instanceof CniError) throw err;
     throw new CniError(CniCode.IoFailure, `cannot write pool file ${file}: ${messageOf(err)}`, { cause: err });
-  }
-}
-
-function fsyncDir(dir: string): void {
-  const fd = openSync(dir, 'r');
-  try {
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-}
-
-function removeQuietly(path: string): void {
-  try {
-    unlinkSync(path);
-  } catch {
-    // Secondary to the error being thrown; a stray temp file is ignored by reads (its name starts with '.').
   }
 }
 
