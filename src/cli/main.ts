@@ -15,6 +15,10 @@ async function main(argv: readonly string[]): Promise<number> {
         `hereabouts ${buildInfo.version} (commit ${buildInfo.commit}, node ${process.versions.node})\n`,
       );
       return 0;
+    case 'install': {
+      const { runInstall } = await import('../install/main.ts');
+      return runInstall(rest);
+    }
     case 'status': {
       const { runStatus } = await import('./status.ts');
       return runStatus(rest);
@@ -42,6 +46,7 @@ async function main(argv: readonly string[]): Promise<number> {
 function usage(): string {
   return `Usage:
   hereabouts                 CNI plugin (with CNI_COMMAND set, request on stdin)
+  hereabouts install         DaemonSet entry: install the plugin and its config on the node (--help for flags)
   hereabouts status          pools at a glance: range, capacity, used, free, orphans (--help for flags)
   hereabouts version         print version, commit and embedded Node version
   hereabouts --help          this text
