@@ -15,6 +15,10 @@ async function main(argv: readonly string[]): Promise<number> {
         `hereabouts ${buildInfo.version} (commit ${buildInfo.commit}, node ${process.versions.node})\n`,
       );
       return 0;
+    case 'controller': {
+      const { runController } = await import('../controller/main.ts');
+      return runController(rest);
+    }
     case 'install': {
       const { runInstall } = await import('../install/main.ts');
       return runInstall(rest);
@@ -46,6 +50,7 @@ async function main(argv: readonly string[]): Promise<number> {
 function usage(): string {
   return `Usage:
   hereabouts                 CNI plugin (with CNI_COMMAND set, request on stdin)
+  hereabouts controller      leader-elected cleanup of orphaned allocations and reservations, metrics (--help)
   hereabouts install         DaemonSet entry: install the plugin and its config on the node (--help for flags)
   hereabouts status          pools at a glance: range, capacity, used, free, orphans (--help for flags)
   hereabouts version         print version, commit and embedded Node version

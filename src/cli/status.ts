@@ -3,7 +3,8 @@
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { ApiClient, statusText } from '../store/kubernetes/api.ts';
+import { ApiClient } from '../store/kubernetes/api.ts';
+import { listAll } from '../store/kubernetes/list.ts';
 import { loadEndpoint } from '../store/kubernetes/kubeconfig.ts';
 import { objectPath } from '../store/kubernetes/resources.ts';
 import { buildReport, formatTable, type LivePod } from './status-report.ts';
@@ -48,21 +49,6 @@ export async function runStatus(argv: readonly string[]): Promise<number> {
   } finally {
     api.close();
   }
-}
-
-/** Every item of a list, following `continue` tokens (500 a page keeps memory flat on big clusters). */
-async function listAll(api: ApiClient, path: string): Promise<unknown[]> {
-  const items: unknown[] = [];
-  let token = '';
-  do {
-    const res = await api.send({ method: 'GET', path: `${path}?limit=500${token === '' ? '' : `&continue=${encodeURIComponent(token)}`}` });
-    if (res.status === 404) return items; // the CRD is not installed: nothing to list
-    if (res.status !== 200) throw new Error(`list ${path}: ${statusText(res)}`);
-    const body = res.body as { items?: unknown[]; metadata?: { continue?: string } };
-    items.push(...(body.items ?? []));
-    token = body.metadata?.continue ?? '';
-  } while (token !== '');
-  return items;
 }
 
 async function livePods(api: ApiClient): Promise<Map<string, LivePod>> {

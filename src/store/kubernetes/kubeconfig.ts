@@ -34,10 +34,16 @@ export async function loadEndpoint(path: string): Promise<ApiEndpoint> {
       cause: err,
     });
   }
+  return endpointFromText(text, dirname(resolve(path)), path);
+}
+
+/** The same from kubeconfig text; relative paths in it are taken from `baseDir`, errors name `label`. */
+export async function endpointFromText(text: string, baseDir: string, label: string): Promise<ApiEndpoint> {
+  const path = label;
   const kc = new KubeConfig();
   try {
-    kc.loadFromString(withTokenFiles(text, dirname(resolve(path))));
-    kc.makePathsAbsolute(dirname(resolve(path)));
+    kc.loadFromString(withTokenFiles(text, baseDir));
+    kc.makePathsAbsolute(baseDir);
   } catch (err) {
     throw new CniError(CniCode.InvalidNetworkConfig, `kubernetes.kubeconfig ${path} is invalid: ${messageOf(err)}`, {
       cause: err,
