@@ -95,7 +95,7 @@ export async function runController(argv: readonly string[]): Promise<number> {
       reachedApi = true;
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
       metrics.recordPass(result, seconds);
-      log(`full pass: ${result.pools.length} pools, ${result.pods} pods, released ${result.released.length}, reservations deleted ${result.reservationsDeleted.length}, deferred ${result.deferred.length}, ${seconds.toFixed(2)} s`);
+      log(`full pass: ${result.pools.length} pools, ${result.pods} pods, released ${result.released.length}, reservations deleted ${result.reservationsDeleted.length}, deferred ${result.deferred.length}, ${seconds.toFixed(2)} s, rss ${(process.memoryUsage().rss / 2 ** 20).toFixed(0)} MiB`);
     } catch (err) {
       metrics.passFailed();
       log(`full pass failed: ${(err as Error).message}`);
