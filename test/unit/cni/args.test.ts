@@ -1,17 +1,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { parseCniArgs } from '../../../src/cni/args.ts';
-import { CniError } from '../../../src/cni/errors.ts';
 import { formatIP } from '../../../src/ip/address.ts';
+import { cniError } from '../../support/cni-error.ts';
 
-function envError(pattern: RegExp) {
-  return (err: unknown): boolean => {
-    assert.ok(err instanceof CniError, `expected CniError, got ${String(err)}`);
-    assert.equal(err.code, 4);
-    assert.match(err.message, pattern);
-    return true;
-  };
-}
+const envError = (pattern: RegExp) => cniError(4, pattern);
 
 test('parseCniArgs() of undefined is empty', () => {
   const args = parseCniArgs(undefined);

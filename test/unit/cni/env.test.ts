@@ -2,6 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readCniEnv, splitCniPath, validateContainerId, validateIfname, type EnvSource } from '../../../src/cni/env.ts';
 import { CniError } from '../../../src/cni/errors.ts';
+import { cniError } from '../../support/cni-error.ts';
 
 const full: EnvSource = {
   CNI_CONTAINERID: 'abc123',
@@ -11,14 +12,7 @@ const full: EnvSource = {
   CNI_ARGS: 'IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=web-0',
 };
 
-function envError(pattern: RegExp) {
-  return (err: unknown): boolean => {
-    assert.ok(err instanceof CniError, `expected CniError, got ${String(err)}`);
-    assert.equal(err.code, 4);
-    assert.match(err.message, pattern);
-    return true;
-  };
-}
+const envError = (pattern: RegExp) => cniError(4, pattern);
 
 function without(env: EnvSource, name: string): EnvSource {
   const copy: Record<string, string | undefined> = { ...env };

@@ -8,15 +8,7 @@ import { join } from 'node:path';
 import { decodeRequest } from '../../../src/cni/stdin.ts';
 import { readStdinFd } from '../../../src/cni/stdin-fd.ts';
 import { CniError } from '../../../src/cni/errors.ts';
-
-function cniError(code: number, pattern: RegExp) {
-  return (err: unknown): boolean => {
-    assert.ok(err instanceof CniError, `expected CniError, got ${String(err)}`);
-    assert.equal(err.code, code);
-    assert.match(err.message, pattern);
-    return true;
-  };
-}
+import { cniError } from '../../support/cni-error.ts';
 
 test('decodeRequest() decodes a JSON object from a buffer', () => {
   assert.deepEqual(decodeRequest(Buffer.from('{"cniVersion":"1.0.0","name":"n"}')), {

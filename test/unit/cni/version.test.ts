@@ -9,16 +9,7 @@ import {
   negotiate,
   versionInfo,
 } from '../../../src/cni/version.ts';
-import { CniError } from '../../../src/cni/errors.ts';
-
-function cniError(code: number, pattern: RegExp) {
-  return (err: unknown): boolean => {
-    assert.ok(err instanceof CniError, `expected CniError, got ${String(err)}`);
-    assert.equal(err.code, code);
-    assert.match(err.message, pattern);
-    return true;
-  };
-}
+import { cniError } from '../../support/cni-error.ts';
 
 test('SUPPORTED_VERSIONS lists 0.3.0 to 1.1.0 in ascending order', () => {
   assert.deepEqual(SUPPORTED_VERSIONS, ['0.3.0', '0.3.1', '0.4.0', '1.0.0', '1.1.0']);
