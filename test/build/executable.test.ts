@@ -47,7 +47,7 @@ function runProbed(
   const loaded = JSON.parse(readFileSync(out, 'utf8')) as string[];
   return {
     result,
-    loadedClient: loaded.includes('NativeModule vm'),
+    loadedClient: loaded.includes('asset k8s-client.cjs'),
     loadedHttps: loaded.includes('NativeModule https'),
   };
 }
@@ -78,7 +78,10 @@ before(() => {
   // Preloaded through the executable's --node-options: records which built-in modules the process loaded.
   writeFileSync(
     join(dir, 'probe.cjs'),
-    `process.on('exit', () => require('node:fs').writeFileSync(process.env.PROBE_OUT, JSON.stringify(process.moduleLoadList)));\n`,
+    // …and which SEA assets it read: the Kubernetes client is an asset of its own (the main bundle is one too).
+    "const sea = require('node:sea'); const assets = [];\n" +
+      "for (const fn of ['getAsset', 'getRawAsset']) { const orig = sea[fn]; sea[fn] = (name, ...rest) => (assets.push(name), orig(name, ...rest)); }\n" +
+      "process.on('exit', () => require('node:fs').writeFileSync(process.env.PROBE_OUT, JSON.stringify([...process.moduleLoadList, ...assets.map((a) => `asset ${a}`)])));\n",
   );
   writeFileSync(join(dir, 'kubeconfig'), offlineKubeconfig);
 });
