@@ -1,5 +1,5 @@
-// `hereabouts controller`: leader-elected orphan and reservation cleanup with a periodic full pass, Prometheus
-// metrics and health endpoints; clean shutdown (lease handed back) on SIGTERM.
+// `hereabouts controller`: leader-elected orphan and reservation cleanup and node-slice assignment with a periodic
+// full pass, Prometheus metrics and health endpoints; clean shutdown (lease handed back) on SIGTERM.
 import { hostname } from 'node:os';
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
@@ -8,6 +8,7 @@ import { ApiClient } from '../store/kubernetes/api.ts';
 import { endpointFromText, loadEndpoint, type ApiEndpoint } from '../store/kubernetes/kubeconfig.ts';
 import { fullPass } from './full-pass.ts';
 import { LeaderElector } from './lease.ts';
+import { reconcileSlices } from './node-slices.ts';
 import { ControllerMetrics, serve } from './metrics.ts';
 
 const usage = `Usage: hereabouts controller [flags]
@@ -92,6 +93,7 @@ export async function runController(argv: readonly string[]): Promise<number> {
     const started = process.hrtime.bigint();
     try {
       const result = await fullPass(api, { policy, leading: () => elector.leading && !stopping, reservationGraceMs, log });
+      await reconcileSlices(api, { leading: () => elector.leading && !stopping, log });
       reachedApi = true;
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
       metrics.recordPass(result, seconds);
