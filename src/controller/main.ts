@@ -9,6 +9,7 @@ import { endpointFromText, loadEndpoint, type ApiEndpoint } from '../store/kuber
 import { fullPass } from './full-pass.ts';
 import { LeaderElector } from './lease.ts';
 import { reconcileSlices } from './node-slices.ts';
+import { watchPodDeletions } from './pod-watch.ts';
 import { ControllerMetrics, serve } from './metrics.ts';
 
 const usage = `Usage: hereabouts controller [flags]
@@ -121,9 +122,19 @@ export async function runController(argv: readonly string[]): Promise<number> {
       running = running.then(pass);
     }, intervalMs);
     running = waitForLease().then(pass);
+    // A deleted pod triggers a pass a moment later (deletions come in bursts: one pass for the lot).
+    let soon: NodeJS.Timeout | undefined;
+    const podWatch = watchPodDeletions(endpoint, () => {
+      soon ??= setTimeout(() => {
+        soon = undefined;
+        running = running.then(pass);
+      }, 1000);
+    }, log);
     process.once('SIGTERM', () => {
       stopping = true;
       clearInterval(timer);
+      podWatch.stop();
+      if (soon !== undefined) clearTimeout(soon);
       log('SIGTERM: stopping');
       void running
         .then(() => elector.stop())
