@@ -12,6 +12,7 @@ import { mergePatch, objectPath } from '../store/kubernetes/resources.ts';
 import { parseReservationName } from '../store/names.ts';
 import { orphanReason, type CleanupPolicy, type OrphanReason } from './orphans.ts';
 import { podView, type PodView } from './pod-view.ts';
+import { desiredStatus, writeStatus } from './pool-status.ts';
 
 export interface PassOptions {
   readonly policy: CleanupPolicy;
@@ -94,6 +95,11 @@ export async function fullPass(api: ApiClient, options: PassOptions): Promise<Pa
       for (const g of gone) held.add(`${g.podRef}|${g.ip}`);
     }
     pools.push({ name, range, used });
+    const status = desiredStatus(range, used, obj(item)['status'], new Date());
+    if (status !== undefined && options.leading()) {
+      const problem = await writeStatus(api, name, status);
+      if (problem !== undefined) options.log(problem);
+    }
   }
   const reservationsDeleted = options.leading() ? await cleanReservations(api, reservations, pods, held, listedAt, options) : [];
   return { pools, released, reservationsDeleted, deferred, pods: pods.size };

@@ -83,6 +83,9 @@ describe('controller orphan and reservation cleanup', () => {
     const left = await allocations(ns, '10.70.0.0-24');
     assert.deepEqual(Object.keys(left).sort(), ['1', '4', '5'], run.stderr); // alive, young Pending, terminating (flag off)
     assert.deepEqual(await allocations(ns, 'fd00-70---64'), {});
+    const status = (await ns.get('ippools', '10.70.0.0-24'))?.['status'] as { capacity: string; used: number; free: string; conditions: Array<{ type: string; status: string }> };
+    assert.deepEqual([status.capacity, status.used, status.free], ['254', 3, '251']);
+    assert.deepEqual(status.conditions.map((c) => [c.type, c.status]), [['Exhausted', 'False']]);
   });
 
   test('reservations of gone pods (IPv4, IPv6, with network_name) and of addresses not held are deleted', async () => {

@@ -47,3 +47,13 @@ test('duration() reads ms, s, m, h and bare seconds, and names a bad flag', () =
   assert.deepEqual(['500ms', '15s', '5m', '1h', '2'].map((d) => duration(d, 'x')), [500, 15_000, 300_000, 3_600_000, 2000]);
   assert.throws(() => duration('soon', 'reconcile-interval'), /--reconcile-interval "soon" is not a duration/);
 });
+
+test('desiredStatus() reports capacity, used, free and exhaustion, and nothing when the pool already shows it', async () => {
+  const { desiredStatus } = await import('../../../src/controller/pool-status.ts');
+  const { parseCidr } = await import('../../../src/ip/cidr.ts');
+  const at = new Date('2026-11-22T10:00:00Z');
+  const full = desiredStatus(parseCidr('10.0.0.0/30'), 2, undefined, at) as { free: string; conditions: Array<{ status: string; lastTransitionTime: string }> };
+  assert.equal(full.free, '0');
+  assert.equal(full.conditions[0]?.status, 'True');
+  assert.equal(desiredStatus(parseCidr('10.0.0.0/30'), 2, full, new Date('2026-11-22T11:00:00Z')), undefined);
+});
