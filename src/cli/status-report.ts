@@ -1,22 +1,25 @@
-// `hereabouts status`: what the pools look like, decided from listed objects only (pure, unit-tested).
+// `hereabouts status`: what the pools look like, decided from listed objects only (pure). Counts are decimal
+// strings where an IPv6 range makes them exceed 2^53.
+import { capacity, freeCount } from '../allocator/capacity.ts';
+import { CniError } from '../cni/errors.ts';
 import { formatCidr, masked, parseCidr, type Cidr } from '../ip/cidr.ts';
-import { blockSize } from '../ip/block.ts';
 import { usableSpan } from '../ip/range.ts';
+import type { RangeConfig } from '../config/types.ts';
 import { decodeAllocations } from '../store/kubernetes/pool-object.ts';
+import { poolName } from '../store/names.ts';
 
-export interface LivePod {
-  readonly uid: string;
-}
+/** "namespace/name" -> pod UID of every pod in the cluster; undefined when pods could not be listed. */
+export type LivePods = ReadonlyMap<string, string> | undefined;
 
 export interface PoolRow {
   readonly name: string;
   readonly range: string;
-  /** Usable addresses of the range (decimal: an IPv6 range exceeds 2^53). */
+  /** Addresses the range can hand out (its usable span: exclusions and gateways live in the NADs, not the pool). */
   readonly capacity: string;
   readonly used: number;
   readonly free: string;
-  /** Allocations whose pod is gone (or was re-created with another UID). */
-  readonly orphans: number;
+  /** Allocations whose pod is gone or was re-created with another UID; null when pods could not be listed. */
+  readonly orphans: number | null;
   /** The node owning this pool when it is a node slice. */
   readonly node?: string;
   readonly problems: readonly string[];
@@ -28,73 +31,108 @@ export interface SliceRow {
   readonly sliceSize: string;
   readonly assigned: number;
   readonly free: number;
+  readonly nodes: ReadonlyArray<{ readonly nodeName: string; readonly sliceRange: string }>;
 }
 
 export interface StatusReport {
   readonly namespace: string;
   readonly pools: readonly PoolRow[];
   readonly slices: readonly SliceRow[];
+  readonly warnings: readonly string[];
 }
 
 type Obj = Record<string, unknown>;
 const obj = (v: unknown): Obj => (typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Obj) : {});
 const str = (v: unknown): string => (typeof v === 'string' ? v : '');
+const nameOf = (item: unknown): string => str(obj(obj(item)['metadata'])['name']);
 
-/** `pods` maps "namespace/name" to the live pod. */
-export function buildReport(namespace: string, ippools: readonly unknown[], nodeSlicePools: readonly unknown[], pods: ReadonlyMap<string, LivePod>): StatusReport {
-  const sliceOwners = new Map<string, string>();
-  const slices = nodeSlicePools.map((item): SliceRow => {
-    const spec = obj(obj(item)['spec']);
-    const allocations = Array.isArray(obj(obj(item)['status'])['allocations']) ? (obj(obj(item)['status'])['allocations'] as unknown[]) : [];
-    let assigned = 0;
-    for (const a of allocations) {
-      const node = str(obj(a)['nodeName']);
-      if (node === '') continue;
-      assigned++;
-      sliceOwners.set(str(obj(a)['sliceRange']), node);
-    }
-    return { network: str(obj(obj(item)['metadata'])['name']), range: str(spec['range']), sliceSize: str(spec['sliceSize']), assigned, free: allocations.length - assigned };
-  });
-  const pools = ippools.map((item) => poolRow(item, pods, sliceOwners));
-  return { namespace, pools: pools.sort((a, b) => a.name.localeCompare(b.name)), slices };
+export function buildReport(namespace: string, ippools: readonly unknown[], nodeSlicePools: readonly unknown[], pods: LivePods): StatusReport {
+  const owners = new Map<string, string>(); // IPPool name -> node
+  const slices = nodeSlicePools.map((item) => sliceRow(item, owners));
+  const pools = ippools.map((item) => poolRow(item, pods, owners)).sort((a, b) => a.name.localeCompare(b.name));
+  const warnings: string[] = [];
+  if (pods === undefined) warnings.push('pods could not be listed: orphans are not counted');
+  if (pools.length === 0) warnings.push(`no IPPools in namespace ${namespace} (the plugin's kubeconfig context namespace; try --namespace)`);
+  for (const p of pools) warnings.push(...p.problems);
+  return { namespace, pools, slices: slices.sort((a, b) => a.network.localeCompare(b.network)), warnings };
 }
 
-function poolRow(item: unknown, pods: ReadonlyMap<string, LivePod>, sliceOwners: ReadonlyMap<string, string>): PoolRow {
-  const name = str(obj(obj(item)['metadata'])['name']);
+function sliceRow(item: unknown, owners: Map<string, string>): SliceRow {
+  const network = nameOf(item);
+  const spec = obj(obj(item)['spec']);
+  const entries = obj(obj(item)['status'])['allocations'];
+  const nodes: Array<{ nodeName: string; sliceRange: string }> = [];
+  let free = 0;
+  for (const entry of Array.isArray(entries) ? entries : []) {
+    const nodeName = str(obj(entry)['nodeName']);
+    const sliceRange = str(obj(entry)['sliceRange']);
+    if (nodeName === '') {
+      free++;
+      continue;
+    }
+    nodes.push({ nodeName, sliceRange });
+    let slice: Cidr;
+    try {
+      slice = masked(parseCidr(sliceRange));
+    } catch {
+      continue; // an unreadable slice names no pool; the row still shows it
+    }
+    // The pool carries the network prefix only when the NADs set network_name; either name may be the one in use.
+    owners.set(poolName(slice, { node: nodeName }), nodeName);
+    owners.set(poolName(slice, { networkName: network, node: nodeName }), nodeName);
+  }
+  return { network, range: str(spec['range']), sliceSize: str(spec['sliceSize']), assigned: nodes.length, free, nodes };
+}
+
+function poolRow(item: unknown, pods: LivePods, owners: ReadonlyMap<string, string>): PoolRow {
+  const name = nameOf(item);
   const spec = obj(obj(item)['spec']);
   const rangeText = str(spec['range']);
-  const problems: string[] = [];
+  const node = owners.get(name);
+  const base = { name, ...(node === undefined ? {} : { node }) };
   let cidr: Cidr;
   try {
     cidr = masked(parseCidr(rangeText));
   } catch {
-    return { name, range: rangeText, capacity: '?', used: 0, free: '?', orphans: 0, problems: [`spec.range ${JSON.stringify(rangeText)} is not a CIDR`] };
+    return { ...base, range: rangeText, capacity: '?', used: 0, free: '?', orphans: null, problems: [`IPPool ${name}: spec.range ${JSON.stringify(rangeText)} is not a CIDR`] };
   }
-  const allocations = decodeAllocations(spec['allocations'] ?? {}, cidr, { where: `IPPool ${name}`, warn: (m) => problems.push(m), strict: false });
-  let orphans = 0;
-  for (const record of allocations.values()) {
-    const pod = pods.get(record.podRef);
-    if (record.podRef !== '' && (pod === undefined || (record.podUid !== undefined && record.podUid !== pod.uid))) orphans++;
+  const problems: string[] = [];
+  let allocations;
+  try {
+    allocations = decodeAllocations(spec['allocations'] ?? {}, cidr, { where: `IPPool ${name}`, warn: (m) => problems.push(m), strict: false });
+  } catch (err) {
+    if (!(err instanceof CniError)) throw err;
+    return { ...base, range: formatCidr(cidr), capacity: '?', used: 0, free: '?', orphans: null, problems: [err.message] };
   }
-  const capacity = blockSize(usableSpan(cidr));
-  const used = allocations.size;
-  const free = capacity > BigInt(used) ? capacity - BigInt(used) : 0n;
-  const node = sliceOwners.get(formatCidr(cidr));
-  return { name, range: formatCidr(cidr), capacity: String(capacity), used, free: String(free), orphans, ...(node === undefined ? {} : { node }), problems };
+  let orphans: number | null = null;
+  if (pods !== undefined) {
+    orphans = 0;
+    for (const record of allocations.values()) {
+      if (record.podRef === '') continue; // unreadable entry: nothing to match, the address stays taken
+      const uid = pods.get(record.podRef);
+      if (uid === undefined || (record.podUid !== undefined && record.podUid !== uid)) orphans++;
+    }
+  }
+  const span = usableSpan(cidr);
+  const range: RangeConfig = { cidr, start: span.first, end: span.last, exclude: [] };
+  return { ...base, range: formatCidr(cidr), capacity: String(capacity(range)), used: allocations.size, free: String(freeCount(range, allocations)), orphans, problems };
 }
 
-/** Aligned columns, one pool a line, then the node-slice pools. */
+/** Aligned columns: the pools, then the node-slice pools, then warnings. */
 export function formatTable(report: StatusReport): string {
   const rows = [
     ['POOL', 'RANGE', 'CAPACITY', 'USED', 'FREE', 'ORPHANS', 'NODE'],
-    ...report.pools.map((p) => [p.name, p.range, p.capacity, String(p.used), p.free, String(p.orphans), p.node ?? '-']),
+    ...report.pools.map((p) => [p.name, p.range, p.capacity, String(p.used), p.free, p.orphans === null ? '?' : String(p.orphans), p.node ?? '-']),
   ];
   let out = `namespace ${report.namespace}: ${report.pools.length} pool(s)\n${columns(rows)}`;
   if (report.slices.length > 0) {
-    const sliceRows = [['NETWORK', 'RANGE', 'SLICE', 'ASSIGNED', 'FREE'], ...report.slices.map((s) => [s.network, s.range, s.sliceSize, String(s.assigned), String(s.free)])];
+    const sliceRows = [
+      ['NETWORK', 'RANGE', 'SLICE', 'ASSIGNED', 'FREE'],
+      ...report.slices.map((s) => [s.network, s.range, s.sliceSize, String(s.assigned), String(s.free)]),
+    ];
     out += `\nnode slices:\n${columns(sliceRows)}`;
   }
-  for (const p of report.pools) for (const problem of p.problems) out += `warning: ${problem}\n`;
+  for (const warning of report.warnings) out += `warning: ${warning}\n`;
   return out;
 }
 

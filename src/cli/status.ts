@@ -1,18 +1,21 @@
-// `hereabouts status`: every pool at a glance, from a workstation or a node. Reads only: one LIST each of IPPools
-// and NodeSlicePools in the pools' namespace, and one paginated LIST of pods (metadata only) to count orphans.
+// `hereabouts status`: every pool at a glance, from a workstation or a node. Reads only: a LIST each of IPPools and
+// NodeSlicePools in the pools' namespace, and one paginated LIST of pods (only their UIDs are kept) for orphans.
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { ApiClient } from '../store/kubernetes/api.ts';
-import { listAll } from '../store/kubernetes/list.ts';
+import { ApiClient, statusText } from '../store/kubernetes/api.ts';
 import { loadEndpoint } from '../store/kubernetes/kubeconfig.ts';
+import { listAll } from '../store/kubernetes/list.ts';
 import { objectPath } from '../store/kubernetes/resources.ts';
-import { buildReport, formatTable, type LivePod } from './status-report.ts';
+import { buildReport, formatTable, type LivePods } from './status-report.ts';
 
 const usage = `Usage: hereabouts status [--kubeconfig FILE] [--namespace NS] [-o table|json]
-  Lists every IPPool (range, capacity, used, free, orphaned allocations, owning node for node slices) and the
-  NodeSlicePools. Kubeconfig: --kubeconfig, else $KUBECONFIG, else ~/.kube/config; namespace: --namespace, else
-  the kubeconfig context's, else kube-system.
+  Lists every IPPool (range, capacity, used, free, orphaned allocations, the node owning a node slice) and the
+  NodeSlicePools. Needs get/list on the whereabouts.cni.cncf.io objects and list on pods (without it, orphans are
+  shown as "?").
+  --kubeconfig FILE   default: $KUBECONFIG (its first file), else ~/.kube/config
+  -n, --namespace NS  where the pools live; default: the kubeconfig context's namespace, else kube-system
+  -o, --output FMT    table (default) or json (counts that can exceed 2^53 are decimal strings)
 `;
 
 export async function runStatus(argv: readonly string[]): Promise<number> {
@@ -33,9 +36,9 @@ export async function runStatus(argv: readonly string[]): Promise<number> {
     process.stderr.write(`hereabouts status: -o ${JSON.stringify(values.output)} must be table or json\n`);
     return 2;
   }
-  const path = values.kubeconfig ?? process.env['KUBECONFIG']?.split(':')[0] ?? join(homedir(), '.kube', 'config');
-  const endpoint = await loadEndpoint(path);
-  const api = new ApiClient(endpoint, { timeoutMs: 15_000 });
+  const fromEnv = process.env['KUBECONFIG']?.split(':').find((p) => p !== '');
+  const endpoint = await loadEndpoint(values.kubeconfig ?? fromEnv ?? join(homedir(), '.kube', 'config'));
+  const api = new ApiClient(endpoint, { timeoutMs: 30_000 });
   try {
     const namespace = values.namespace ?? endpoint.namespace;
     const [ippools, slices, pods] = await Promise.all([
@@ -51,11 +54,20 @@ export async function runStatus(argv: readonly string[]): Promise<number> {
   }
 }
 
-async function livePods(api: ApiClient): Promise<Map<string, LivePod>> {
-  const pods = new Map<string, LivePod>();
-  for (const item of await listAll(api, '/api/v1/pods')) {
-    const meta = (item as { metadata?: { namespace?: string; name?: string; uid?: string } }).metadata ?? {};
-    pods.set(`${meta.namespace ?? ''}/${meta.name ?? ''}`, { uid: meta.uid ?? '' });
-  }
+/** Every pod's UID by "namespace/name", page by page (a page's objects are dropped once read); undefined on 403. */
+async function livePods(api: ApiClient): Promise<LivePods> {
+  const pods = new Map<string, string>();
+  let token = '';
+  do {
+    const res = await api.send({ method: 'GET', path: `/api/v1/pods?limit=500${token === '' ? '' : `&continue=${encodeURIComponent(token)}`}` });
+    if (res.status === 403) return undefined;
+    if (res.status !== 200) throw new Error(`list pods: ${statusText(res)}`);
+    const body = res.body as { items?: unknown[]; metadata?: { continue?: string } };
+    for (const item of body.items ?? []) {
+      const meta = (item as { metadata?: { namespace?: string; name?: string; uid?: string } }).metadata ?? {};
+      pods.set(`${meta.namespace ?? ''}/${meta.name ?? ''}`, meta.uid ?? '');
+    }
+    token = body.metadata?.continue ?? '';
+  } while (token !== '');
   return pods;
 }

@@ -1,73 +1,118 @@
-// deploy/ stays applicable: `kubectl apply -k deploy/ --dry-run=server` against the real API server, and the node
-// RBAC really is enough for the plugin, and no more (a token of its ServiceAccount allocates but cannot read pods).
-import { after, before, describe, test } from 'node:test';
+// deploy/ stays valid and in step with the executable: `kubectl apply -k deploy/ --dry-run=server` against the real
+// API server, a real apply of the CRDs, and the commands of the DaemonSet and the Deployment accepted by the
+// executable they run. (RBAC is applied for real in rbac.test.ts.)
+import { before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { runCni } from '../../support/cni.ts';
-import { api, apiRequest, controlPlane, kubeconfigFor, type ControlPlane } from '../../support/control-plane.ts';
+import { controlPlane, type ControlPlane } from '../../support/control-plane.ts';
 import { repoRoot, requireBinary } from '../../support/paths.ts';
+import { kubectlOf, renderedManifests, type Manifest } from './kubectl.ts';
 
 const bin = requireBinary();
+const deploy = join(repoRoot, 'deploy');
 
-function kubectlOf(cp: ControlPlane): string {
-  const line = readFileSync(join(cp.dir, 'env'), 'utf8').split('\n').find((l) => l.startsWith('export KUBECTL='));
-  assert.ok(line !== undefined, 'start.sh records KUBECTL');
-  return line.slice('export KUBECTL='.length).replace(/^'|'$/g, '');
+interface Container {
+  name: string;
+  image: string;
+  command: string[];
+  env?: Array<{ name: string; valueFrom?: { fieldRef?: { fieldPath: string } } }>;
+  volumeMounts?: Array<{ name: string; mountPath: string }>;
+}
+interface PodSpec {
+  serviceAccountName: string;
+  containers: Container[];
+  volumes?: Array<{ name: string; hostPath?: { path: string } }>;
 }
 
 describe('deploy/ manifests', () => {
   let cp: ControlPlane;
   let kubectl: string;
-  let scratch: string;
+  let objects: Manifest[];
+  const run = (...args: string[]): string => execFileSync(kubectl, ['--kubeconfig', cp.kubeconfig, ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  const find = (kind: string, name: string): Manifest => {
+    const found = objects.find((o) => o.kind === kind && o.metadata.name === name);
+    assert.ok(found !== undefined, `${kind}/${name} is in deploy/`);
+    return found;
+  };
+  const podSpec = (kind: string, name: string): PodSpec => (find(kind, name).spec as { template: { spec: PodSpec } }).template.spec;
   before(async () => {
     cp = await controlPlane();
     kubectl = kubectlOf(cp);
-    scratch = mkdtempSync(join(tmpdir(), 'hab-deploy-'));
+    objects = renderedManifests(kubectl, deploy);
   });
-  after(() => rmSync(scratch, { recursive: true, force: true }));
-
-  const run = (...args: string[]): string => execFileSync(kubectl, ['--kubeconfig', cp.kubeconfig, ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
 
   test('kubectl apply -k deploy/ --dry-run=server accepts every object', () => {
-    const out = run('apply', '-k', join(repoRoot, 'deploy'), '--dry-run=server');
-    for (const expected of [
-      'customresourcedefinition.apiextensions.k8s.io/ippools.whereabouts.cni.cncf.io',
-      'serviceaccount/hereabouts-node',
-      'role.rbac.authorization.k8s.io/hereabouts-node',
-      'clusterrole.rbac.authorization.k8s.io/hereabouts-controller',
-      'daemonset.apps/hereabouts-node',
-      'deployment.apps/hereabouts-controller',
-    ]) {
-      assert.ok(out.includes(expected), `${expected} in:\n${out}`);
+    const out = run('apply', '-k', deploy, '--dry-run=server');
+    for (const o of objects) {
+      const pattern = new RegExp(`^${o.kind.toLowerCase()}(\\.[a-z0-9.]+)?/${o.metadata.name.replaceAll('.', '\\.')} `);
+      const line = out.split('\n').find((l) => pattern.test(l));
+      assert.ok(line?.endsWith('(server dry run)'), `${o.kind}/${o.metadata.name} in:\n${out}`);
     }
   });
 
-  test('the node ServiceAccount can allocate through the plugin but cannot list pods', async () => {
-    const rbac = join(repoRoot, 'deploy', 'rbac-node.yaml');
-    run('apply', '-f', rbac);
-    try {
-      const token = (await api(cp, 'POST', '/api/v1/namespaces/kube-system/serviceaccounts/hereabouts-node/token', {
-        apiVersion: 'authentication.k8s.io/v1',
-        kind: 'TokenRequest',
-        spec: { expirationSeconds: 600 },
-      })) as { status: { token: string } };
-      const kubeconfig = join(scratch, 'node.kubeconfig');
-      writeFileSync(kubeconfig, kubeconfigFor(cp, 'kube-system', { token: token.status.token }), { mode: 0o600 });
-      const conf = { cniVersion: '1.0.0', name: 'rbac', type: 'macvlan', ipam: { type: 'hereabouts', range: '10.89.0.0/24', network_name: 'rbactest', kubernetes: { kubeconfig }, cache_dir: join(scratch, 'cache') } };
-      const call = { containerId: 'rbac-1', netns: '/x', ifname: 'net1', path: '/x', args: 'IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=r1' };
-      const add = await runCni(bin, { command: 'ADD', ...call }, conf, { extraEnv: { NODENAME: 'rbac-node' } });
-      assert.equal(add.code, 0, add.stdout + add.stderr);
-      const del = await runCni(bin, { command: 'DEL', ...call }, conf, { extraEnv: { NODENAME: 'rbac-node' } });
-      assert.equal(del.code, 0, del.stdout + del.stderr);
-      const asNode = { ...cp, token: token.status.token };
-      assert.equal((await apiRequest(asNode, 'GET', '/api/v1/pods')).status, 403);
-      assert.equal((await apiRequest(asNode, 'GET', '/api/v1/namespaces/kube-system/secrets')).status, 403);
-    } finally {
-      await apiRequest(cp, 'DELETE', '/apis/whereabouts.cni.cncf.io/v1alpha1/namespaces/kube-system/ippools/rbactest-10.89.0.0-24');
-      run('delete', '-f', rbac, '--ignore-not-found');
+  test('the CRDs apply for real (Whereabouts-compatible definitions, updated in place)', () => {
+    for (const crd of ['ippools', 'overlappingrangeipreservations', 'nodeslicepools']) {
+      const out = run('apply', '-f', join(deploy, 'crds', `whereabouts.cni.cncf.io_${crd}.yaml`));
+      assert.match(out, new RegExp(`customresourcedefinition.apiextensions.k8s.io/${crd}.whereabouts.cni.cncf.io (created|configured|unchanged)`));
+    }
+  });
+
+  test('everything lives in kube-system, and the NetworkAttachmentDefinition CRD (Multus\') is not applied', () => {
+    for (const o of objects) {
+      if (o.kind === 'CustomResourceDefinition' || o.kind.startsWith('Cluster')) continue;
+      assert.equal(o.metadata.namespace, 'kube-system', `${o.kind}/${o.metadata.name}`);
+    }
+    assert.ok(!objects.some((o) => o.metadata.name === 'network-attachment-definitions.k8s.cni.cncf.io'));
+  });
+
+  test('both workloads run the image\'s /hereabouts (the Dockerfile\'s COPY target), with the kustomization\'s image', () => {
+    assert.match(readFileSync(join(repoRoot, 'Dockerfile'), 'utf8'), /^COPY dist\/hereabouts \/hereabouts$/m);
+    for (const [kind, name] of [['DaemonSet', 'hereabouts-node'], ['Deployment', 'hereabouts-controller']]) {
+      const [container] = podSpec(kind!, name!).containers;
+      assert.equal(container?.command[0], '/hereabouts');
+      assert.equal(container?.image, 'ghcr.io/hereabouts/hereabouts:0.1.0');
+    }
+  });
+
+  test('the executable accepts the DaemonSet\'s install command, flag for flag', () => {
+    const [container] = podSpec('DaemonSet', 'hereabouts-node').containers;
+    const out = spawnSync(bin, [...container!.command.slice(1), '--help'], { encoding: 'utf8', env: {} });
+    assert.equal(out.status, 0, out.stderr);
+    assert.match(out.stdout, /^Usage: hereabouts install/);
+  });
+
+  test('the executable accepts the Deployment\'s controller command, flag for flag', () => {
+    const [container] = podSpec('Deployment', 'hereabouts-controller').containers;
+    assert.equal(find('Deployment', 'hereabouts-controller').spec['replicas'], 2);
+    const out = spawnSync(bin, [...container!.command.slice(1), '--help'], { encoding: 'utf8', env: {} });
+    assert.equal(out.status, 0, out.stderr);
+    assert.match(out.stdout, /^Usage: hereabouts controller/);
+  });
+
+  test('the DaemonSet mounts the host dirs where the installer looks by default and passes NODENAME from spec.nodeName', () => {
+    const spec = podSpec('DaemonSet', 'hereabouts-node');
+    const [container] = spec.containers;
+    const hostPathOf = (mountPath: string): string | undefined => {
+      const mount = container?.volumeMounts?.find((m) => m.mountPath === mountPath);
+      return spec.volumes?.find((v) => v.name === mount?.name)?.hostPath?.path;
+    };
+    assert.equal(hostPathOf('/host/opt/cni/bin'), '/opt/cni/bin');
+    assert.equal(hostPathOf('/host/etc/cni/net.d'), '/etc/cni/net.d');
+    const help = spawnSync(bin, ['install', '--help'], { encoding: 'utf8' }).stdout;
+    assert.match(help, /default \/host\/opt\/cni\/bin/);
+    assert.match(help, /default \/host\/etc\/cni\/net\.d/);
+    assert.deepEqual(container?.env?.find((e) => e.name === 'NODENAME')?.valueFrom, { fieldRef: { fieldPath: 'spec.nodeName' } });
+  });
+
+  test('each workload runs as the ServiceAccount its RBAC binds', () => {
+    const subjectsOf = (kind: string, name: string): unknown => (find(kind, name) as unknown as { subjects: unknown }).subjects;
+    assert.equal(podSpec('DaemonSet', 'hereabouts-node').serviceAccountName, 'hereabouts-node');
+    assert.deepEqual(subjectsOf('RoleBinding', 'hereabouts-node'), [{ kind: 'ServiceAccount', name: 'hereabouts-node', namespace: 'kube-system' }]);
+    assert.equal(podSpec('Deployment', 'hereabouts-controller').serviceAccountName, 'hereabouts-controller');
+    for (const kind of ['RoleBinding', 'ClusterRoleBinding']) {
+      assert.deepEqual(subjectsOf(kind, 'hereabouts-controller'), [{ kind: 'ServiceAccount', name: 'hereabouts-controller', namespace: 'kube-system' }]);
     }
   });
 });

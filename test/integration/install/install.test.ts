@@ -1,120 +1,209 @@
-// `hereabouts install` as the DaemonSet runs it, with the host's dirs and the service account in temp dirs; the
-// kubeconfig it writes is then used by the plugin against the real API server.
+// `hereabouts install --once` (the packaged executable) on a fake node: what lands in the CNI bin and config dirs,
+// with which modes and contents; then the plugin allocates from the real API server with the files it wrote.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { runCni } from '../../support/cni.ts';
 import { controlPlane, createNamespace, type Namespace } from '../../support/control-plane.ts';
 import { requireBinary } from '../../support/paths.ts';
+import { fakeNode, installArgs, installOnce, readJson, type FakeNode, type PodEnv } from './host.ts';
 
 const bin = requireBinary();
+const sha256 = (path: string): string => createHash('sha256').update(readFileSync(path)).digest('hex');
 
-interface Host {
-  readonly root: string;
-  readonly binDir: string;
-  readonly confDir: string;
-  readonly saDir: string;
-}
-
-function makeHost(sa: { token: string; ca: string; namespace: string }): Host {
-  const root = mkdtempSync(join(tmpdir(), 'hab-install-'));
-  const host = { root, binDir: join(root, 'opt/cni/bin'), confDir: join(root, 'etc/cni/net.d'), saDir: join(root, 'sa') };
-  for (const dir of [host.binDir, host.confDir, host.saDir]) mkdirSync(dir, { recursive: true });
-  writeFileSync(join(host.saDir, 'token'), `${sa.token}\n`);
-  writeFileSync(join(host.saDir, 'ca.crt'), sa.ca);
-  writeFileSync(join(host.saDir, 'namespace'), sa.namespace);
-  return host;
-}
-
-function installArgs(host: Host, ...extra: string[]): string[] {
-  // In these tests the "host" path and the mounted path are the same directory.
-  return ['install', '--cni-bin-dir', host.binDir, '--cni-conf-dir', host.confDir, '--host-cni-conf-dir', host.confDir, '--service-account-dir', host.saDir, ...extra];
-}
-
-describe('hereabouts install', () => {
+describe('hereabouts install --once', () => {
   let ns: Namespace;
-  let host: Host;
-  let apiHost = '';
-  let apiPort = '';
+  let node: FakeNode;
+  let ca = '';
+  let env: PodEnv;
   before(async () => {
     ns = await createNamespace(await controlPlane(), 'inst');
     const url = new URL(ns.cp.url);
-    apiHost = url.hostname;
-    apiPort = url.port;
-    host = makeHost({ token: ns.cp.token, ca: readFileSync(ns.cp.ca, 'utf8'), namespace: ns.name });
+    env = { KUBERNETES_SERVICE_HOST: url.hostname, KUBERNETES_SERVICE_PORT: url.port, NODENAME: 'node-7' };
+    ca = readFileSync(ns.cp.ca, 'utf8');
+    node = fakeNode({ token: ns.cp.token, ca, namespace: ns.name });
+    const run = installOnce(installArgs(node, { extra: ['--whereabouts-name'] }), env);
+    assert.equal(run.code, 0, run.stderr);
   });
   after(async () => {
-    rmSync(host.root, { recursive: true, force: true });
+    rmSync(node.root, { recursive: true, force: true });
     await ns.cleanup();
   });
 
-  test('--once installs the executable (0755, both names) and writes hereabouts.d files with mode 0600', () => {
-    const run = spawnSync(bin, installArgs(host, '--once', '--whereabouts-name'), {
-      env: { KUBERNETES_SERVICE_HOST: apiHost, KUBERNETES_SERVICE_PORT: apiPort, NODENAME: 'node-7' },
-      encoding: 'utf8',
-    });
-    assert.equal(run.status, 0, run.stderr);
+  test('installs the running executable as hereabouts and whereabouts, byte for byte, mode 0755', () => {
+    const expected = sha256(bin);
     for (const name of ['hereabouts', 'whereabouts']) {
-      const st = statSync(join(host.binDir, name));
-      assert.equal(st.mode & 0o777, 0o755);
-      assert.equal(st.size, statSync(bin).size);
+      assert.equal(statSync(join(node.binDir, name)).mode & 0o777, 0o755, name);
+      assert.equal(sha256(join(node.binDir, name)), expected, name);
     }
-    const dir = join(host.confDir, 'hereabouts.d');
-    for (const file of ['token', 'hereabouts.kubeconfig', 'hereabouts.conf', 'nodename']) {
-      assert.equal(statSync(join(dir, file)).mode & 0o777, 0o600, file);
-    }
-    assert.equal(readFileSync(join(dir, 'nodename'), 'utf8'), 'node-7\n');
-    const flat = JSON.parse(readFileSync(join(dir, 'hereabouts.conf'), 'utf8')) as Record<string, unknown>;
-    assert.deepEqual(flat, { datastore: 'kubernetes', kubernetes: { kubeconfig: join(dir, 'hereabouts.kubeconfig') } });
+    assert.deepEqual(readdirSync(node.binDir).sort(), ['hereabouts', 'whereabouts'], 'no temp file left behind');
   });
 
-  test('the written config lets the plugin allocate from the real API server', async () => {
-    const dir = join(host.confDir, 'hereabouts.d');
-    const conf = { cniVersion: '1.0.0', name: 'installed', type: 'macvlan', ipam: { type: 'whereabouts', range: '10.88.0.0/24', configuration_path: join(dir, 'hereabouts.conf'), cache_dir: join(host.root, 'cache') } };
-    const call = { containerId: 'inst-1', netns: '/x', ifname: 'net1', path: host.binDir, args: `IgnoreUnknown=1;K8S_POD_NAMESPACE=${ns.name};K8S_POD_NAME=p1` };
-    const add = await runCni(join(host.binDir, 'whereabouts'), { command: 'ADD', ...call }, conf);
+  test('writes token, kubeconfig, flat config and nodename with mode 0600 in a 0700 hereabouts.d', () => {
+    assert.equal(statSync(node.filesDir).mode & 0o777, 0o700);
+    assert.deepEqual(readdirSync(node.filesDir).sort(), ['hereabouts.conf', 'hereabouts.kubeconfig', 'nodename', 'token']);
+    for (const file of readdirSync(node.filesDir)) assert.equal(statSync(join(node.filesDir, file)).mode & 0o777, 0o600, file);
+    assert.equal(readFileSync(join(node.filesDir, 'token'), 'utf8'), ns.cp.token);
+    assert.equal(readFileSync(join(node.filesDir, 'nodename'), 'utf8'), 'node-7\n');
+  });
+
+  test('the written config lets the plugin allocate from the real API server, with the node name from the nodename file', async () => {
+    const conf = { cniVersion: '1.0.0', name: 'installed', type: 'macvlan', ipam: { type: 'whereabouts', range: '10.88.0.0/24', configuration_path: join(node.filesDir, 'hereabouts.conf'), cache_dir: join(node.root, 'cache') } };
+    const call = { containerId: 'inst-1', netns: '/x', ifname: 'net1', path: node.binDir, args: `IgnoreUnknown=1;K8S_POD_NAMESPACE=${ns.name};K8S_POD_NAME=p1` };
+    const add = await runCni(join(node.binDir, 'whereabouts'), { command: 'ADD', ...call }, conf);
     assert.equal(add.code, 0, add.stdout + add.stderr);
     assert.deepEqual(add.json?.['ips'], [{ address: '10.88.0.1/24' }]);
     const pool = await ns.get('ippools', '10.88.0.0-24');
     const allocation = (pool?.['spec'] as { allocations: Record<string, { node?: string }> }).allocations['1'];
-    assert.equal(allocation?.node, 'node-7', 'the node name came from the nodename file');
-    const del = await runCni(join(host.binDir, 'hereabouts'), { command: 'DEL', ...call }, conf);
+    assert.equal(allocation?.node, 'node-7');
+    const del = await runCni(join(node.binDir, 'hereabouts'), { command: 'DEL', ...call }, conf);
     assert.equal(del.code, 0, del.stdout + del.stderr);
   });
 
-  test('a rotated token is picked up while running, and SIGTERM ends the installer cleanly', async () => {
-    const child = spawn(bin, installArgs(host, '--poll-interval', '0.2'), {
-      env: { KUBERNETES_SERVICE_HOST: 'fd00::1', KUBERNETES_SERVICE_PORT: '6443', NODENAME: 'node-7' },
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
-    let stderr = '';
-    child.stderr.on('data', (b: Buffer) => (stderr += b.toString()));
-    const tokenFile = join(host.confDir, 'hereabouts.d', 'token');
-    const until = async (check: () => boolean, what: string): Promise<void> => {
-      for (let i = 0; i < 100 && !check(); i++) await new Promise((r) => setTimeout(r, 100));
-      assert.ok(check(), `${what}; installer said: ${stderr}`);
-    };
+  test('the kubeconfig reads the token file at its host path and embeds the CA and the pod namespace', () => {
+    const other = fakeNode({ token: 'tok', ca, namespace: 'kube-system' });
     try {
-      await until(() => stderr.includes('wrote hereabouts.d'), 'the first write happened');
-      const kubeconfig = JSON.parse(readFileSync(join(host.confDir, 'hereabouts.d', 'hereabouts.kubeconfig'), 'utf8')) as { clusters: Array<{ cluster: { server: string } }> };
-      assert.equal(kubeconfig.clusters[0]?.cluster.server, 'https://[fd00::1]:6443', 'IPv6 host in brackets');
-      writeFileSync(join(host.saDir, 'token'), 'rotated-token\n');
-      await until(() => readFileSync(tokenFile, 'utf8') === 'rotated-token\n', 'the rotated token was written');
+      const run = installOnce(installArgs(other, { hostConfDir: '/etc/cni/net.d' }), { ...env, KUBERNETES_SERVICE_HOST: '10.96.0.1', KUBERNETES_SERVICE_PORT: '443' });
+      assert.equal(run.code, 0, run.stderr);
+      assert.deepEqual(readJson(join(other.filesDir, 'hereabouts.kubeconfig')), {
+        apiVersion: 'v1',
+        kind: 'Config',
+        clusters: [{ name: 'local', cluster: { server: 'https://10.96.0.1:443', 'certificate-authority-data': Buffer.from(ca).toString('base64') } }],
+        users: [{ name: 'hereabouts', user: { tokenFile: '/etc/cni/net.d/hereabouts.d/token' } }],
+        contexts: [{ name: 'hereabouts', context: { cluster: 'local', user: 'hereabouts', namespace: 'kube-system' } }],
+        'current-context': 'hereabouts',
+      });
+      assert.deepEqual(readJson(join(other.filesDir, 'hereabouts.conf')), {
+        datastore: 'kubernetes',
+        kubernetes: { kubeconfig: '/etc/cni/net.d/hereabouts.d/hereabouts.kubeconfig' },
+      });
     } finally {
-      writeFileSync(join(host.saDir, 'token'), `${ns.cp.token}\n`);
+      rmSync(other.root, { recursive: true, force: true });
     }
-    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-    child.kill('SIGTERM');
-    assert.equal(await exited, 0);
-    assert.match(stderr, /SIGTERM: exiting/);
   });
 
-  test('without KUBERNETES_SERVICE_HOST the installer refuses to run', () => {
-    const run = spawnSync(bin, installArgs(host, '--once'), { env: {}, encoding: 'utf8' });
-    assert.equal(run.status, 2);
-    assert.match(run.stderr, /KUBERNETES_SERVICE_HOST is not set/);
+  test('an IPv6 KUBERNETES_SERVICE_HOST is written in brackets', () => {
+    const other = fakeNode({ token: 'tok', ca, namespace: 'kube-system' });
+    try {
+      const run = installOnce(installArgs(other), { ...env, KUBERNETES_SERVICE_HOST: 'fd00:10:96::1', KUBERNETES_SERVICE_PORT: '6443' });
+      assert.equal(run.code, 0, run.stderr);
+      const kubeconfig = readJson(join(other.filesDir, 'hereabouts.kubeconfig')) as { clusters: Array<{ cluster: { server: string } }> };
+      assert.equal(kubeconfig.clusters[0]?.cluster.server, 'https://[fd00:10:96::1]:6443');
+    } finally {
+      rmSync(other.root, { recursive: true, force: true });
+    }
   });
+
+  test('--log-level and --log-file go into the flat config', () => {
+    const other = fakeNode({ token: 'tok', ca, namespace: 'kube-system' });
+    try {
+      const run = installOnce(installArgs(other, { extra: ['--log-level', 'debug', '--log-file', '/var/log/hereabouts.log'] }), env);
+      assert.equal(run.code, 0, run.stderr);
+      const flat = readJson(join(other.filesDir, 'hereabouts.conf'));
+      assert.equal(flat['log_level'], 'debug');
+      assert.equal(flat['log_file'], '/var/log/hereabouts.log');
+    } finally {
+      rmSync(other.root, { recursive: true, force: true });
+    }
+  });
+
+  test('--whereabouts-kubeconfig writes whereabouts.d/whereabouts.kubeconfig (0600) and leaves whereabouts.conf alone', () => {
+    const other = fakeNode({ token: 'tok', ca, namespace: 'kube-system' });
+    try {
+      const whereaboutsDir = join(other.confDir, 'whereabouts.d');
+      mkdirSync(whereaboutsDir);
+      const theirs = '{"datastore":"kubernetes","kubernetes":{"kubeconfig":"/etc/cni/net.d/whereabouts.d/whereabouts.kubeconfig"},"log_level":"error"}\n';
+      writeFileSync(join(whereaboutsDir, 'whereabouts.conf'), theirs);
+      writeFileSync(join(whereaboutsDir, 'whereabouts.kubeconfig'), 'token: of-a-deleted-pod\n');
+      const run = installOnce(installArgs(other, { extra: ['--whereabouts-kubeconfig'] }), env);
+      assert.equal(run.code, 0, run.stderr);
+      const kubeconfig = join(whereaboutsDir, 'whereabouts.kubeconfig');
+      assert.equal(readFileSync(kubeconfig, 'utf8'), readFileSync(join(other.filesDir, 'hereabouts.kubeconfig'), 'utf8'));
+      assert.equal(statSync(kubeconfig).mode & 0o777, 0o600);
+      assert.equal(readFileSync(join(whereaboutsDir, 'whereabouts.conf'), 'utf8'), theirs);
+    } finally {
+      rmSync(other.root, { recursive: true, force: true });
+    }
+  });
+
+  test('a running copy of the plugin is replaced by a rename: new inode, the running process unharmed', async () => {
+    const other = fakeNode({ token: 'tok', ca, namespace: 'kube-system' });
+    const target = join(other.binDir, 'hereabouts');
+    copyFileSync('/bin/sleep', target);
+    const busy = spawn(target, ['30'], { stdio: 'ignore' });
+    try {
+      await new Promise((resolve) => busy.once('spawn', resolve));
+      const inodeBefore = statSync(target).ino;
+      const run = installOnce(installArgs(other), env); // writing in place would fail with ETXTBSY
+      assert.equal(run.code, 0, run.stderr);
+      assert.notEqual(statSync(target).ino, inodeBefore);
+      assert.equal(statSync(target).size, statSync(bin).size);
+      assert.equal(busy.exitCode, null, 'the running copy still runs');
+      assert.deepEqual(readdirSync(other.binDir), ['hereabouts']);
+    } finally {
+      busy.kill('SIGKILL');
+      rmSync(other.root, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('hereabouts install refuses a bad setup before installing anything', () => {
+  let node: FakeNode;
+  before(() => {
+    node = fakeNode({ token: 'tok', ca: 'not checked here', namespace: 'kube-system' });
+  });
+  after(() => rmSync(node.root, { recursive: true, force: true }));
+
+  test('without KUBERNETES_SERVICE_HOST it exits 2', () => {
+    const run = installOnce(installArgs(node), {});
+    assert.equal(run.code, 2);
+    assert.match(run.stderr, /KUBERNETES_SERVICE_HOST is not set/);
+    assert.deepEqual(readdirSync(node.binDir), []);
+  });
+
+  test('an invalid --log-level exits 2 with the plugin parser\'s message', () => {
+    const run = installOnce(installArgs(node, { extra: ['--log-level', 'loud'] }), { KUBERNETES_SERVICE_HOST: '10.96.0.1' });
+    assert.equal(run.code, 2);
+    assert.match(run.stderr, /log_level "loud" is not one of debug/);
+    assert.deepEqual(readdirSync(node.binDir), []);
+  });
+
+  test('a missing service-account token fails and names the file', () => {
+    const empty = join(node.root, 'no-sa');
+    mkdirSync(empty);
+    const args = installArgs(node).map((a) => (a === node.saDir ? empty : a));
+    const run = installOnce(args, { KUBERNETES_SERVICE_HOST: '10.96.0.1' });
+    assert.equal(run.code, 1);
+    assert.match(run.stderr, new RegExp(`cannot read the service account's ${empty}/token`));
+    assert.deepEqual(readdirSync(node.binDir), []);
+    assert.equal(existsSync(node.filesDir), false);
+  });
+
+  test('a --poll-interval that is not a positive number exits 2', () => {
+    const run = installOnce(installArgs(node, { extra: ['--poll-interval', '0'] }), { KUBERNETES_SERVICE_HOST: '10.96.0.1' });
+    assert.equal(run.code, 2);
+    assert.match(run.stderr, /--poll-interval "0" must be a positive number of seconds/);
+  });
+});
+
+// The DaemonSet runs the installer as root with every capability dropped (deploy/daemonset.yaml): root-owned host
+// dirs must be enough. setpriv drops the capabilities here as the container runtime would.
+const rootWithSetpriv = process.getuid?.() === 0 && existsSync('/usr/bin/setpriv');
+
+test('installs with no capability at all, as the DaemonSet runs it', { skip: rootWithSetpriv ? false : 'needs root and setpriv' }, () => {
+  const node = fakeNode({ token: 'tok', ca: 'ca', namespace: 'kube-system' });
+  try {
+    const run = spawnSync('/usr/bin/setpriv', ['--inh-caps=-all', '--bounding-set=-all', '--', bin, ...installArgs(node, { extra: ['--whereabouts-name', '--whereabouts-kubeconfig'] }), '--once'], {
+      env: { KUBERNETES_SERVICE_HOST: '10.96.0.1', NODENAME: 'n1' },
+      encoding: 'utf8',
+    });
+    assert.equal(run.status, 0, run.stderr);
+    assert.deepEqual(readdirSync(node.binDir).sort(), ['hereabouts', 'whereabouts']);
+    assert.deepEqual(readdirSync(node.filesDir).sort(), ['hereabouts.conf', 'hereabouts.kubeconfig', 'nodename', 'token']);
+  } finally {
+    rmSync(node.root, { recursive: true, force: true });
+  }
 });

@@ -17,7 +17,7 @@ test('buildReport() does not count allocations without a pod as orphans', () => 
 test('buildReport() reports a pool whose range is not a CIDR instead of failing', () => {
   const report = buildReport('ns', [pool('bad', 'nope')], [], new Map());
   assert.match(report.pools[0]?.problems[0] ?? '', /spec\.range "nope" is not a CIDR/);
-  assert.match(formatTable(report), /warning: spec\.range "nope"/);
+  assert.match(formatTable(report), /warning: IPPool bad: spec\.range "nope"/);
 });
 
 test('buildReport() serves /32 and huge IPv6 ranges with exact decimal capacities', () => {

@@ -1,0 +1,70 @@
+// The plugin executable in the host's CNI bin dir. Copied to a temp file beside the target, made executable, fsynced,
+// then renamed over it: kubelet never execs a half-written plugin, and a copy that is running at that moment keeps
+// its old inode (writing in place would fail with ETXTBSY).
+import { closeSync, constants, copyFileSync, fchmodSync, fsyncSync, openSync, renameSync, statSync, unlinkSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
+import { errorCode } from '../store/local/fs-errors.ts';
+
+/** What was installed, to notice a target that was removed or replaced since. */
+export interface InstalledBinary {
+  readonly path: string;
+  readonly dev: number;
+  readonly ino: number;
+  readonly size: number;
+  readonly mtimeMs: number;
+}
+
+export function installBinary(source: string, target: string): InstalledBinary {
+  const temp = join(dirname(target), `.${basename(target)}.tmp-${process.pid}-${Math.random().toString(36).slice(2, 8)}`);
+  try {
+    copyFileSync(source, temp, constants.COPYFILE_EXCL);
+    const fd = openSync(temp, 'r');
+    try {
+      fchmodSync(fd, 0o755);
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+    renameSync(temp, target);
+  } catch (err) {
+    removeTemp(temp, err);
+    throw err;
+  }
+  fsyncDir(dirname(target));
+  return stampOf(target);
+}
+
+/** True when the target is gone or is no longer the file this process installed. */
+export function binaryChanged(installed: InstalledBinary): boolean {
+  let now: InstalledBinary;
+  try {
+    now = stampOf(installed.path);
+  } catch (err) {
+    if (errorCode(err) === 'ENOENT') return true;
+    throw err;
+  }
+  return now.dev !== installed.dev || now.ino !== installed.ino || now.size !== installed.size || now.mtimeMs !== installed.mtimeMs;
+}
+
+function stampOf(path: string): InstalledBinary {
+  const st = statSync(path);
+  return { path, dev: st.dev, ino: st.ino, size: st.size, mtimeMs: st.mtimeMs };
+}
+
+function fsyncDir(dir: string): void {
+  const fd = openSync(dir, 'r');
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** Removes what a failed copy left; ENOENT means the copy failed before creating it. */
+function removeTemp(temp: string, cause: unknown): void {
+  try {
+    unlinkSync(temp);
+  } catch (err) {
+    if (errorCode(err) !== 'ENOENT') throw new AggregateError([cause, err], `cannot install ${temp}, nor remove it`);
+  }
+}

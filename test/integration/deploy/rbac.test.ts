@@ -1,0 +1,165 @@
+// deploy/'s RBAC applied for real (through a kustomize overlay that moves it into a test namespace, as an operator
+// would), then checked both ways: each ServiceAccount may do what its workload does and nothing else (access
+// reviews), and real tokens of those ServiceAccounts run the plugin and a controller pass against the API server.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { copyFileSync, mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { runCni } from '../../support/cni.ts';
+import { api, apiRequest, controlPlane, createNamespace, kubeconfigFor, type Namespace } from '../../support/control-plane.ts';
+import { repoRoot, requireBinary } from '../../support/paths.ts';
+import { allowed, describeAccess, kubectlOf, type Access } from './kubectl.ts';
+
+const bin = requireBinary();
+const WA = 'whereabouts.cni.cncf.io';
+const NAD = 'k8s.cni.cncf.io';
+
+describe('deploy/ RBAC, applied for real', () => {
+  let ns: Namespace;
+  let kubectl: string;
+  let overlay: string;
+  const node = (): { namespace: string; name: string } => ({ namespace: ns.name, name: 'hereabouts-node' });
+  const controller = (): { namespace: string; name: string } => ({ namespace: ns.name, name: 'hereabouts-controller' });
+  const kube = (...args: string[]): string => execFileSync(kubectl, ['--kubeconfig', ns.cp.kubeconfig, ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  const tokenOf = async (sa: string): Promise<string> => {
+    const path = `/api/v1/namespaces/${ns.name}/serviceaccounts/${sa}/token`;
+    const body = (await api(ns.cp, 'POST', path, { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 600 } })) as { status: { token: string } };
+    return body.status.token;
+  };
+  const kubeconfigOf = async (sa: string): Promise<string> => {
+    const file = join(ns.dir, `${sa}.kubeconfig`);
+    writeFileSync(file, kubeconfigFor(ns.cp, ns.name, { token: await tokenOf(sa) }), { mode: 0o600 });
+    return file;
+  };
+  const expectAccess = async (sa: { namespace: string; name: string }, list: readonly Access[], expected: boolean): Promise<void> => {
+    const wrong: string[] = [];
+    for (const access of list) if ((await allowed(ns.cp, sa, access)) !== expected) wrong.push(describeAccess(access));
+    assert.deepEqual(wrong, [], `${sa.name} should ${expected ? '' : 'not '}be allowed to`);
+  };
+
+  before(async () => {
+    ns = await createNamespace(await controlPlane(), 'rbac');
+    kubectl = kubectlOf(ns.cp);
+    overlay = join(ns.dir, 'overlay');
+    mkdirSync(overlay);
+    for (const file of ['rbac-node.yaml', 'rbac-controller.yaml']) copyFileSync(join(repoRoot, 'deploy', file), join(overlay, file));
+    writeFileSync(join(overlay, 'kustomization.yaml'), `namespace: ${ns.name}\nresources: [rbac-node.yaml, rbac-controller.yaml]\n`);
+    kube('apply', '-k', overlay);
+    // The RBAC authorizer reads through an informer: wait until the new bindings are seen.
+    for (let i = 0; i < 50 && !(await allowed(ns.cp, controller(), { verb: 'list', resource: 'pods' })); i++) await new Promise((r) => setTimeout(r, 100));
+  });
+  after(async () => {
+    kube('delete', '-k', overlay, '--ignore-not-found');
+    await ns.cleanup();
+  });
+
+  test('the node ServiceAccount may make exactly the plugin\'s calls on its own namespace', async () => {
+    const n = ns.name;
+    await expectAccess(node(), [
+      ...['get', 'create', 'patch'].map((verb) => ({ verb, group: WA, resource: 'ippools', namespace: n })),
+      ...['get', 'create', 'delete'].map((verb) => ({ verb, group: WA, resource: 'overlappingrangeipreservations', namespace: n })),
+      { verb: 'get', group: WA, resource: 'nodeslicepools', namespace: n },
+    ], true);
+  });
+
+  test('the node ServiceAccount may not list, watch, update or delete pools, nor touch anything else', async () => {
+    const n = ns.name;
+    await expectAccess(node(), [
+      ...['list', 'watch', 'update', 'delete'].map((verb) => ({ verb, group: WA, resource: 'ippools', namespace: n })),
+      { verb: 'list', group: WA, resource: 'overlappingrangeipreservations', namespace: n },
+      ...['list', 'create', 'update'].map((verb) => ({ verb, group: WA, resource: 'nodeslicepools', namespace: n })),
+      { verb: 'get', group: WA, resource: 'ippools', namespace: 'default' },
+      { verb: 'list', resource: 'pods' },
+      { verb: 'get', resource: 'pods', namespace: n },
+      { verb: 'get', resource: 'secrets', namespace: n },
+      { verb: 'list', resource: 'nodes' },
+      { verb: 'create', group: 'coordination.k8s.io', resource: 'leases', namespace: n },
+    ], false);
+  });
+
+  test('the controller ServiceAccount may watch pods, nodes and NADs, own the pools, its Lease and Events', async () => {
+    const n = ns.name;
+    await expectAccess(controller(), [
+      ...['get', 'list', 'watch'].flatMap((verb) => [{ verb, resource: 'pods' }, { verb, resource: 'nodes' }, { verb, group: NAD, resource: 'network-attachment-definitions' }]),
+      { verb: 'create', resource: 'events', namespace: 'default' },
+      { verb: 'create', group: 'events.k8s.io', resource: 'events', namespace: n },
+      ...['list', 'watch', 'patch', 'delete'].map((verb) => ({ verb, group: WA, resource: 'ippools', namespace: n })),
+      { verb: 'update', group: WA, resource: 'ippools', subresource: 'status', namespace: n },
+      ...['list', 'delete'].map((verb) => ({ verb, group: WA, resource: 'overlappingrangeipreservations', namespace: n })),
+      ...['list', 'create', 'update'].map((verb) => ({ verb, group: WA, resource: 'nodeslicepools', namespace: n })),
+      { verb: 'create', group: 'coordination.k8s.io', resource: 'leases', namespace: n },
+      ...['get', 'update'].map((verb) => ({ verb, group: 'coordination.k8s.io', resource: 'leases', name: 'hereabouts-controller', namespace: n })),
+    ], true);
+  });
+
+  test('the controller ServiceAccount may not read secrets, change pods, nodes or NADs, or take other Leases', async () => {
+    const n = ns.name;
+    await expectAccess(controller(), [
+      { verb: 'get', resource: 'secrets', namespace: n },
+      { verb: 'list', resource: 'secrets' },
+      ...['create', 'update', 'patch', 'delete'].map((verb) => ({ verb, resource: 'pods', namespace: n })),
+      { verb: 'patch', resource: 'nodes' },
+      { verb: 'update', group: NAD, resource: 'network-attachment-definitions', namespace: n },
+      ...['get', 'update'].map((verb) => ({ verb, group: 'coordination.k8s.io', resource: 'leases', name: 'kube-scheduler', namespace: n })),
+      { verb: 'delete', group: 'coordination.k8s.io', resource: 'leases', name: 'hereabouts-controller', namespace: n },
+      { verb: 'list', group: WA, resource: 'ippools', namespace: 'default' },
+    ], false);
+  });
+
+  test('a node token runs the plugin: node slice, a taken reservation skipped, STATUS, DEL; pods stay forbidden', async () => {
+    const kubeconfig = await kubeconfigOf('hereabouts-node');
+    await ns.create('nodeslicepools', {
+      apiVersion: `${WA}/v1alpha1`,
+      kind: 'NodeSlicePool',
+      metadata: { name: 'rbacnet' },
+      spec: { range: '10.89.0.0/24', sliceSize: '/28' },
+      status: { allocations: [{ nodeName: 'other-node', sliceRange: '10.89.0.0/28' }, { nodeName: 'rbac-node', sliceRange: '10.89.0.16/28' }] },
+    });
+    await ns.create('overlappingrangeipreservations', {
+      apiVersion: `${WA}/v1alpha1`,
+      kind: 'OverlappingRangeIPReservation',
+      metadata: { name: 'rbacnet-10.89.0.17' },
+      spec: { podref: 'elsewhere/pod', ifname: 'net1', containerid: 'c0' },
+    });
+    const conf = { cniVersion: '1.1.0', name: 'rbac', type: 'macvlan', ipam: { type: 'hereabouts', range: '10.89.0.0/24', network_name: 'rbacnet', node_slice_size: '/28', kubernetes: { kubeconfig }, cache_dir: join(ns.dir, 'cache') } };
+    const call = { containerId: 'rbac-1', netns: '/x', ifname: 'net1', path: '/x', args: `IgnoreUnknown=1;K8S_POD_NAMESPACE=${ns.name};K8S_POD_NAME=r1` };
+    const options = { extraEnv: { NODENAME: 'rbac-node' } };
+    const add = await runCni(bin, { command: 'ADD', ...call }, conf, options);
+    assert.equal(add.code, 0, add.stdout + add.stderr);
+    assert.match(JSON.stringify(add.json?.['ips']), /"address":"10\.89\.0\.18\//);
+    const status = await runCni(bin, { command: 'STATUS', path: '/x' }, conf, options);
+    assert.equal(status.code, 0, status.stdout + status.stderr);
+    const del = await runCni(bin, { command: 'DEL', ...call }, conf, options);
+    assert.equal(del.code, 0, del.stdout + del.stderr);
+    assert.equal(await ns.get('overlappingrangeipreservations', 'rbacnet-10.89.0.18'), undefined);
+    const asNode = { ...ns.cp, token: await tokenOf('hereabouts-node') };
+    assert.equal((await apiRequest(asNode, 'GET', '/api/v1/pods')).status, 403);
+  });
+
+  test('a controller token runs a full pass: an orphaned allocation and its reservation are removed', async () => {
+    const kubeconfig = await kubeconfigOf('hereabouts-controller');
+    await ns.create('ippools', {
+      apiVersion: `${WA}/v1alpha1`,
+      kind: 'IPPool',
+      metadata: { name: '10.91.0.0-24' },
+      spec: { range: '10.91.0.0/24', allocations: { '5': { id: 'c5', podref: `${ns.name}/gone`, ifname: 'net1' } } },
+    });
+    await ns.create('overlappingrangeipreservations', {
+      apiVersion: `${WA}/v1alpha1`,
+      kind: 'OverlappingRangeIPReservation',
+      metadata: { name: '10.91.0.5' },
+      spec: { podref: `${ns.name}/gone`, ifname: 'net1', containerid: 'c5' },
+    });
+    const run = spawnSync(bin, ['controller', '--once', '--kubeconfig', kubeconfig, '--namespace', ns.name, '--metrics-addr', '', '--health-addr', '', '--reservation-grace', '0s'], {
+      encoding: 'utf8',
+      env: {},
+      timeout: 60_000,
+    });
+    assert.equal(run.status, 0, run.stderr.slice(-2000));
+    assert.doesNotMatch(run.stderr, /forbidden|403/i, 'every call of the pass (status writes, events, lease) was allowed');
+    const pool = await ns.get('ippools', '10.91.0.0-24');
+    assert.deepEqual((pool?.['spec'] as { allocations?: unknown }).allocations ?? {}, {});
+    assert.equal(await ns.get('overlappingrangeipreservations', '10.91.0.5'), undefined);
+  });
+});
