@@ -2,8 +2,8 @@
 // as a single-executable application. See docs/packaging.md.
 // Usage: node build/build.mjs [--no-strip]
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, renameSync, rmSync, statSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { builtinExportNames, bundleClient, bundleMain, clientImports, gitCommit, packageVersion } from './bundle.mjs';
 import { generateBlob, injectBlob } from './sea.mjs';
@@ -84,6 +84,7 @@ async function buildIn(work, { strip }) {
   if (reported.status !== 0 || reported.stderr !== '') {
     throw new Error(`hereabouts version failed (${reported.status ?? reported.signal}): ${reported.stderr}`);
   }
+  for (const map of [paths.bundleMap, paths.clientMap]) if (existsSync(map)) relocateMap(map, work);
   for (const name of Object.values(outputs)) {
     if (existsSync(join(work, name))) renameSync(join(work, name), join(dist, name));
     else rmSync(join(dist, name), { force: true }); // e.g. the client bundle of an earlier build that needed one
@@ -98,6 +99,16 @@ async function buildIn(work, { strip }) {
       `build ${bundled + packaged} ms (bundles + code cache ${bundled} ms, blob + inject ${packaged} ms)\n` +
       (stripNote === undefined ? '' : `note: ${stripNote}\n`),
   );
+}
+
+/**
+ * esbuild wrote the map's file `sources` relative to the work directory, which is one level below dist/ where the map
+ * ends up (virtual modules of build/plugins.mjs, `namespace:name`, stay as they are).
+ */
+function relocateMap(file, work) {
+  const map = JSON.parse(readFileSync(file, 'utf8'));
+  map.sources = map.sources.map((source) => (source.startsWith('../') ? relative(dist, resolve(work, source)) : source));
+  writeFileSync(file, JSON.stringify(map));
 }
 
 function runEmbedded(args) {

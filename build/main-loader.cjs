@@ -20,8 +20,25 @@ function runMain(script, entry) {
   script.runInThisContext()(module.exports, require, module, entry, require('node:path').dirname(entry));
 }
 
+/**
+ * With `--node-options=--enable-source-maps` (debugging, speed no concern) the bundle is compiled by Node's CommonJS
+ * loader instead, the only compiler that registers a source map: as if it lay beside the executable, so stack traces
+ * map through the `hereabouts.cjs.map` found there. `require` stays this loader's (Node built-ins only).
+ */
+function runMainWithSourceMaps(source) {
+  const { dirname, join } = require('node:path');
+  const Module = require('node:module');
+  const filename = join(dirname(process.execPath), bundleAsset);
+  const mod = new Module(filename);
+  mod.filename = filename;
+  mod.require = require;
+  mod._compile(source, filename, 'commonjs');
+}
+
 if (sea.isSea()) {
-  runMain(compileMain(sea.getAsset(bundleAsset, 'utf8'), new Uint8Array(sea.getRawAsset(cacheAsset))), process.execPath);
+  const source = sea.getAsset(bundleAsset, 'utf8');
+  if (process.sourceMapsEnabled) runMainWithSourceMaps(source);
+  else runMain(compileMain(source, new Uint8Array(sea.getRawAsset(cacheAsset))), process.execPath);
 }
 
 module.exports = { compileMain, runMain };

@@ -166,3 +166,28 @@ test('the hidden __load-k8s subcommand loads the Kubernetes client inside the ex
   assert.equal(result.stdout, 'https://127.0.0.1:1\n');
   assert.equal(loadedClient, true);
 });
+
+test('V8 accepts the main bundle code cache the build trained', () => {
+  // Records what the main loader's vm.Script reports; a rejected cache is silent, only slower.
+  const out = join(dir, 'cache-probe.json');
+  writeFileSync(
+    join(dir, 'cache-probe.cjs'),
+    "const vm = require('node:vm'); const Script = vm.Script; const seen = [];\n" +
+      'vm.Script = class extends Script { constructor(code, options) { super(code, options); seen.push({ filename: options?.filename, rejected: this.cachedDataRejected }); } };\n' +
+      "process.on('exit', () => require('node:fs').writeFileSync(process.env.PROBE_OUT, JSON.stringify(seen)));\n",
+  );
+  const result = run(bin, [`--node-options=--require=${join(dir, 'cache-probe.cjs')}`, 'version'], { env: { PROBE_OUT: out } });
+  assert.equal(result.stderr, '');
+  assert.deepEqual(JSON.parse(readFileSync(out, 'utf8')), [{ filename: 'hereabouts.cjs', rejected: false }]);
+});
+
+test('with --enable-source-maps, stack traces from the bundle name the TypeScript sources', () => {
+  writeFileSync(
+    join(dir, 'stack-probe.cjs'),
+    'const write = process.stdout.write.bind(process.stdout);\n' +
+      'process.stdout.write = (...args) => (process.stderr.write(new Error().stack), write(...args));\n',
+  );
+  const result = run(bin, [`--node-options=--enable-source-maps --require=${join(dir, 'stack-probe.cjs')}`, 'version']);
+  assert.equal(result.status, 0, result.stderr);
+  assert.match(result.stderr, /src\/cli\/main\.ts:\d+:\d+/);
+});
