@@ -1,7 +1,9 @@
-// Leader election on a coordination.k8s.io/v1 Lease, every write conditional on the resourceVersion read. Only
-// the holder acts; a holder that cannot renew within the renew deadline stops acting at once.
-import type { ApiClient } from '../store/kubernetes/api.ts';
-import { statusText } from '../store/kubernetes/api.ts';
+// Leader election on a coordination.k8s.io/v1 Lease, with client-go's rules: every write carries the
+// resourceVersion it read (two candidates can never both win); a candidate takes a lease only when its record
+// has not changed for leaseDuration by the candidate's own clock (no trust in other clocks); a leader that could
+// not renew within renewDeadline (< leaseDuration) stops acting at once, before anyone else may take over.
+import { statusText, type ApiClient, type ApiRequest, type ApiResponse } from '../store/kubernetes/api.ts';
+import type { Log } from './log.ts';
 
 export interface LeaseOptions {
   readonly namespace: string;
@@ -10,20 +12,39 @@ export interface LeaseOptions {
   readonly leaseDurationMs: number;
   readonly renewDeadlineMs: number;
   readonly retryPeriodMs: number;
-  readonly log: (msg: string) => void;
+  readonly log: Log;
+  /** Called on every change of leadership. */
+  readonly onChange?: (leading: boolean) => void;
+}
+
+interface LeaseSpec {
+  holderIdentity?: string;
+  leaseDurationSeconds?: number;
+  acquireTime?: string;
+  renewTime?: string;
+  leaseTransitions?: number;
 }
 
 interface LeaseObject {
+  apiVersion?: string;
+  kind?: string;
   metadata: { name: string; namespace: string; resourceVersion?: string };
-  spec: { holderIdentity?: string; leaseDurationSeconds?: number; acquireTime?: string; renewTime?: string; leaseTransitions?: number };
+  spec: LeaseSpec;
 }
 
 export class LeaderElector {
   readonly #api: ApiClient;
   readonly #o: LeaseOptions;
-  #lastRenewMs = 0;
+  /** The lease as last read or written. */
+  #lease: LeaseObject | undefined;
+  #observed = '';
+  #observedAtMs = 0;
+  /** When the last successful renewal was sent (not answered: the conservative end). */
+  #renewedAtMs = 0;
   #leading = false;
+  #stopped = false;
   #timer: NodeJS.Timeout | undefined;
+  #tick: Promise<void> = Promise.resolve();
 
   constructor(api: ApiClient, options: LeaseOptions) {
     this.#api = api;
@@ -32,82 +53,126 @@ export class LeaderElector {
 
   /** True only while the lease is ours and was renewed within the renew deadline. */
   get leading(): boolean {
-    return this.#leading && Date.now() - this.#lastRenewMs < this.#o.renewDeadlineMs;
+    return this.#leading && Date.now() - this.#renewedAtMs < this.#o.renewDeadlineMs;
   }
 
   start(): void {
-    const tick = async (): Promise<void> => {
+    const loop = async (): Promise<void> => {
       try {
         await this.#tryAcquireOrRenew();
       } catch (err) {
-        this.#o.log(`lease ${this.#o.name}: ${(err as Error).message}`);
+        this.#o.log.warning(`lease ${this.#where()}: ${(err as Error).message}`);
       }
-      if (this.#leading && !this.leading) this.#setLeading(false, 'renew deadline passed');
-      this.#timer = setTimeout(() => void tick(), this.#o.retryPeriodMs);
+      if (this.#leading && !this.leading) this.#setLeading(false, `not renewed within ${this.#o.renewDeadlineMs} ms`);
+      if (this.#stopped) return;
+      // Candidates jitter their attempts (client-go's factor 1.2) so that they do not move in lockstep.
+      const wait = this.#leading ? this.#o.retryPeriodMs : this.#o.retryPeriodMs * (1 + Math.random() * 1.2);
+      this.#timer = setTimeout(() => (this.#tick = loop()), wait);
     };
-    void tick();
+    this.#tick = loop();
   }
 
-  /** Stops renewing and, when leading, hands the lease back so another replica takes over at once. */
+  /** Stops renewing and, when leading, hands the lease back so that another replica takes over at once. */
   async stop(): Promise<void> {
+    this.#stopped = true;
     if (this.#timer !== undefined) clearTimeout(this.#timer);
-    if (!this.#leading) return;
-    this.#setLeading(false, 'shutting down');
-    const current = await this.#get();
-    if (current?.spec.holderIdentity !== this.#o.identity) return;
-    current.spec.holderIdentity = '';
-    current.spec.leaseDurationSeconds = 1;
-    await this.#api.send({ method: 'PUT', path: this.#path(), body: current });
+    await this.#tick;
+    const wasLeading = this.leading;
+    if (this.#leading) this.#setLeading(false, 'shutting down');
+    if (!wasLeading || this.#lease === undefined) return;
+    const now = microTime(new Date());
+    const released: LeaseObject = {
+      ...this.#lease,
+      spec: { ...this.#lease.spec, holderIdentity: '', leaseDurationSeconds: 1, renewTime: now, acquireTime: now },
+    };
+    const res = await this.#send({ method: 'PUT', path: this.#path(), body: released });
+    if (res.status === 200) this.#o.log.info(`lease ${this.#where()} released`);
+    else this.#o.log.warning(`lease ${this.#where()} not released: ${statusText(res)}`);
   }
 
   async #tryAcquireOrRenew(): Promise<void> {
-    const now = new Date();
-    const current = await this.#get();
-    const seconds = Math.ceil(this.#o.leaseDurationMs / 1000);
-    if (current === undefined) {
-      const body: LeaseObject = {
-        metadata: { name: this.#o.name, namespace: this.#o.namespace },
-        spec: { holderIdentity: this.#o.identity, leaseDurationSeconds: seconds, acquireTime: microTime(now), renewTime: microTime(now), leaseTransitions: 0 },
-      };
-      const res = await this.#api.send({ method: 'POST', path: this.#path(true), body: { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', ...body } });
-      if (res.status === 201) this.#renewed(now);
-      else if (res.status !== 409) throw new Error(`create: ${statusText(res)}`);
-      return;
+    const sentAt = Date.now();
+    // The leader renews from the object it last wrote: one request; a 409 means someone else wrote it.
+    if (this.#leading && this.#lease !== undefined && this.#lease.spec.holderIdentity === this.#o.identity) {
+      const res = await this.#put(this.#withHolder(this.#lease, new Date(sentAt)));
+      if (res.status === 200) return this.#renewed(res, sentAt);
+      if (res.status !== 409) throw new Error(`renew: ${statusText(res)}`);
     }
-    const holder = current.spec.holderIdentity ?? '';
-    const renewedAt = Date.parse(current.spec.renewTime ?? '') || 0;
-    const expired = renewedAt + (current.spec.leaseDurationSeconds ?? seconds) * 1000 < now.getTime();
-    if (holder !== this.#o.identity && holder !== '' && !expired) {
+    const got = await this.#send({ method: 'GET', path: this.#path() });
+    if (got.status === 404) return this.#create(sentAt);
+    if (got.status !== 200) throw new Error(`get: ${statusText(got)}`);
+    const current = got.body as LeaseObject;
+    this.#lease = current;
+    const spec = current.spec ?? {};
+    const record = `${spec.holderIdentity ?? ''}|${spec.renewTime ?? ''}|${spec.leaseTransitions ?? 0}`;
+    if (record !== this.#observed) {
+      this.#observed = record;
+      this.#observedAtMs = sentAt;
+    }
+    const holder = spec.holderIdentity ?? '';
+    const durationMs = (spec.leaseDurationSeconds ?? Math.ceil(this.#o.leaseDurationMs / 1000)) * 1000;
+    if (holder !== '' && holder !== this.#o.identity && this.#observedAtMs + durationMs > Date.now()) {
       if (this.#leading) this.#setLeading(false, `lease held by ${holder}`);
       return;
     }
-    if (holder !== this.#o.identity) {
-      current.spec.acquireTime = microTime(now);
-      current.spec.leaseTransitions = (current.spec.leaseTransitions ?? 0) + 1;
-    }
-    current.spec.holderIdentity = this.#o.identity;
-    current.spec.leaseDurationSeconds = seconds;
-    current.spec.renewTime = microTime(now);
-    const res = await this.#api.send({ method: 'PUT', path: this.#path(), body: current });
-    if (res.status === 200) this.#renewed(now);
-    else if (res.status !== 409) throw new Error(`update: ${statusText(res)}`);
+    const res = await this.#put(this.#withHolder(current, new Date(sentAt)));
+    if (res.status === 200) return this.#renewed(res, sentAt);
+    if (res.status !== 409) throw new Error(`update: ${statusText(res)}`);
   }
 
-  #renewed(at: Date): void {
-    this.#lastRenewMs = at.getTime();
-    if (!this.#leading) this.#setLeading(true, 'acquired');
+  async #create(sentAt: number): Promise<void> {
+    const now = microTime(new Date(sentAt));
+    const body: LeaseObject = {
+      apiVersion: 'coordination.k8s.io/v1',
+      kind: 'Lease',
+      metadata: { name: this.#o.name, namespace: this.#o.namespace },
+      spec: { holderIdentity: this.#o.identity, leaseDurationSeconds: this.#seconds(), acquireTime: now, renewTime: now, leaseTransitions: 0 },
+    };
+    const res = await this.#send({ method: 'POST', path: this.#path(true), body });
+    if (res.status === 201) return this.#renewed(res, sentAt);
+    if (res.status !== 409) throw new Error(`create: ${statusText(res)}`);
+  }
+
+  #withHolder(lease: LeaseObject, at: Date): LeaseObject {
+    const spec = { ...lease.spec };
+    if (spec.holderIdentity !== this.#o.identity) {
+      spec.acquireTime = microTime(at);
+      spec.leaseTransitions = (spec.leaseTransitions ?? 0) + 1;
+    }
+    spec.holderIdentity = this.#o.identity;
+    spec.leaseDurationSeconds = this.#seconds();
+    spec.renewTime = microTime(at);
+    return { ...lease, spec };
+  }
+
+  #renewed(res: ApiResponse, sentAt: number): void {
+    this.#lease = res.body as LeaseObject;
+    this.#renewedAtMs = sentAt;
+    if (!this.#leading && !this.#stopped) this.#setLeading(true, 'acquired');
   }
 
   #setLeading(value: boolean, why: string): void {
     this.#leading = value;
-    this.#o.log(`${value ? 'leading' : 'not leading'}: lease ${this.#o.namespace}/${this.#o.name} ${why}`);
+    this.#o.log.info(`${value ? 'leading' : 'not leading'}: lease ${this.#where()} ${why}`, { identity: this.#o.identity });
+    this.#o.onChange?.(value);
   }
 
-  async #get(): Promise<LeaseObject | undefined> {
-    const res = await this.#api.send({ method: 'GET', path: this.#path() });
-    if (res.status === 404) return undefined;
-    if (res.status !== 200) throw new Error(`get: ${statusText(res)}`);
-    return res.body as LeaseObject;
+  #put(body: LeaseObject): Promise<ApiResponse> {
+    return this.#send({ method: 'PUT', path: this.#path(), body });
+  }
+
+  #send(req: ApiRequest): Promise<ApiResponse> {
+    // A request must not outlive the renew deadline: the answer would come too late to matter.
+    const timeoutMs = Math.max(1000, this.#o.renewDeadlineMs - this.#o.retryPeriodMs);
+    return this.#api.send(req, { timeoutMs });
+  }
+
+  #seconds(): number {
+    return Math.max(1, Math.ceil(this.#o.leaseDurationMs / 1000));
+  }
+
+  #where(): string {
+    return `${this.#o.namespace}/${this.#o.name}`;
   }
 
   #path(collection = false): string {
@@ -116,7 +181,7 @@ export class LeaderElector {
   }
 }
 
-/** Lease times are MicroTime: RFC 3339 with exactly six fractional digits (Go rejects three). */
+/** Lease times are MicroTime: RFC 3339 with six fractional digits. */
 function microTime(at: Date): string {
   return at.toISOString().replace(/\.(\d{3})Z$/, '.$1000Z');
 }

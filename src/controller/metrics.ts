@@ -1,75 +1,94 @@
-// Prometheus metrics (prom-client, loaded only by the controller) and the health endpoints.
-import { createServer, type Server } from 'node:http';
-import { Counter, Gauge, Registry } from 'prom-client';
-import { sizeOf } from '../ip/cidr.ts';
-import type { PassResult } from './full-pass.ts';
+// Prometheus metrics (prom-client; only the controller loads it). Pool and slice gauges are read from the caches
+// at scrape time, so they are current on every replica, leader or not; counters count what this replica did.
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { Released } from './pool-release.ts';
+import type { PoolView } from './pool-view.ts';
+
+export interface MetricSources {
+  readonly pools: () => Iterable<PoolView>;
+  readonly slices: () => Iterable<{ readonly network: string; readonly assigned: number; readonly free: number }>;
+  /** network -> nodes left without a slice, as of the last slice pass. */
+  readonly starved: () => ReadonlyMap<string, readonly string[]>;
+  readonly leading: () => boolean;
+  readonly informers: () => Iterable<{ readonly resource: string; readonly synced: boolean; readonly size: number }>;
+}
 
 export class ControllerMetrics {
   readonly registry = new Registry();
-  readonly #allocations = new Gauge({ name: 'hereabouts_pool_allocations', help: 'Allocated addresses per IPPool', labelNames: ['pool'], registers: [this.registry] });
-  readonly #capacity = new Gauge({ name: 'hereabouts_pool_capacity', help: 'Addresses of the pool range (capped at 2^53 for IPv6)', labelNames: ['pool'], registers: [this.registry] });
-  readonly #free = new Gauge({ name: 'hereabouts_pool_free', help: 'Capacity minus allocations per IPPool', labelNames: ['pool'], registers: [this.registry] });
-  readonly #orphans = new Counter({ name: 'hereabouts_orphans_cleaned_total', help: 'Orphaned allocations released', labelNames: ['reason'], registers: [this.registry] });
-  readonly #reservations = new Counter({ name: 'hereabouts_reservations_cleaned_total', help: 'Orphaned OverlappingRangeIPReservations deleted', registers: [this.registry] });
-  readonly #passes = new Counter({ name: 'hereabouts_reconcile_passes_total', help: 'Full reconciliation passes', labelNames: ['result'], registers: [this.registry] });
-  readonly #passSeconds = new Gauge({ name: 'hereabouts_reconcile_last_pass_seconds', help: 'Duration of the last full pass', registers: [this.registry] });
-  readonly #leader = new Gauge({ name: 'hereabouts_leader', help: '1 while this replica holds the lease', registers: [this.registry] });
+  readonly #orphans: Counter<'reason'>;
+  readonly #reservations: Counter<'reason'>;
+  readonly #passes: Counter<'kind' | 'result'>;
+  readonly #passSeconds: Histogram<'kind'>;
 
-  recordPass(result: PassResult, seconds: number): void {
-    this.#allocations.reset();
-    this.#capacity.reset();
-    this.#free.reset();
-    for (const pool of result.pools) {
-      const capacity = Number(sizeOf(pool.range) > 2n ** 53n ? 2n ** 53n : sizeOf(pool.range));
-      this.#allocations.set({ pool: pool.name }, pool.used);
-      this.#capacity.set({ pool: pool.name }, capacity);
-      this.#free.set({ pool: pool.name }, Math.max(0, capacity - pool.used));
-    }
-    for (const r of result.released) this.#orphans.inc({ reason: r.reason });
-    this.#reservations.inc(result.reservationsDeleted.length);
-    this.#passes.inc({ result: 'ok' });
-    this.#passSeconds.set(seconds);
-  }
-
-  passFailed(): void {
-    this.#passes.inc({ result: 'error' });
-  }
-
-  leader(leading: boolean): void {
-    this.#leader.set(leading ? 1 : 0);
-  }
-}
-
-/** Serves /metrics, /healthz (the process runs) and /readyz (the API server was reached). */
-export function serve(addr: string, routes: { metrics?: ControllerMetrics; ready?: () => boolean }): Promise<Server> {
-  const { host, port } = parseAddr(addr);
-  const server = createServer((req, res) => {
-    const path = (req.url ?? '/').split('?')[0];
-    if (path === '/metrics' && routes.metrics !== undefined) {
-      void routes.metrics.registry.metrics().then((text) => {
-        res.writeHead(200, { 'Content-Type': routes.metrics!.registry.contentType });
-        res.end(text);
+  constructor(sources: MetricSources) {
+    const registers = [this.registry];
+    const perPool = (name: string, help: string, value: (p: PoolView) => number | bigint): void => {
+      new Gauge({
+        name, help, labelNames: ['pool'], registers,
+        collect() {
+          this.reset();
+          for (const pool of sources.pools()) if (pool.range !== undefined) this.set({ pool: pool.name }, Number(value(pool)));
+        },
       });
-      return;
-    }
-    if (path === '/healthz' || (path === '/readyz' && routes.ready !== undefined)) {
-      const ok = path === '/healthz' || routes.ready!();
-      res.writeHead(ok ? 200 : 503, { 'Content-Type': 'text/plain' });
-      res.end(ok ? 'ok\n' : 'not ready\n');
-      return;
-    }
-    res.writeHead(404).end();
-  });
-  return new Promise((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => resolve(server));
-  });
-}
+    };
+    perPool('hereabouts_pool_allocations', 'Allocated addresses per IPPool', (p) => p.allocations.size);
+    perPool('hereabouts_pool_capacity', 'Addresses the IPPool range can hand out', (p) => p.capacity);
+    perPool('hereabouts_pool_free', 'Capacity minus allocations per IPPool', (p) => p.free);
+    new Gauge({
+      name: 'hereabouts_node_slices', help: 'Node slices per network (NodeSlicePool), assigned or free', labelNames: ['network', 'state'], registers,
+      collect() {
+        this.reset();
+        for (const s of sources.slices()) {
+          this.set({ network: s.network, state: 'assigned' }, s.assigned);
+          this.set({ network: s.network, state: 'free' }, s.free);
+        }
+      },
+    });
+    new Gauge({
+      name: 'hereabouts_nodes_without_slice', help: 'Nodes left without a slice because the network has none free', labelNames: ['network'], registers,
+      collect() {
+        this.reset();
+        for (const [network, nodes] of sources.starved()) this.set({ network }, nodes.length);
+      },
+    });
+    new Gauge({
+      name: 'hereabouts_leader', help: '1 while this replica holds the lease', registers,
+      collect() {
+        this.set(sources.leading() ? 1 : 0);
+      },
+    });
+    new Gauge({
+      name: 'hereabouts_informer_synced', help: '1 while the cache of a resource reflects the API server', labelNames: ['resource'], registers,
+      collect() {
+        for (const i of sources.informers()) this.set({ resource: i.resource }, i.synced ? 1 : 0);
+      },
+    });
+    new Gauge({
+      name: 'hereabouts_informer_objects', help: 'Objects held in the cache of a resource', labelNames: ['resource'], registers,
+      collect() {
+        for (const i of sources.informers()) this.set({ resource: i.resource }, i.size);
+      },
+    });
+    this.#orphans = new Counter({ name: 'hereabouts_orphans_cleaned_total', help: 'Orphaned allocations released', labelNames: ['reason'], registers });
+    this.#reservations = new Counter({ name: 'hereabouts_reservations_cleaned_total', help: 'Orphaned OverlappingRangeIPReservations deleted', labelNames: ['reason'], registers });
+    this.#passes = new Counter({ name: 'hereabouts_reconcile_passes_total', help: 'Reconciliation passes by kind and result', labelNames: ['kind', 'result'], registers });
+    this.#passSeconds = new Histogram({
+      name: 'hereabouts_reconcile_pass_seconds', help: 'Duration of reconciliation passes', labelNames: ['kind'], registers,
+      buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30],
+    });
+    collectDefaultMetrics({ register: this.registry });
+  }
 
-/** ":9090", "127.0.0.1:9090" or "[::1]:9090". */
-export function parseAddr(addr: string): { host?: string; port: number } {
-  const m = /^(?:\[([^\]]+)\]|([^:]*))?:(\d+)$/.exec(addr);
-  if (m === null) throw new TypeError(`address ${JSON.stringify(addr)} must look like :9090 or host:9090`);
-  const host = m[1] ?? (m[2] === '' ? undefined : m[2]);
-  return { ...(host === undefined ? {} : { host }), port: Number(m[3]) };
+  released(released: readonly Released[]): void {
+    for (const r of released) this.#orphans.inc({ reason: r.reason });
+  }
+
+  reservationDeleted(reason: string): void {
+    this.#reservations.inc({ reason });
+  }
+
+  pass(kind: string, seconds: number, ok: boolean): void {
+    this.#passes.inc({ kind, result: ok ? 'ok' : 'error' });
+    if (ok) this.#passSeconds.observe({ kind }, seconds);
+  }
 }

@@ -1,99 +1,203 @@
 // Node slices: for every network whose NetworkAttachmentDefinitions ask for node_slice_size, keep its NodeSlicePool
 // (named after the network, in the pools' namespace) giving each live node a slice, and free the slice of a node
-// that left once its slice pool holds no allocation. Writes are conditional on resourceVersion; a conflict waits for
-// the next pass. NodeSlicePool has no status subresource (Whereabouts writes status with plain updates), so status
-// goes with the object.
+// that left once its slice pool holds no live allocation. Decided from the caches; written only when something
+// changes. NADs of one network that disagree change nothing: a Warning event on each and a condition on the pool,
+// once (not an endless retry), until they agree.
 import { formatCidr, masked, parseCidr } from '../ip/cidr.ts';
+import { sliceCount } from '../ip/slice.ts';
 import type { ApiClient } from '../store/kubernetes/api.ts';
-import { statusText } from '../store/kubernetes/api.ts';
-import { listAll } from '../store/kubernetes/list.ts';
-import { API_VERSION, objectPath } from '../store/kubernetes/resources.ts';
+import { API_VERSION } from '../store/kubernetes/resources.ts';
 import { poolName } from '../store/names.ts';
-import { assignSlices, type SliceEntry } from './slice-assign.ts';
-import { groupByNetwork, sliceSpecOf, type SliceSpec } from './slice-spec.ts';
+import { conditionsMatch, withConditions, type Condition } from './conditions.ts';
+import type { EventRecorder, InvolvedObject } from './events.ts';
+import type { Log } from './log.ts';
+import type { PodView } from './pod-view.ts';
+import type { PoolView } from './pool-view.ts';
+import { decideNodeSlicePool, NAD_API_VERSION, noFreeSliceMessage, type SliceChoice } from './slice-decide.ts';
+import type { SliceEntry } from './slice-assign.ts';
+import { groupByNetwork, type SliceSpec } from './slice-spec.ts';
+import { writeNodeSlicePool } from './slice-write.ts';
+import type { NadView, NodeSlicePoolView, NodeView } from './views.ts';
+
+export interface SliceInput {
+  readonly nads: ReadonlyMap<string, NadView>;
+  readonly nodes: ReadonlyMap<string, NodeView>;
+  readonly nodeSlicePools: ReadonlyMap<string, NodeSlicePoolView>;
+  readonly pools: ReadonlyMap<string, PoolView>;
+  readonly pods: ReadonlyMap<string, PodView>;
+  readonly leading: () => boolean;
+  readonly log: Log;
+  readonly events: EventRecorder;
+}
 
 export interface SliceReport {
   readonly assigned: string[];
   readonly freed: string[];
-  readonly starved: string[];
-  readonly problems: string[];
+  /** network -> nodes without a slice. */
+  readonly starved: Map<string, string[]>;
+  readonly conflicts: string[];
 }
 
-type Obj = Record<string, unknown>;
-const obj = (v: unknown): Obj => (typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Obj) : {});
+const nadRef = (source: string, nads: ReadonlyMap<string, NadView>): InvolvedObject => {
+  const [namespace = '', name = ''] = source.split('/', 2);
+  return { apiVersion: NAD_API_VERSION, kind: 'NetworkAttachmentDefinition', namespace, name, uid: nads.get(source)?.uid ?? '' };
+};
+const poolRef = (view: { name: string; namespace: string; uid: string }): InvolvedObject => ({ apiVersion: API_VERSION, kind: 'NodeSlicePool', ...view });
 
-export async function reconcileSlices(api: ApiClient, options: { leading: () => boolean; log: (msg: string) => void }): Promise<SliceReport> {
-  const report: SliceReport = { assigned: [], freed: [], starved: [], problems: [] };
-  const specs: SliceSpec[] = [];
-  for (const nad of await listAll(api, '/apis/k8s.cni.cncf.io/v1/network-attachment-definitions')) {
-    try {
-      const spec = sliceSpecOf(nad);
-      if (spec !== undefined) specs.push(spec);
-    } catch (err) {
-      report.problems.push((err as Error).message);
-    }
+export class NodeSlices {
+  readonly #api: ApiClient;
+  /** Cleared when the API server drops the conditions we write (a NodeSlicePool CRD without them). */
+  #conditionsPersist = true;
+  /** Problems already logged (network or NAD -> message): a persisting problem is logged once, not every pass. */
+  readonly #logged = new Map<string, string>();
+
+  constructor(api: ApiClient) {
+    this.#api = api;
   }
-  const { agreed, conflicts } = groupByNetwork(specs);
-  report.problems.push(...conflicts);
-  if (agreed.size === 0) return finish(report, options.log);
-  const nodes = (await listAll(api, '/api/v1/nodes')).map((n) => String(obj(obj(n)['metadata'])['name']));
-  const existing = new Map((await listAll(api, objectPath(api.namespace, 'nodeslicepools'))).map((o) => [String(obj(obj(o)['metadata'])['name']), obj(o)]));
-  const used = new Map<string, number>();
-  for (const pool of await listAll(api, objectPath(api.namespace, 'ippools'))) {
-    used.set(String(obj(obj(pool)['metadata'])['name']), Object.keys(obj(obj(obj(pool)['spec'])['allocations'])).length);
-  }
-  for (const spec of agreed.values()) {
-    if (!options.leading()) break;
-    const current = existing.get(spec.network);
-    const sameSpec = current !== undefined && sameSlicing(current, spec);
-    const entries = sameSpec ? entriesOf(current) : []; // a new or re-sliced network starts over
-    const decision = assignSlices(spec.range, spec.sliceSize, entries, nodes, (e) => {
-      const name = poolName(masked(parseCidr(e.sliceRange)), { ...(spec.networkNamed ? { networkName: spec.network } : {}), node: e.nodeName });
-      return (used.get(name) ?? 0) === 0;
-    });
-    if (sameSpec && decision.assigned.length === 0 && decision.freed.length === 0) {
-      report.starved.push(...decision.starved);
-      continue;
+
+  async reconcile(input: SliceInput): Promise<SliceReport> {
+    const report: SliceReport = { assigned: [], freed: [], starved: new Map(), conflicts: [] };
+    const specs: SliceSpec[] = [];
+    for (const nad of input.nads.values()) {
+      if (nad.problem !== undefined) {
+        this.#logOnce(`nad:${nad.namespace}/${nad.name}`, nad.problem, input.log);
+        await input.events.emit(nadRef(`${nad.namespace}/${nad.name}`, input.nads), 'Warning', 'InvalidNodeSliceConfig', nad.problem);
+      }
+      if (nad.slice !== undefined) specs.push(nad.slice);
     }
-    const body = {
-      apiVersion: API_VERSION,
-      kind: 'NodeSlicePool',
-      metadata: { name: spec.network, ...(current === undefined ? {} : { resourceVersion: obj(current['metadata'])['resourceVersion'] }) },
-      spec: { range: formatCidr(spec.range), sliceSize: `/${spec.sliceSize}` },
-      status: { allocations: decision.entries },
+    const { agreed, conflicting } = groupByNetwork(specs);
+    for (const [network, conflict] of conflicting) {
+      if (!input.leading()) return report;
+      report.conflicts.push(conflict.message);
+      this.#logOnce(`network:${network}`, conflict.message, input.log);
+      for (const source of conflict.sources) await input.events.emit(nadRef(source, input.nads), 'Warning', 'NetworkConflict', conflict.message);
+      await this.#markConflict(network, conflict.message, input);
+    }
+    for (const key of this.#logged.keys()) {
+      const [kind, name = ''] = key.split(/:(.*)/s);
+      const solved = kind === 'network' ? !conflicting.has(name) : input.nads.get(name)?.problem === undefined;
+      if (!solved) continue;
+      this.#logged.delete(key);
+      input.log.info(`node slices: ${kind === 'network' ? `the NADs of network ${name} agree` : `NAD ${name} reads`} again`);
+    }
+    for (const { spec, sources } of agreed.values()) {
+      if (!input.leading()) return report;
+      await this.#reconcileNetwork(spec, sources, input, report);
+    }
+    return report;
+  }
+
+  async #reconcileNetwork(spec: SliceSpec, sources: readonly string[], input: SliceInput, report: SliceReport): Promise<void> {
+    const namespace = this.#api.namespace;
+    const owners = sources.filter((s) => s.startsWith(`${namespace}/`)).map((s) => input.nads.get(s)).filter((n): n is NadView => n !== undefined);
+    const slicePool = (entry: SliceEntry): PoolView | undefined => {
+      const name = poolName(masked(parseCidr(entry.sliceRange)), { ...(spec.networkNamed ? { networkName: spec.network } : {}), node: entry.nodeName });
+      return input.pools.get(`${namespace}/${name}`);
     };
-    const res = await api.send(current === undefined
-      ? { method: 'POST', path: objectPath(api.namespace, 'nodeslicepools'), body }
-      : { method: 'PUT', path: objectPath(api.namespace, 'nodeslicepools', spec.network), body });
-    if (res.status === 200 || res.status === 201) {
-      report.assigned.push(...decision.assigned.map((a) => `${spec.network}: ${a}`));
-      report.freed.push(...decision.freed.map((f) => `${spec.network}: ${f}`));
-      report.starved.push(...decision.starved);
-    } else if (res.status !== 409) {
-      report.problems.push(`NodeSlicePool ${spec.network}: ${statusText(res)}`);
+    const canFree = (entry: SliceEntry): boolean => !hasLiveAllocation(slicePool(entry), input.pods);
+    const plan = { spec, namespace, owners, liveNodes: [...input.nodes.keys()], canFree, conditionsPersist: this.#conditionsPersist };
+    const choice: SliceChoice = { resliced: false, sentConditions: false };
+    const cached = input.nodeSlicePools.get(`${namespace}/${spec.network}`);
+    // Decide on the cache first: most passes change nothing and then read nothing.
+    if (cached !== undefined && decideNodeSlicePool(plan, choice)(cachedObject(cached)) === undefined) {
+      if ((choice.decision?.starved.length ?? 0) > 0) report.starved.set(spec.network, choice.decision!.starved);
+      return;
+    }
+    const { outcome, written } = await writeNodeSlicePool(this.#api, spec.network, decideNodeSlicePool(plan, choice), { leading: input.leading });
+    const decision = choice.decision;
+    if (decision === undefined || (outcome !== 'created' && outcome !== 'updated')) {
+      if (outcome === 'conflict') input.log.info(`NodeSlicePool ${spec.network} kept changing; left for the next pass`);
+      return;
+    }
+    if (choice.sentConditions && !hasConditions(written)) {
+      this.#conditionsPersist = false;
+      input.log.warning('the NodeSlicePool CRD drops status.conditions (an older CRD?): conditions are not recorded, events still are');
+    }
+    const meta = ((written as { metadata?: { uid?: string } } | undefined)?.metadata ?? {}) as { uid?: string };
+    const ref = poolRef({ name: spec.network, namespace, uid: meta.uid ?? '' });
+    if (outcome === 'created') input.log.info(`created NodeSlicePool ${spec.network} slicing ${sources.join(', ')}`, { network: spec.network });
+    if (choice.resliced) await input.events.emit(ref, 'Warning', 'Resliced', `range or slice size changed: /${spec.sliceSize} slices of ${formatCidr(spec.range)} assigned anew`);
+    for (const a of decision.assigned) {
+      report.assigned.push(`${spec.network}: ${a}`);
+      input.log.info(`assigned slice ${a} of ${spec.network}`, { network: spec.network });
+      await input.events.emit(ref, 'Normal', 'SliceAssigned', `assigned ${a}`);
+    }
+    for (const f of decision.freed) {
+      report.freed.push(`${spec.network}: ${f}`);
+      input.log.info(`freed slice ${f} of ${spec.network}: the node left and its pool holds no live allocation`, { network: spec.network });
+      await input.events.emit(ref, 'Normal', 'SliceFreed', `freed ${f}: the node left`);
+    }
+    if (decision.starved.length > 0) {
+      report.starved.set(spec.network, decision.starved);
+      const message = noFreeSliceMessage(decision.starved, spec);
+      input.log.warning(`NodeSlicePool ${spec.network}: ${message}`, { network: spec.network });
+      await input.events.emit(ref, 'Warning', 'NoFreeSlice', message);
     }
   }
-  return finish(report, options.log);
-}
 
-function sameSlicing(pool: Obj, spec: SliceSpec): boolean {
-  const s = obj(pool['spec']);
-  try {
-    return formatCidr(masked(parseCidr(String(s['range'])))) === formatCidr(spec.range) && String(s['sliceSize']).replace(/^\//, '') === String(spec.sliceSize);
-  } catch {
-    return false;
+  #logOnce(key: string, message: string, log: Log): void {
+    if (this.#logged.get(key) === message) return;
+    this.#logged.set(key, message);
+    log.warning(`node slices: ${message}`);
+  }
+
+  /** Sets ConfigConflict=True on an existing pool of the network, once; nothing else of it changes. */
+  async #markConflict(network: string, message: string, input: SliceInput): Promise<void> {
+    const cached = input.nodeSlicePools.get(`${this.#api.namespace}/${network}`);
+    if (cached === undefined || !this.#conditionsPersist) return;
+    const wanted: Condition[] = [{ type: 'ConfigConflict', status: 'True', reason: 'NetworkAttachmentDefinitionsDisagree', message }];
+    const decide = (current: Record<string, unknown> | undefined): Record<string, unknown> | undefined => {
+      const status = (current?.['status'] ?? {}) as Record<string, unknown>;
+      if (current === undefined || conditionsMatch(status['conditions'], wanted)) return undefined;
+      return { ...current, status: { ...status, conditions: withConditions(status['conditions'], wanted, new Date()) } };
+    };
+    if (decide(cachedObject(cached)) === undefined) return;
+    await writeNodeSlicePool(this.#api, network, decide, { leading: input.leading });
+    await input.events.emit(poolRef(cached), 'Warning', 'NetworkConflict', message);
   }
 }
 
-function entriesOf(pool: Obj): SliceEntry[] {
-  const list = obj(pool['status'])['allocations'];
-  return (Array.isArray(list) ? list : []).map((e) => ({ nodeName: String(obj(e)['nodeName'] ?? ''), sliceRange: String(obj(e)['sliceRange'] ?? '') }));
+/** Any allocation whose pod still exists (an unreadable record counts as live: it cannot be judged). */
+function hasLiveAllocation(pool: PoolView | undefined, pods: ReadonlyMap<string, PodView>): boolean {
+  if (pool === undefined) return false;
+  for (const record of pool.allocations.values()) {
+    if (record.podRef === '') return true;
+    const pod = pods.get(record.podRef);
+    if (pod !== undefined && (record.podUid === undefined || record.podUid === '' || record.podUid === pod.uid)) return true;
+  }
+  return false;
 }
 
-function finish(report: SliceReport, log: (msg: string) => void): SliceReport {
-  for (const a of report.assigned) log(`assigned slice ${a}`);
-  for (const f of report.freed) log(`freed slice ${f}`);
-  if (report.starved.length > 0) log(`no free slice for node(s) ${report.starved.join(', ')}`);
-  for (const p of report.problems) log(`node slices: ${p}`);
-  return report;
+/** The cached view as the object the decide functions read (metadata, spec, status as far as they look). */
+function cachedObject(view: NodeSlicePoolView): Record<string, unknown> {
+  const conditions = [...view.conditions].map(([type, joined]) => {
+    const [status, reason, ...message] = joined.split('|');
+    return { type, status, reason, message: message.join('|') };
+  });
+  return {
+    metadata: { name: view.name, namespace: view.namespace, uid: view.uid, ownerReferences: view.ownerUids.map((uid) => ({ kind: 'NetworkAttachmentDefinition', uid })) },
+    spec: { range: view.range, sliceSize: view.sliceSize },
+    status: { allocations: view.entries, conditions },
+  };
+}
+
+function hasConditions(written: unknown): boolean {
+  const status = (written as { status?: { conditions?: unknown } } | undefined)?.status;
+  return Array.isArray(status?.conditions) && status.conditions.length > 0;
+}
+
+/** Slices per network for the metrics: assigned and free. */
+export function sliceCounts(pools: Iterable<NodeSlicePoolView>): Array<{ network: string; assigned: number; free: number }> {
+  const out = [];
+  for (const pool of pools) {
+    const assigned = pool.entries.filter((e) => e.nodeName !== '').length;
+    let total = 0;
+    try {
+      total = Number(sliceCount(masked(parseCidr(pool.range)), Number(pool.sliceSize.replace(/^\//, ''))));
+    } catch (err) {
+      if (!(err instanceof TypeError || err instanceof RangeError)) throw err;
+    }
+    out.push({ network: pool.name, assigned, free: Math.max(0, total - assigned) });
+  }
+  return out;
 }

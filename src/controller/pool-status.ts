@@ -1,49 +1,59 @@
-// IPPool status (capacity, used, free, an Exhausted condition), written through the status subresource only when
-// it changed, so a quiet cluster costs no writes.
-import { blockSize } from '../ip/block.ts';
+// IPPool status (our CRD's status subresource; Whereabouts never writes it): capacity, used and free counts and
+// an Exhausted condition, for `kubectl get ippools` and alerts. Written only when it changed, conditional on the
+// version it describes. Every write bumps the pool's resourceVersion, which costs the next ADD on that pool one
+// re-read on its node, so status is written by the periodic pass only (at most once per interval per pool).
 import type { Cidr } from '../ip/cidr.ts';
-import { usableSpan } from '../ip/range.ts';
-import type { ApiClient } from '../store/kubernetes/api.ts';
-import { statusText } from '../store/kubernetes/api.ts';
+import { statusText, type ApiClient } from '../store/kubernetes/api.ts';
 import { objectPath } from '../store/kubernetes/resources.ts';
+import { conditionsMatch, withConditions, type Condition, type StampedCondition } from './conditions.ts';
+import type { Log } from './log.ts';
+import { eachLimited } from './parallel.ts';
+import { poolCapacity, type PoolView } from './pool-view.ts';
 
-interface Condition {
-  type: string;
-  status: 'True' | 'False';
-  reason: string;
-  message: string;
-  lastTransitionTime: string;
+export interface PoolStatus {
+  readonly capacity: string;
+  readonly used: number;
+  readonly free: string;
+  readonly conditions: StampedCondition[];
 }
 
 type Obj = Record<string, unknown>;
 const obj = (v: unknown): Obj => (typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Obj) : {});
 
-/** The status the pool should show, or undefined when `current` already shows it. */
-export function desiredStatus(range: Cidr, used: number, current: unknown, now: Date): Obj | undefined {
-  const capacity = blockSize(usableSpan(range));
+/** The status a pool of `range` with `used` allocations should show; undefined when `current` already shows it. */
+export function desiredStatus(range: Cidr, used: number, current: unknown, now: Date): PoolStatus | undefined {
+  const capacity = poolCapacity(range);
   const free = capacity > BigInt(used) ? capacity - BigInt(used) : 0n;
-  const exhausted = free === 0n;
-  const old = obj(current);
-  const oldCondition = (Array.isArray(old['conditions']) ? (old['conditions'] as unknown[]) : []).map(obj).find((c) => c['type'] === 'Exhausted');
-  const status = exhausted ? 'True' : 'False';
-  const condition: Condition = {
-    type: 'Exhausted',
-    status,
-    reason: exhausted ? 'NoFreeAddress' : 'FreeAddresses',
-    message: exhausted ? 'every address of the range is allocated' : `${free} of ${capacity} addresses free`,
-    lastTransitionTime: oldCondition?.['status'] === status && typeof oldCondition['lastTransitionTime'] === 'string' ? oldCondition['lastTransitionTime'] : now.toISOString().replace(/\.\d{3}Z$/, 'Z'),
-  };
-  const next = { capacity: String(capacity), used, free: String(free), conditions: [condition] };
-  const same = old['capacity'] === next.capacity && old['used'] === used && old['free'] === next.free && oldCondition?.['message'] === condition.message && oldCondition?.['status'] === status;
-  return same ? undefined : next;
+  const exhausted: Condition = free === 0n
+    ? { type: 'Exhausted', status: 'True', reason: 'NoFreeAddress', message: `all ${capacity} addresses are allocated` }
+    : { type: 'Exhausted', status: 'False', reason: 'AddressesFree', message: '' };
+  const seen = obj(current);
+  const same = seen['capacity'] === String(capacity) && seen['used'] === used && seen['free'] === String(free);
+  if (same && conditionsMatch(seen['conditions'], [exhausted])) return undefined;
+  return { capacity: String(capacity), used, free: String(free), conditions: withConditions(seen['conditions'], [exhausted], now) };
 }
 
-export async function writeStatus(api: ApiClient, name: string, status: Obj): Promise<string | undefined> {
+/** Writes the status of every pool whose status is not current (four at a time); returns how many were written. */
+export async function writePoolStatuses(api: ApiClient, pools: Iterable<PoolView>, options: { leading: () => boolean; log: Log }): Promise<number> {
+  const stale: Array<{ view: PoolView; status: PoolStatus }> = [];
+  for (const view of pools) {
+    const status = view.range === undefined ? undefined : desiredStatus(view.range, view.allocations.size, view.status, new Date());
+    if (status !== undefined) stale.push({ view, status });
+  }
+  let written = 0;
+  await eachLimited(stale, 4, async ({ view, status }) => {
+    if (options.leading() && (await writeStatus(api, view, status, options.log))) written++;
+  });
+  return written;
+}
+
+async function writeStatus(api: ApiClient, view: PoolView, status: PoolStatus, log: Log): Promise<boolean> {
   const res = await api.send({
     method: 'PATCH',
-    path: `${objectPath(api.namespace, 'ippools', name)}/status`,
-    body: { status },
+    path: `${objectPath(api.namespace, 'ippools', view.name)}/status`,
+    body: { metadata: { resourceVersion: view.resourceVersion }, status: { observedGeneration: view.generation, ...status } },
     contentType: 'application/merge-patch+json',
   });
-  return res.status === 200 || res.status === 404 ? undefined : `IPPool ${name} status: ${statusText(res)}`;
+  if (res.status !== 200 && res.status !== 409 && res.status !== 404) log.warning(`cannot write the status of IPPool ${view.name}: ${statusText(res)}`);
+  return res.status === 200;
 }

@@ -1,68 +1,129 @@
-// Node-slice assignment by `hereabouts controller`, then the plugin allocating from the slice it was given.
+// Node slices by a running `hereabouts controller`: NodeSlicePools made from NADs with node_slice_size, a slice
+// for each node that joins (IPv4 and IPv6), freed when it leaves and its pool holds no live allocation; NADs that
+// disagree and networks without a free slice reported by events and conditions. Nodes are cluster-wide: every
+// case counts on the nodes it created, never on how many others exist.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { runCni } from '../../support/cni.ts';
 import { api, apiRequest, controlPlane, createNamespace, type Namespace } from '../../support/control-plane.ts';
-import { requireBinary } from '../../support/paths.ts';
+import { allocation, bin, createNad, createPod, createPool, deletePod, eventually, events, startController, type Running } from './harness.ts';
 
-const bin = requireBinary();
-
-function controller(ns: Namespace): string {
-  const run = spawnSync(bin, ['controller', '--kubeconfig', ns.kubeconfig, '--once', '--metrics-addr', '', '--health-addr', ''], { encoding: 'utf8', env: {}, timeout: 60_000 });
-  assert.equal(run.status, 0, run.stderr);
-  return run.stderr;
+interface Entry {
+  nodeName: string;
+  sliceRange: string;
 }
 
 describe('controller node slices', () => {
   let ns: Namespace;
-  let nodes: string[];
-  const network = () => `slice-${ns.name}`;
-  const nadConfig = (size: string) => JSON.stringify({ cniVersion: '1.0.0', name: 'slicenet', type: 'macvlan', ipam: { type: 'hereabouts', range: '10.77.0.0/16', node_slice_size: size, network_name: network() } });
+  let controller: Running;
+  const nodes: string[] = [];
+  // Controllers of other suites see these NADs too (NADs are read cluster-wide): count only this one's events.
+  const identity = () => `slices-${ns.name}`;
+  const ours = async () => (await events(ns)).filter((e) => e.reportingInstance === identity());
+  const node = async (suffix: string) => {
+    const name = `${ns.name}-${suffix}`;
+    await api(ns.cp, 'POST', '/api/v1/nodes', { apiVersion: 'v1', kind: 'Node', metadata: { name } });
+    nodes.push(name);
+    return name;
+  };
+  const pool = async (network: string) => ns.get('nodeslicepools', network);
+  const entries = async (network: string): Promise<Entry[]> => ((await pool(network))?.['status'] as { allocations?: Entry[] } | undefined)?.allocations ?? [];
+  const sliceOf = async (network: string, name: string) => (await entries(network)).find((e) => e.nodeName === name)?.sliceRange;
+  const condition = async (network: string, type: string) =>
+    (((await pool(network))?.['status'] as { conditions?: Array<{ type: string; status: string; reason: string; message: string }> } | undefined)?.conditions ?? []).find((c) => c.type === type);
+
   before(async () => {
     ns = await createNamespace(await controlPlane(), 'slc');
-    nodes = [`${ns.name}-a`, `${ns.name}-b`];
-    for (const name of nodes) await api(ns.cp, 'POST', '/api/v1/nodes', { apiVersion: 'v1', kind: 'Node', metadata: { name } });
-    await api(ns.cp, 'POST', `/apis/k8s.cni.cncf.io/v1/namespaces/${ns.name}/network-attachment-definitions`, {
-      apiVersion: 'k8s.cni.cncf.io/v1', kind: 'NetworkAttachmentDefinition', metadata: { name: 'slicenet' }, spec: { config: nadConfig('/24') },
-    });
+    controller = startController(ns, '--identity', identity(), '--retry-period', '300ms', '--reconcile-interval', '2s', '--reservation-grace', '0s');
+    await controller.waitForLine((l) => l.msg.startsWith('leading:'), 15_000);
   });
   after(async () => {
+    await controller.stop();
     for (const name of nodes) await apiRequest(ns.cp, 'DELETE', `/api/v1/nodes/${name}`);
     await apiRequest(ns.cp, 'DELETE', `/apis/k8s.cni.cncf.io/v1/namespaces/${ns.name}/network-attachment-definitions`);
+    await api(ns.cp, 'DELETE', `/api/v1/namespaces/${ns.name}/pods?gracePeriodSeconds=0`);
     await ns.cleanup();
   });
 
-  const entries = async () => ((await ns.get('nodeslicepools', network()))?.['status'] as { allocations: Array<{ nodeName: string; sliceRange: string }> }).allocations;
+  test('a node that joins gets its own slice, and the plugin on that node allocates from it', async () => {
+    const network = `${ns.name}-v4`;
+    const ipam = { type: 'hereabouts', range: '10.85.0.0/16', node_slice_size: '/24', network_name: network };
+    const a = await node('a');
+    const nad = await createNad(ns, 'slicenet', ipam);
+    assert.ok(await eventually(async () => (await sliceOf(network, a)) !== undefined, 10_000), controller.log());
+    assert.deepEqual((await pool(network))?.['spec'], { range: '10.85.0.0/16', sliceSize: '/24' });
+    const owners = ((await pool(network))?.['metadata'] as { ownerReferences?: Array<{ kind: string; name: string; uid: string }> }).ownerReferences;
+    assert.deepEqual(owners?.map((o) => [o.kind, o.name, o.uid]), [['NetworkAttachmentDefinition', 'slicenet', nad.uid]]);
+    const b = await node('b');
+    assert.ok(await eventually(async () => (await sliceOf(network, b)) !== undefined, 10_000), controller.log());
+    const sliceB = await sliceOf(network, b);
+    assert.notEqual(await sliceOf(network, a), sliceB);
+    assert.ok(await eventually(async () => (await ours()).some((e) => e.reason === 'SliceAssigned' && e.message === `assigned ${b} ${sliceB}`), 5000));
 
-  test('each node gets its own slice, and the plugin on that node allocates from it', async () => {
-    controller(ns);
-    const pool = await ns.get('nodeslicepools', network());
-    assert.deepEqual(pool?.['spec'], { range: '10.77.0.0/16', sliceSize: '/24' });
-    const mine = (await entries()).filter((e) => nodes.includes(e.nodeName));
-    assert.equal(mine.length, 2);
-    assert.notEqual(mine[0]!.sliceRange, mine[1]!.sliceRange);
-    const slice = mine.find((e) => e.nodeName === nodes[0])!.sliceRange;
-    const conf = { cniVersion: '1.0.0', name: 'slicenet', type: 'macvlan', ipam: { ...JSON.parse(nadConfig('/24')).ipam, kubernetes: { kubeconfig: ns.kubeconfig }, cache_dir: join(ns.dir, 'cache') } };
-    const add = await runCni(bin, { command: 'ADD', containerId: 's1', netns: '/x', ifname: 'net1', path: '/x', args: `IgnoreUnknown=1;K8S_POD_NAMESPACE=${ns.name};K8S_POD_NAME=p` }, conf, { extraEnv: { NODENAME: nodes[0]! } });
+    const slice = (await sliceOf(network, a))!;
+    const conf = { cniVersion: '1.0.0', name: 'slicenet', type: 'macvlan', ipam: { ...ipam, kubernetes: { kubeconfig: ns.kubeconfig }, cache_dir: join(ns.dir, 'cache') } };
+    const add = await runCni(bin, { command: 'ADD', containerId: 's1', netns: '/x', ifname: 'net1', path: '/x', args: `IgnoreUnknown=1;K8S_POD_NAMESPACE=${ns.name};K8S_POD_NAME=p` }, conf, { extraEnv: { NODENAME: a } });
     assert.equal(add.code, 0, add.stdout + add.stderr);
     const address = (add.json?.['ips'] as Array<{ address: string }>)[0]!.address;
     assert.equal(address, `${slice.split('/')[0]!.replace(/\.0$/, '.1')}/16`, 'first address of the slice, with the whole range mask');
   });
 
-  test("a departed node's empty slice is freed; NADs that disagree are reported and change nothing", async () => {
-    await api(ns.cp, 'DELETE', `/api/v1/nodes/${nodes[1]}`);
-    await api(ns.cp, 'POST', `/apis/k8s.cni.cncf.io/v1/namespaces/${ns.name}/network-attachment-definitions`, {
-      apiVersion: 'k8s.cni.cncf.io/v1', kind: 'NetworkAttachmentDefinition', metadata: { name: 'slicenet-odd' }, spec: { config: nadConfig('/26') },
-    });
-    const log = controller(ns);
-    assert.match(log, /slices 10\.77\.0\.0\/16 by \/24 but .* by \/26; not changed until they agree/);
-    assert.ok((await entries()).some((e) => e.nodeName === nodes[1]), 'conflicting NADs: nothing changed');
-    await api(ns.cp, 'DELETE', `/apis/k8s.cni.cncf.io/v1/namespaces/${ns.name}/network-attachment-definitions/slicenet-odd`);
-    controller(ns);
-    const after = await entries();
-    assert.ok(!after.some((e) => e.nodeName === nodes[1]), 'the departed node lost its slice');
-    assert.ok(after.some((e) => e.nodeName === nodes[0]), 'the live node kept its slice');
+  test('IPv6 ranges are sliced too (a /48 into /64s, never listed out whole)', async () => {
+    const network = `${ns.name}-v6`;
+    const c = await node('c');
+    await createNad(ns, 'slicenet6', { type: 'hereabouts', range: 'fd00:85::/48', node_slice_size: '64', network_name: network });
+    assert.ok(await eventually(async () => (await sliceOf(network, c)) !== undefined, 10_000), controller.log());
+    assert.match((await sliceOf(network, c))!, /^fd00:85:0:[0-9a-f]+::\/64$/);
+  });
+
+  test("a departed node's slice is kept while its pool holds a live allocation, and freed once it does not", async () => {
+    const network = `${ns.name}-leave`;
+    const d = await node('d');
+    await createNad(ns, 'leavenet', { type: 'hereabouts', range: '10.86.0.0/16', node_slice_size: '/24', network_name: network });
+    assert.ok(await eventually(async () => (await sliceOf(network, d)) !== undefined, 10_000), controller.log());
+    const slice = (await sliceOf(network, d))!;
+    const uid = await createPod(ns, 'on-d', { phase: 'Running' });
+    await createPool(ns, `${network}-${d}-${slice.replace('/', '-')}`, slice, { '1': allocation(ns, 'on-d', uid) });
+    await api(ns.cp, 'DELETE', `/api/v1/nodes/${d}`);
+    await new Promise((r) => setTimeout(r, 2500)); // a full pass or more
+    assert.equal(await sliceOf(network, d), slice, 'a live pod still uses the slice');
+    await deletePod(ns, 'on-d'); // its allocation goes (orphan cleanup), then the slice
+    assert.ok(await eventually(async () => (await sliceOf(network, d)) === undefined, 10_000), controller.log());
+    assert.ok((await entries(network)).some((e) => e.nodeName === '' && e.sliceRange === slice), 'the slice is free, not forgotten');
+    assert.ok((await ours()).some((e) => e.reason === 'SliceFreed' && e.message.startsWith(`freed ${d} ${slice}`)));
+  });
+
+  test('NADs of one network that disagree are reported (events, condition) and change nothing', async () => {
+    const network = `${ns.name}-odd`;
+    const e = await node('e');
+    await createNad(ns, 'oddnet', { type: 'hereabouts', range: '10.87.0.0/16', node_slice_size: '/24', network_name: network });
+    assert.ok(await eventually(async () => (await sliceOf(network, e)) !== undefined, 10_000), controller.log());
+    const before = await entries(network);
+    await createNad(ns, 'oddnet-2', { type: 'hereabouts', range: '10.87.0.0/16', node_slice_size: '/26', network_name: network });
+    assert.ok(await eventually(async () => (await condition(network, 'ConfigConflict'))?.status === 'True', 10_000), controller.log());
+    await new Promise((r) => setTimeout(r, 500)); // the events of this pass
+    assert.match((await condition(network, 'ConfigConflict'))!.message, /slices 10\.87\.0\.0\/16 by \/24 but .*oddnet-2 slices 10\.87\.0\.0\/16 by \/26; not changed until they agree/);
+    const warnings = (await ours()).filter((ev) => ev.reason === 'NetworkConflict' && ev.type === 'Warning');
+    assert.deepEqual([...new Set(warnings.filter((w) => w.involvedObject.kind === 'NetworkAttachmentDefinition').map((w) => w.involvedObject.name))].sort(), ['oddnet', 'oddnet-2']);
+    await node('f');
+    await new Promise((r) => setTimeout(r, 2500));
+    assert.deepEqual(await entries(network), before, 'no slice assigned or taken while the NADs disagree');
+    const passes = controller.lines().filter((l) => / pass done/.test(l.msg)).length;
+    const warningCount = (await ours()).filter((ev) => ev.reason === 'NetworkConflict').reduce((n, ev) => n + (ev.count ?? 1), 0);
+    assert.equal(warningCount, warnings.reduce((n, ev) => n + (ev.count ?? 1), 0), `no new event in later passes (${passes} so far)`);
+    assert.equal(controller.lines().filter((l) => l.msg.includes('not changed until they agree')).length, 1, 'logged once');
+    await api(ns.cp, 'DELETE', `/apis/k8s.cni.cncf.io/v1/namespaces/${ns.name}/network-attachment-definitions/oddnet-2`);
+    assert.ok(await eventually(async () => (await condition(network, 'ConfigConflict'))?.status === 'False', 10_000), controller.log());
+  });
+
+  test('a network without a free slice for a node says so (event, condition)', async () => {
+    const network = `${ns.name}-tiny`;
+    for (const s of ['g', 'h', 'i']) await node(s);
+    await createNad(ns, 'tinynet', { type: 'hereabouts', range: '10.88.0.0/30', node_slice_size: '/31', network_name: network });
+    assert.ok(await eventually(async () => (await condition(network, 'SlicesExhausted'))?.status === 'True', 10_000), controller.log());
+    assert.equal((await entries(network)).filter((en) => en.nodeName !== '').length, 2);
+    assert.match((await condition(network, 'SlicesExhausted'))!.message, /^no free \/31 slice of 10\.88\.0\.0\/30 for node\(s\) /);
+    assert.ok((await ours()).some((ev) => ev.reason === 'NoFreeSlice' && ev.type === 'Warning' && ev.involvedObject.name === network));
   });
 });

@@ -15,7 +15,7 @@ test('sliceSpecOf() reads network_name, range and node_slice_size of a NAD', () 
 
 test('sliceSpecOf() ignores NADs without node slices and names the bad ones', () => {
   assert.equal(sliceSpecOf(nad('plain', { type: 'hereabouts', range: '10.0.0.0/16' })), undefined);
-  assert.throws(() => sliceSpecOf(nad('bad', { type: 'hereabouts', range: '10.0.0.0/24', node_slice_size: '/16' })), /default\/bad: node_slice_size \/16 does not fit 10\.0\.0\.0\/24/);
+  assert.throws(() => sliceSpecOf(nad('bad', { type: 'hereabouts', range: '10.0.0.0/24', node_slice_size: '/16' })), /default\/bad: ipam\.node_slice_size \/16 does not fit range \/24/);
 });
 
 test('groupByNetwork() reports NADs of one network that disagree and drops the network', () => {

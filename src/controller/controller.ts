@@ -1,0 +1,214 @@
+// The controller loop: warm caches on every replica; on the leader, a full pass every reconcile interval (orphans,
+// reservations, node slices, pool status) and quicker partial passes when the caches see a pod go, a node come or
+// go, or a NAD change. Passes run one at a time; requests arriving meanwhile are merged into the next one.
+import type { ApiClient } from '../store/kubernetes/api.ts';
+import { Caches } from './caches.ts';
+import { cleanupPass } from './cleanup-pass.ts';
+import { EventRecorder } from './events.ts';
+import type { ControllerFlags } from './flags.ts';
+import { LeaderElector } from './lease.ts';
+import { errorText, type Log } from './log.ts';
+import { ControllerMetrics } from './metrics.ts';
+import { NodeSlices, sliceCounts } from './node-slices.ts';
+import { writePoolStatuses } from './pool-status.ts';
+import { reportReleases } from './release-events.ts';
+
+type PassKind = 'full' | 'cleanup' | 'slices';
+
+/**
+ * How long after a pod's deletion its leftovers are looked at: deletions come in bursts (one pass for the lot),
+ * and a force-deleted pod's sandbox is torn down by its kubelet (CNI DEL) in the seconds after.
+ */
+const DELETION_DELAY_MS = 2000;
+
+export class Controller {
+  readonly caches: Caches;
+  readonly metrics: ControllerMetrics;
+  readonly #api: ApiClient;
+  readonly #flags: ControllerFlags;
+  readonly #log: Log;
+  readonly #elector: LeaderElector;
+  readonly #events: EventRecorder;
+  readonly #slices: NodeSlices;
+  #starved: ReadonlyMap<string, readonly string[]> = new Map();
+  /** Passes asked for and waiting for their delay, and passes waiting in the queue (each kind at most once). */
+  readonly #delayed = new Map<PassKind, NodeJS.Timeout>();
+  readonly #queued = new Set<PassKind>();
+  #timer: NodeJS.Timeout | undefined;
+  #queue: Promise<void> = Promise.resolve();
+  #stopping = false;
+  #scheduled = true;
+
+  constructor(api: ApiClient, flags: ControllerFlags, log: Log) {
+    this.#api = api;
+    this.#flags = flags;
+    this.#log = log;
+    const policy = flags.policy;
+    this.caches = new Caches(api, {
+      pods: (kind, _key, pod, before) => {
+        if (kind === 'deleted') return this.request('cleanup', DELETION_DELAY_MS);
+        const newly = (flag: boolean, now?: boolean, then?: boolean): boolean => flag && now === true && then !== true;
+        if (newly(policy.cleanupTerminating, pod?.terminating, before?.terminating) || newly(policy.cleanupDisrupted, pod?.disrupted, before?.disrupted)) this.request('cleanup', DELETION_DELAY_MS);
+      },
+      nodes: (kind) => kind !== 'updated' && this.request('slices', 300),
+      nads: () => this.request('slices', 300),
+      nodeSlicePools: (kind) => kind === 'deleted' && this.request('slices', 300),
+      // A departed node's slice is freed once its pool empties: look again when a pool changes, while one waits.
+      pools: () => this.#slicesWaitingForEmptyPools() && this.request('slices', 1000),
+    }, log);
+    this.#elector = new LeaderElector(api, {
+      namespace: flags.leader.namespace ?? api.namespace,
+      name: flags.leader.name,
+      identity: flags.leader.identity,
+      leaseDurationMs: flags.leader.leaseDurationMs,
+      renewDeadlineMs: flags.leader.renewDeadlineMs,
+      retryPeriodMs: flags.leader.retryPeriodMs,
+      log,
+      onChange: (leading) => leading && this.request('full', 0),
+    });
+    this.#events = new EventRecorder(api, { identity: flags.leader.identity, log });
+    this.#slices = new NodeSlices(api);
+    this.metrics = new ControllerMetrics({
+      pools: () => this.caches.pools.items.values(),
+      slices: () => sliceCounts(this.caches.nodeSlicePools.items.values()),
+      starved: () => this.#starved,
+      leading: () => this.leading,
+      informers: () => this.caches.all.map((i) => ({ resource: i.resource, synced: i.synced, size: i.items.size })),
+    });
+  }
+
+  /** Leading, and not shutting down: checked before every write. */
+  get leading(): boolean {
+    return this.#elector.leading && !this.#stopping;
+  }
+
+  /** Starts the caches and the election; `scheduled: false` (--once) runs no pass but the one runOnce asks for. */
+  start(options: { scheduled: boolean }): void {
+    this.#scheduled = options.scheduled;
+    this.caches.start();
+    this.#elector.start();
+    // A leader elected before its caches synced skipped its first pass: run it as soon as they are.
+    void Promise.all(this.caches.all.map((i) => i.whenSynced())).then(() => this.request('full', 0));
+    if (options.scheduled) this.#timer = setInterval(() => this.request('full', 0), this.#flags.reconcileIntervalMs);
+  }
+
+  /** Stops acting at once, lets a running pass see it, hands the lease back and closes the watches. */
+  async stop(): Promise<void> {
+    this.#stopping = true;
+    if (this.#timer !== undefined) clearInterval(this.#timer);
+    for (const timer of this.#delayed.values()) clearTimeout(timer);
+    await this.#queue;
+    await this.#elector.stop();
+    this.caches.stop();
+  }
+
+  /** Why this replica could not act now (caches not synced), or undefined. */
+  notReady(): string | undefined {
+    const unsynced = this.caches.unsynced();
+    return unsynced.length === 0 ? undefined : `caches not synced: ${unsynced.join(', ')}`;
+  }
+
+  /** --once: waits for the caches and the lease (up to the given time), runs one full pass; false if it could not. */
+  async runOnce(waitMs: number): Promise<boolean> {
+    const started = process.uptime();
+    const deadline = Date.now() + waitMs;
+    while ((this.notReady() !== undefined || !this.leading) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    if (this.notReady() !== undefined || !this.leading) {
+      this.#log.warning(`--once: nothing done: ${this.notReady() ?? 'the lease is held by another replica'}`);
+      return false;
+    }
+    const counts = Object.fromEntries(this.caches.all.map((i) => [i.resource, i.items.size]));
+    this.#log.info('caches synced and lease held', { seconds: Number((process.uptime() - started).toFixed(3)), ...counts });
+    await this.#run('full');
+    return true;
+  }
+
+  /** Asks for a pass in `delayMs`; a request for a pass already asked for (or queued) joins it. */
+  request(kind: PassKind, delayMs: number): void {
+    if (this.#stopping || !this.#scheduled) return;
+    const waiting = this.#delayed.get(kind);
+    if (waiting !== undefined) {
+      if (delayMs > 0) return;
+      clearTimeout(waiting);
+    }
+    this.#delayed.set(kind, setTimeout(() => {
+      this.#delayed.delete(kind);
+      // A full pass waiting in the queue does what a partial one would.
+      if (this.#queued.has(kind) || this.#queued.has('full')) return;
+      this.#queued.add(kind);
+      this.#queue = this.#queue.then(() => {
+        this.#queued.delete(kind);
+        return this.#run(kind);
+      });
+    }, delayMs));
+  }
+
+  async #run(kind: PassKind): Promise<void> {
+    if (!this.leading) return;
+    const unsynced = this.caches.unsynced();
+    if (unsynced.length > 0) {
+      this.#log.info(`${kind} pass skipped: caches not synced (${unsynced.join(', ')})`);
+      return;
+    }
+    const started = process.hrtime.bigint();
+    try {
+      const summary = await this.#pass(kind);
+      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+      this.metrics.pass(kind, seconds, true);
+      const memory = process.memoryUsage();
+      const mib = (bytes: number): number => Math.round(bytes / 2 ** 20);
+      const maxRssMiB = Math.round(process.resourceUsage().maxRSS / 1024);
+      const fields = { rssMiB: mib(memory.rss), maxRssMiB, heapUsedMiB: mib(memory.heapUsed), heapTotalMiB: mib(memory.heapTotal), externalMiB: mib(memory.external) };
+      this.#log.info(`${kind} pass done in ${seconds.toFixed(3)} s`, { pass: kind, seconds: Number(seconds.toFixed(3)), ...fields, ...summary });
+    } catch (err) {
+      this.metrics.pass(kind, 0, false);
+      this.#log.error(`${kind} pass failed: ${errorText(err)}`, { pass: kind });
+    }
+  }
+
+  async #pass(kind: PassKind): Promise<Record<string, number>> {
+    const c = this.caches;
+    const leading = (): boolean => this.leading;
+    const summary: Record<string, number> = {};
+    const released = new Set<string>();
+    if (kind !== 'slices') {
+      const result = await cleanupPass(this.#api, {
+        pods: c.pods.items,
+        pools: c.pools.items,
+        reservations: c.reservations.items,
+        networkNames: c.networkNames(),
+        policy: this.#flags.policy,
+        reservationGraceMs: this.#flags.reservationGraceMs,
+        leading,
+        log: this.#log,
+      });
+      this.metrics.released(result.released);
+      for (const r of result.released) released.add(r.pool);
+      for (const r of result.reservationsDeleted) this.metrics.reservationDeleted(r.reason);
+      await reportReleases(result.released, c.pools.items, this.#events, this.#api.namespace);
+      Object.assign(summary, { pods: c.pods.items.size, pools: c.pools.items.size, released: result.released.length, reservationsDeleted: result.reservationsDeleted.length, podsRead: result.podsRead, ...result.timings });
+    }
+    if (kind !== 'cleanup') {
+      const report = await this.#slices.reconcile({
+        nads: c.nads.items, nodes: c.nodes.items, nodeSlicePools: c.nodeSlicePools.items, pools: c.pools.items, pods: c.pods.items,
+        leading, log: this.#log, events: this.#events,
+      });
+      this.#starved = report.starved;
+      Object.assign(summary, { slicesAssigned: report.assigned.length, slicesFreed: report.freed.length, networkConflicts: report.conflicts.length });
+    }
+    if (kind === 'full' && this.#flags.poolStatus) {
+      // A pool written by this pass is described by the next one (its cached version is already stale).
+      const pools = [...c.pools.items.values()].filter((p) => !released.has(p.name));
+      summary['statusWritten'] = await writePoolStatuses(this.#api, pools, { leading, log: this.#log });
+    }
+    return summary;
+  }
+
+  #slicesWaitingForEmptyPools(): boolean {
+    const nodes = this.caches.nodes.items;
+    for (const pool of this.caches.nodeSlicePools.items.values()) {
+      if (pool.entries.some((e) => e.nodeName !== '' && !nodes.has(e.nodeName))) return true;
+    }
+    return false;
+  }
+}

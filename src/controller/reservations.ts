@@ -1,0 +1,81 @@
+// Orphaned OverlappingRangeIPReservations: one whose pod is gone, or whose pod holds the reserved address in no
+// IPPool. The address comes from the name ([<network_name>-]<IP with ':' as '-'>); an IPv6 name that splits several
+// ways (a network name ending in hex-like words) counts as held when any reading is held. Young reservations are
+// left alone (the plugin creates one before its pool write), and every delete is conditional on the uid and
+// resourceVersion that were judged.
+import { formatIP } from '../ip/address.ts';
+import { statusText, type ApiClient } from '../store/kubernetes/api.ts';
+import { objectPath } from '../store/kubernetes/resources.ts';
+import { parseReservationName } from '../store/names.ts';
+import type { Log } from './log.ts';
+import type { CleanupPolicy } from './orphans.ts';
+import type { PodView } from './pod-view.ts';
+import type { ReservationView } from './views.ts';
+
+export type ReservationReason = 'pod-gone' | 'address-not-held';
+
+export interface ReservationJudge {
+  readonly networkNames: ReadonlySet<string>;
+  readonly policy: CleanupPolicy;
+  readonly graceMs: number;
+  readonly now: number;
+}
+
+/** Every address the name can stand for (one, unless the name is ambiguous); empty when it names none. */
+export function reservedAddresses(name: string, networkNames: ReadonlySet<string>): string[] {
+  const parsed = parseReservationName(name, { networkNames });
+  if (parsed === undefined) return [];
+  if (!parsed.ambiguous) return [formatIP(parsed.ip)];
+  const starts = [0];
+  for (let i = name.indexOf('-'); i >= 0; i = name.indexOf('-', i + 1)) starts.push(i + 1);
+  const readings = new Set<string>();
+  for (const start of starts) {
+    const rest = parseReservationName(name.slice(start));
+    if (rest !== undefined && rest.networkName === undefined) readings.add(formatIP(rest.ip));
+  }
+  return [...readings];
+}
+
+/** The verdict on one reservation given its pod (null: gone) and the held "podRef|ip" pairs. */
+export function judgeReservation(
+  view: ReservationView,
+  pod: PodView | null | undefined,
+  held: ReadonlySet<string>,
+  judge: ReservationJudge,
+): ReservationReason | undefined {
+  if (view.podRef === '' || !view.podRef.includes('/')) return undefined;
+  if (judge.now - view.createdAtMs < judge.graceMs) return undefined;
+  const addresses = reservedAddresses(view.name, judge.networkNames);
+  if (addresses.length === 0) return undefined; // not a name hereabouts or Whereabouts writes: not ours to judge
+  if (pod === undefined) return undefined; // unknown (the live read failed)
+  if (pod === null) return 'pod-gone';
+  if (pod.phase === 'Pending' && judge.now - pod.createdAtMs < judge.policy.pendingGraceMs) return undefined;
+  return addresses.some((ip) => held.has(`${view.podRef}|${ip}`)) ? undefined : 'address-not-held';
+}
+
+export async function deleteReservation(api: ApiClient, view: ReservationView, options: { leading: () => boolean; log: Log }): Promise<boolean> {
+  if (!options.leading()) return false;
+  const res = await api.send({
+    method: 'DELETE',
+    path: objectPath(api.namespace, 'overlappingrangeipreservations', view.name),
+    body: { apiVersion: 'v1', kind: 'DeleteOptions', preconditions: { uid: view.uid, resourceVersion: view.resourceVersion } },
+  });
+  if (res.status === 200 || res.status === 202) return true;
+  if (res.status === 404 || res.status === 409) return false; // gone already, or changed since judged
+  options.log.warning(`cannot delete OverlappingRangeIPReservation ${view.name}: ${statusText(res)}`);
+  return false;
+}
+
+/** podRefs whose reservations may be orphans by the cache; the pass reads these pods live before deciding. */
+export function reservationSuspects(
+  reservations: Iterable<ReservationView>,
+  pods: ReadonlyMap<string, PodView>,
+  held: ReadonlySet<string>,
+  judge: ReservationJudge,
+): ReservationView[] {
+  const out: ReservationView[] = [];
+  for (const view of reservations) {
+    if (judgeReservation(view, pods.get(view.podRef) ?? null, held, judge) !== undefined) out.push(view);
+  }
+  return out;
+}

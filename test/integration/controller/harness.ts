@@ -1,0 +1,163 @@
+// Helpers of the controller suites: the packaged `hereabouts controller` run once or in the background against a
+// test namespace of the real control plane, and the pods, pools, reservations and NADs it judges. There is no
+// kubelet or controller-manager: tests create pods and set their status themselves.
+import assert from 'node:assert/strict';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { api, apiRequest, type Namespace } from '../../support/control-plane.ts';
+import { requireBinary } from '../../support/paths.ts';
+
+export const bin = requireBinary();
+export const GROUP = 'whereabouts.cni.cncf.io/v1alpha1';
+const QUIET = ['--metrics-addr', '', '--health-addr', ''];
+
+export interface LogLine {
+  readonly level: string;
+  readonly msg: string;
+  readonly [field: string]: unknown;
+}
+
+export function parseLines(stderr: string): LogLine[] {
+  return stderr.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as LogLine);
+}
+
+/** `hereabouts controller --once` in the namespace; reservations are judged without the grace period by default. */
+export function runOnce(ns: Namespace, ...flags: string[]): { code: number | null; stderr: string; lines: LogLine[] } {
+  const args = ['controller', '--kubeconfig', ns.kubeconfig, '--once', ...QUIET, '--reservation-grace', '0s', ...flags];
+  const run = spawnSync(bin, args, { encoding: 'utf8', env: {}, timeout: 90_000 });
+  return { code: run.status, stderr: run.stderr, lines: parseLines(run.stderr) };
+}
+
+export interface Running {
+  readonly child: ChildProcess;
+  readonly log: () => string;
+  readonly lines: () => LogLine[];
+  /** Waits until a log line satisfies `pred`; fails with the log after `timeoutMs`. */
+  waitForLine(pred: (line: LogLine) => boolean, timeoutMs: number): Promise<LogLine>;
+  /** SIGTERM, then the exit code. */
+  stop(): Promise<number | null>;
+}
+
+export function startController(ns: Namespace, ...flags: string[]): Running {
+  const child = spawn(bin, ['controller', '--kubeconfig', ns.kubeconfig, ...QUIET, ...flags], { stdio: ['ignore', 'ignore', 'pipe'], env: {} });
+  let text = '';
+  child.stderr!.on('data', (b: Buffer) => (text += b.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return {
+    child,
+    log: () => text,
+    lines: () => parseLines(text),
+    async waitForLine(pred, timeoutMs) {
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        const found = parseLines(text).find(pred);
+        if (found !== undefined) return found;
+        if (Date.now() > deadline || child.exitCode !== null) assert.fail(`no matching log line within ${timeoutMs} ms:\n${text}`);
+        await sleep(50);
+      }
+    },
+    async stop() {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+      return exited;
+    },
+  };
+}
+
+export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** Polls `check` until it returns true or `timeoutMs` passes; returns whether it did. */
+export async function eventually(check: () => Promise<boolean>, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await check()) return true;
+    await sleep(100);
+  }
+  return check();
+}
+
+export interface PodOptions {
+  readonly phase?: 'Pending' | 'Running';
+  readonly finalizer?: boolean;
+  readonly disrupted?: boolean;
+  readonly networkStatus?: readonly string[];
+}
+
+/** Creates a pod (and sets its status when asked); returns its UID. */
+export async function createPod(ns: Namespace, name: string, opts: PodOptions = {}): Promise<string> {
+  const annotations = opts.networkStatus === undefined ? undefined : { 'k8s.v1.cni.cncf.io/network-status': JSON.stringify([{ name: 'default/net1', interface: 'net1', ips: opts.networkStatus }]) };
+  const created = (await api(ns.cp, 'POST', `/api/v1/namespaces/${ns.name}/pods`, {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name, ...(opts.finalizer === true ? { finalizers: ['hereabouts.test/hold'] } : {}), ...(annotations === undefined ? {} : { annotations }) },
+    spec: { containers: [{ name: 'c', image: 'busybox' }] },
+  })) as { metadata: { uid: string } };
+  if (opts.phase !== undefined || opts.disrupted === true) {
+    const conditions = opts.disrupted === true ? [{ type: 'DisruptionTarget', status: 'True', reason: 'DeletionByTaintManager', message: 'Taint manager: deleting due to NoExecute taint' }] : [];
+    await api(ns.cp, 'PATCH', `/api/v1/namespaces/${ns.name}/pods/${name}/status`, { status: { phase: opts.phase ?? 'Running', conditions } }, 'application/merge-patch+json');
+  }
+  return created.metadata.uid;
+}
+
+export async function deletePod(ns: Namespace, name: string): Promise<void> {
+  await api(ns.cp, 'DELETE', `/api/v1/namespaces/${ns.name}/pods/${name}?gracePeriodSeconds=0`);
+}
+
+/** Removes test finalizers and deletes every pod of the namespace. */
+export async function deleteAllPods(ns: Namespace): Promise<void> {
+  const list = (await api(ns.cp, 'GET', `/api/v1/namespaces/${ns.name}/pods`)) as { items: Array<{ metadata: { name: string; finalizers?: string[] } }> };
+  for (const pod of list.items) {
+    if (pod.metadata.finalizers !== undefined) await apiRequest(ns.cp, 'PATCH', `/api/v1/namespaces/${ns.name}/pods/${pod.metadata.name}`, { metadata: { finalizers: null } }, 'application/merge-patch+json');
+  }
+  await api(ns.cp, 'DELETE', `/api/v1/namespaces/${ns.name}/pods?gracePeriodSeconds=0`);
+}
+
+export interface Allocation {
+  readonly id: string;
+  readonly podref: string;
+  readonly ifname: string;
+  readonly podUid?: string;
+}
+
+export function allocation(ns: Namespace, pod: string, podUid?: string): Allocation {
+  return { id: `ctr-${pod}`, podref: `${ns.name}/${pod}`, ifname: 'net1', ...(podUid === undefined ? {} : { podUid }) };
+}
+
+export async function createPool(ns: Namespace, name: string, range: string, allocations: Record<string, Allocation>): Promise<void> {
+  await ns.create('ippools', { apiVersion: GROUP, kind: 'IPPool', metadata: { name }, spec: { range, allocations } });
+}
+
+/** The offsets allocated in the pool, sorted. */
+export async function offsets(ns: Namespace, pool: string): Promise<string[]> {
+  const object = await ns.get('ippools', pool);
+  const allocations = (object?.['spec'] as { allocations?: Record<string, unknown> } | undefined)?.allocations ?? {};
+  return Object.keys(allocations).sort((a, b) => Number(a) - Number(b));
+}
+
+export async function createReservation(ns: Namespace, name: string, podref: string): Promise<void> {
+  await ns.create('overlappingrangeipreservations', { apiVersion: GROUP, kind: 'OverlappingRangeIPReservation', metadata: { name }, spec: { podref, ifname: 'net1', containerid: 'x' } });
+}
+
+export async function reservationNames(ns: Namespace): Promise<string[]> {
+  return (await ns.list('overlappingrangeipreservations')).map((o) => (o['metadata'] as { name: string }).name).sort();
+}
+
+export interface EventSeen {
+  readonly reason: string;
+  readonly type: string;
+  readonly message: string;
+  readonly involvedObject: { kind: string; name: string; namespace?: string };
+  readonly count?: number;
+  /** The controller's --identity. */
+  readonly reportingInstance?: string;
+}
+
+export async function events(ns: Namespace, namespace = ns.name): Promise<EventSeen[]> {
+  return ((await api(ns.cp, 'GET', `/api/v1/namespaces/${namespace}/events`)) as { items: EventSeen[] }).items;
+}
+
+export async function createNad(ns: Namespace, name: string, ipam: Record<string, unknown>, namespace = ns.name): Promise<{ uid: string }> {
+  const config = JSON.stringify({ cniVersion: '1.0.0', name, type: 'macvlan', master: 'eth0', ipam });
+  const created = (await api(ns.cp, 'POST', `/apis/k8s.cni.cncf.io/v1/namespaces/${namespace}/network-attachment-definitions`, {
+    apiVersion: 'k8s.cni.cncf.io/v1', kind: 'NetworkAttachmentDefinition', metadata: { name }, spec: { config },
+  })) as { metadata: { uid: string } };
+  return { uid: created.metadata.uid };
+}

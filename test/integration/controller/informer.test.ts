@@ -1,0 +1,117 @@
+// The controller's list+watch caches: against the real API server (changes seen, a broken connection resumed with
+// what changed meanwhile), and against a small fake server for the one answer a real one gives only at random: a
+// watch that expired (410 Gone), which must re-list and report the difference.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createServer, type Server } from 'node:http';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { controlPlane, createNamespace, type Namespace } from '../../support/control-plane.ts';
+import { ApiClient } from '../../../src/store/kubernetes/api.ts';
+import { loadEndpoint } from '../../../src/store/kubernetes/kubeconfig.ts';
+import { controllerEndpoint } from '../../../src/controller/endpoint.ts';
+import { Informer, type ChangeKind } from '../../../src/controller/informer.ts';
+import { jsonLog } from '../../../src/controller/log.ts';
+import { podView, type PodView } from '../../../src/controller/pod-view.ts';
+import { createPod, deleteAllPods, deletePod, eventually } from './harness.ts';
+
+const quiet = jsonLog({ level: 'error' });
+
+describe('controller informer against the real API server', () => {
+  let ns: Namespace;
+  let client: ApiClient;
+  let informer: Informer<PodView>;
+  const changes: string[] = [];
+  before(async () => {
+    ns = await createNamespace(await controlPlane(), 'inf');
+    await createPod(ns, 'first');
+    client = new ApiClient((await controllerEndpoint(ns.kubeconfig)).endpoint, { timeoutMs: 10_000 });
+    informer = new Informer(client, {
+      resource: 'pods',
+      path: `/api/v1/namespaces/${ns.name}/pods`,
+      view: podView,
+      log: quiet,
+      onChange: (kind: ChangeKind, key: string) => changes.push(`${kind} ${key.split('/')[1]}`),
+    });
+    informer.start();
+    await informer.whenSynced();
+  });
+  after(async () => {
+    informer.stop();
+    client.close();
+    await deleteAllPods(ns);
+    await ns.cleanup();
+  });
+
+  test('the first list fills the cache; watched changes follow', async () => {
+    assert.deepEqual(changes, ['added first']);
+    await createPod(ns, 'second', { phase: 'Running' });
+    assert.ok(await eventually(async () => informer.items.get(`${ns.name}/second`)?.phase === 'Running', 5000), changes.join(', '));
+    await deletePod(ns, 'first');
+    assert.ok(await eventually(async () => !informer.items.has(`${ns.name}/first`), 5000));
+    assert.ok(changes.includes('deleted first'));
+  });
+
+  test('a broken watch connection is re-established, and what changed meanwhile is reported', async () => {
+    client.endpoint.agent.destroy(); // every open socket, the watch's included
+    await createPod(ns, 'third');
+    await deletePod(ns, 'second');
+    assert.ok(await eventually(async () => informer.synced && informer.items.has(`${ns.name}/third`) && !informer.items.has(`${ns.name}/second`), 10_000), changes.join(', '));
+    assert.ok(changes.includes('added third') && changes.includes('deleted second'), changes.join(', '));
+  });
+});
+
+describe('controller informer and an expired watch (410 Gone)', () => {
+  let server: Server;
+  let dir: string;
+  const lists: string[] = [];
+  const pod = (name: string, rv: string) => ({ metadata: { name, namespace: 'ns', uid: `uid-${name}`, resourceVersion: rv }, status: { phase: 'Running' } });
+  before(async () => {
+    let watches = 0;
+    server = createServer((req, res) => {
+      const url = new URL(req.url ?? '/', 'http://x');
+      res.setHeader('Content-Type', 'application/json');
+      if (url.searchParams.get('watch') === null) {
+        lists.push(url.search);
+        const items = lists.length === 1 ? [pod('a', '5')] : [pod('b', '16'), pod('c', '19')];
+        return res.end(JSON.stringify({ kind: 'PodList', metadata: { resourceVersion: lists.length === 1 ? '10' : '20' }, items }));
+      }
+      watches++;
+      if (watches === 1) {
+        res.write(`${JSON.stringify({ type: 'ADDED', object: pod('b', '11') })}\n`);
+        res.write(`${JSON.stringify({ type: 'ERROR', object: { kind: 'Status', code: 410, reason: 'Expired', message: 'too old resource version' } })}\n`);
+        return res.end();
+      }
+      res.write(`${JSON.stringify({ type: 'BOOKMARK', object: { metadata: { resourceVersion: '21' } } })}\n`); // and stays open
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    dir = mkdtempSync(join(tmpdir(), 'hereabouts-informer-'));
+    const { port } = server.address() as { port: number };
+    writeFileSync(join(dir, 'kubeconfig'), `apiVersion: v1\nkind: Config\nclusters: [{name: f, cluster: {server: "http://127.0.0.1:${port}", insecure-skip-tls-verify: true}}]\nusers: [{name: f, user: {token: t}}]\ncontexts: [{name: f, context: {cluster: f, user: f, namespace: ns}}]\ncurrent-context: f\n`);
+  });
+  after(() => {
+    server.closeAllConnections();
+    server.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  test('a 410 Gone re-lists and reports what appeared and disappeared meanwhile', async () => {
+    const client = new ApiClient(await loadEndpoint(join(dir, 'kubeconfig')), { timeoutMs: 5000 });
+    const changes: string[] = [];
+    const informer = new Informer(client, { resource: 'pods', path: '/api/v1/pods', view: podView, log: quiet, onChange: (kind, key) => changes.push(`${kind} ${key}`) });
+    informer.start();
+    try {
+      assert.ok(await eventually(async () => lists.length === 2 && informer.items.has('ns/c'), 5000), changes.join(', '));
+      assert.deepEqual(changes, ['added ns/a', 'added ns/b', 'deleted ns/a', 'updated ns/b', 'added ns/c']);
+      assert.deepEqual([...informer.items.keys()].sort(), ['ns/b', 'ns/c']);
+      assert.ok(informer.synced);
+      assert.match(lists[0] ?? '', /limit=\d+/);
+    } finally {
+      informer.stop();
+      client.close();
+    }
+  });
+});
+
+
