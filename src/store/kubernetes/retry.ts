@@ -1,0 +1,53 @@
+// The one retry loop of every conditional write (DESIGN §9): read -> decide -> write with a resourceVersion or
+// uid precondition; a conflict reads again and decides again after a jittered exponential backoff, until a
+// monotonic time budget or an attempt count is spent, or the caller says to stop (a controller that lost its lease).
+import { monotonicMs, sleep } from '../../clock.ts';
+
+/** What an attempt returns when its precondition failed (409, or the object vanished under it). */
+export const CONFLICT: unique symbol = Symbol('conflict');
+export type Conflict = typeof CONFLICT;
+
+export interface RetryOptions {
+  /** Stop retrying once this much time has passed since the first attempt (monotonic). */
+  readonly budgetMs?: number;
+  /** Stop after this many attempts. At least one of budgetMs and attempts bounds the loop. */
+  readonly attempts?: number;
+  /** Checked before every attempt; false stops the loop (outcome 'stopped'). */
+  readonly proceed?: () => boolean;
+  readonly baseMs?: number;
+  readonly capMs?: number;
+}
+
+export type RetryOutcome<T> =
+  | { readonly kind: 'done'; readonly value: T; readonly conflicts: number }
+  | { readonly kind: 'exhausted'; readonly conflicts: number }
+  | { readonly kind: 'stopped'; readonly conflicts: number };
+
+const DEFAULT_BASE_MS = 10;
+const DEFAULT_CAP_MS = 400;
+
+export async function retryOnConflict<T>(attempt: (n: number) => Promise<T | Conflict>, options: RetryOptions): Promise<RetryOutcome<T>> {
+  if (options.budgetMs === undefined && options.attempts === undefined) throw new TypeError('retryOnConflict needs budgetMs or attempts');
+  const deadline = options.budgetMs === undefined ? Infinity : monotonicMs() + options.budgetMs;
+  const maxAttempts = options.attempts ?? Infinity;
+  let conflicts = 0;
+  for (let n = 0; n < maxAttempts; n++) {
+    if (n > 0) {
+      const wait = Math.min(jittered(n, options), deadline - monotonicMs());
+      if (wait < 0) break;
+      await sleep(wait);
+    }
+    if (options.proceed !== undefined && !options.proceed()) return { kind: 'stopped', conflicts };
+    const result = await attempt(n);
+    if (result !== CONFLICT) return { kind: 'done', value: result, conflicts };
+    conflicts++;
+    if (monotonicMs() > deadline) break;
+  }
+  return { kind: 'exhausted', conflicts };
+}
+
+/** Full jitter over the upper half of an exponential step: spreads racing writers without starving any. */
+function jittered(attempt: number, options: RetryOptions): number {
+  const cap = Math.min(options.capMs ?? DEFAULT_CAP_MS, (options.baseMs ?? DEFAULT_BASE_MS) * 2 ** attempt);
+  return cap / 2 + Math.random() * (cap / 2);
+}
