@@ -1,4 +1,5 @@
 // ADD: one address from each range (`range` first, then `ipRanges`), all or nothing, idempotent per pod+ifname.
+import { allocatableOf } from '../allocator/allocatable.ts';
 import { firstFree } from '../allocator/first-free.ts';
 import { checkRequested } from '../allocator/check-requested.ts';
 import { CniCode, CniError } from '../cni/errors.ts';
@@ -57,7 +58,7 @@ export async function assign(
 
 /** The decision for one pool; pure, as the Store requires. */
 export function planAssign(pool: PoolRef, attachment: Attachment, requested?: bigint): Plan<AssignOutcome> {
-  return (current, refused) => {
+  return (current, refused, hints) => {
     const held = heldBy(current, attachment);
     if (held !== undefined && (requested === undefined || requested === held)) {
       const change = refreshRecord(current, held, attachment);
@@ -77,7 +78,7 @@ export function planAssign(pool: PoolRef, attachment: Attachment, requested?: bi
       }
       address = requested;
     } else {
-      address = firstFree(pool.range, current, refused);
+      address = preferredFree(pool.range, current, refused, hints?.reserved) ?? firstFree(pool.range, current, refused);
       if (address === undefined) return { change: null, value: { kind: 'exhausted' } };
     }
     // A pod that asks for a new address gives up the one its earlier sandbox held in this range.
@@ -85,6 +86,18 @@ export function planAssign(pool: PoolRef, attachment: Attachment, requested?: bi
     const change: PoolChange = held === undefined ? { claim } : { claim, release: [held] };
     return { change, value: { kind: 'assigned', address, claimed: true } };
   };
+}
+
+/** The lowest address the store already reserved for this update that is still free and allocatable. */
+function preferredFree(range: RangeConfig, current: Allocations, refused: ReadonlySet<bigint>, reserved: ReadonlySet<bigint> | undefined): bigint | undefined {
+  if (reserved === undefined || reserved.size === 0) return undefined;
+  const allocatable = allocatableOf(range);
+  let best: bigint | undefined;
+  for (const value of reserved) {
+    if (current.has(value) || refused.has(value) || allocatable.rankOf(value) === undefined) continue;
+    if (best === undefined || value < best) best = value;
+  }
+  return best;
 }
 
 /** An idempotent ADD records the new container id (and pod UID); nothing to write when nothing changed. */

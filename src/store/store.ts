@@ -46,7 +46,15 @@ export interface Planned<T> {
  * with `refused` grown when the store found a claimed address taken elsewhere (an overlapping range's
  * reservation). It must be pure.
  */
-export type Plan<T> = (current: Allocations, refused: ReadonlySet<bigint>) => Planned<T>;
+export type Plan<T> = (current: Allocations, refused: ReadonlySet<bigint>, hints?: PlanHints) => Planned<T>;
+
+export interface PlanHints {
+  /**
+   * Addresses this update already reserved cluster-wide: a plan free to choose should prefer one of them, so a
+   * re-plan after a conflict commits what was reserved instead of reserving another address.
+   */
+  readonly reserved: ReadonlySet<bigint>;
+}
 
 /** Why pools are asked for: a store without a node slice refuses to allocate but lets a release succeed. */
 export type PoolPurpose = 'allocate' | 'release' | 'status';

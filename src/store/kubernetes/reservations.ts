@@ -1,34 +1,81 @@
 // OverlappingRangeIPReservations: one object per allocated address, named after the address (DESIGN §4), created
 // before the pool write so that two overlapping ranges can never both commit the same address.
+//
+// Ownership (DESIGN §9): a reservation this update created is its to delete if unused; one it found existing for the
+// same attachment is adopted, and an adopted reservation is never deleted by the adopter. Every delete is
+// conditional on the uid and resourceVersion judged, and only a reservation still naming the released attachment
+// goes. Adopting rewrites the reservation (a new resourceVersion), so a release that judged the old version fails
+// its precondition instead of deleting what was just adopted.
 import type { IPAddress } from '../../ip/address.ts';
 import { reservationName } from '../names.ts';
 import type { AllocationRecord, PoolRef } from '../store.ts';
 import type { ApiClient } from './api.ts';
 import { isObject } from './pool-object.ts';
-import { API_VERSION, createObject, deleteObject, getObject } from './resources.ts';
+import { retryOnConflict, CONFLICT } from './retry.ts';
+import { API_VERSION, createObject, deleteExactly, getObject, replaceObject, versionOf, type ObjectVersion } from './resources.ts';
 
 const PLURAL = 'overlappingrangeipreservations';
+const ADOPT_ATTEMPTS = 4;
 
-/** created: ours now. adopted: already ours (a crashed earlier attempt of the same pod and interface). taken: not ours. */
-export type ReserveOutcome = 'created' | 'adopted' | 'taken';
+/** A reservation this process wrote: the version a later conditional write or delete is keyed to. */
+export interface Held {
+  readonly name: string;
+  readonly version: ObjectVersion;
+}
+
+/** created: ours now. adopted: already this attachment's (an earlier attempt). taken: another attachment's. */
+export type ReserveOutcome =
+  | { readonly kind: 'created'; readonly held: Held }
+  | { readonly kind: 'adopted'; readonly held: Held }
+  | { readonly kind: 'taken' };
 
 export function reservationNameOf(pool: PoolRef, ip: IPAddress): string {
   return reservationName(ip, pool.networkNamed ? pool.network : undefined);
 }
 
-export async function reserve(api: ApiClient, pool: PoolRef, ip: IPAddress, record: AllocationRecord): Promise<ReserveOutcome> {
-  const name = reservationNameOf(pool, ip);
+function specOf(record: AllocationRecord): Record<string, string> {
   const spec: Record<string, string> = { podref: record.podRef, ifname: record.ifname, containerid: record.containerId };
   if (record.node !== undefined) spec['node'] = record.node;
   if (record.podUid !== undefined) spec['podUid'] = record.podUid;
-  spec['createdAt'] = new Date().toISOString();
-  const body = { apiVersion: API_VERSION, kind: 'OverlappingRangeIPReservation', metadata: { name, namespace: api.namespace }, spec };
-  const created = await createObject(api, PLURAL, body);
-  if (created.kind === 'created') return 'created';
-  const existing = await getObject(api, PLURAL, name);
-  // Deleted between our create and get: the address is free again, but let the caller's next attempt say so.
-  if (existing === undefined) return 'taken';
-  return isOwnedBy(existing, record) ? 'adopted' : 'taken';
+  return spec;
+}
+
+export async function reserve(api: ApiClient, pool: PoolRef, ip: IPAddress, record: AllocationRecord): Promise<ReserveOutcome> {
+  const name = reservationNameOf(pool, ip);
+  const outcome = await retryOnConflict<ReserveOutcome>(
+    async () => {
+      const body = {
+        apiVersion: API_VERSION,
+        kind: 'OverlappingRangeIPReservation',
+        metadata: { name, namespace: api.namespace },
+        spec: { ...specOf(record), createdAt: new Date().toISOString() },
+      };
+      const created = await createObject(api, PLURAL, body);
+      if (created.kind === 'created') return heldOutcome('created', name, created.object);
+      const existing = await getObject(api, PLURAL, name);
+      if (existing === undefined) return CONFLICT; // deleted between our create and get: create again
+      if (!isOwnedBy(existing, record)) return { kind: 'taken' };
+      const adopted = await replaceObject(api, PLURAL, name, withSpec(existing, record));
+      if (adopted.kind !== 'patched') return CONFLICT;
+      return heldOutcome('adopted', name, adopted.object);
+    },
+    { attempts: ADOPT_ATTEMPTS, baseMs: 5, capMs: 50 },
+  );
+  // A reservation that keeps changing under us is as good as someone else's.
+  return outcome.kind === 'done' ? outcome.value : { kind: 'taken' };
+}
+
+function heldOutcome(kind: 'created' | 'adopted', name: string, object: unknown): ReserveOutcome {
+  const version = versionOf(object);
+  if (version === undefined) throw new TypeError(`OverlappingRangeIPReservation ${name}: the API returned no uid or resourceVersion`);
+  return { kind, held: { name, version } };
+}
+
+/** The existing object with its spec naming `record` (keeps fields we do not model, and the original createdAt). */
+function withSpec(existing: unknown, record: AllocationRecord): unknown {
+  const object = isObject(existing) ? existing : {};
+  const spec = isObject(object['spec']) ? object['spec'] : {};
+  return { ...object, spec: { ...spec, ...specOf(record) } };
 }
 
 /** Same pod and interface (Whereabouts compares podref only, and older releases wrote no ifname), or same container. */
@@ -41,6 +88,58 @@ function isOwnedBy(object: unknown, record: AllocationRecord): boolean {
   return containerid === record.containerId && sameIf;
 }
 
-export async function unreserve(api: ApiClient, pool: PoolRef, ip: IPAddress, options: { timeoutMs?: number } = {}): Promise<void> {
-  await deleteObject(api, PLURAL, reservationNameOf(pool, ip), options);
+/** Exactly this attachment: owner and container (a reservation written without a container id counts by owner). */
+function namesAttachment(object: unknown, record: AllocationRecord): boolean {
+  if (!isOwnedBy(object, record)) return false;
+  const spec = isObject(object) && isObject(object['spec']) ? object['spec'] : {};
+  const containerid = spec['containerid'];
+  return containerid === undefined || containerid === '' || containerid === record.containerId;
+}
+
+/** Deletes a reservation this update created and did not commit, if it is still the version it created. */
+export async function dropCreated(api: ApiClient, held: Held, options: { timeoutMs?: number } = {}): Promise<void> {
+  await deleteExactly(api, PLURAL, held.name, held.version, options);
+}
+
+/**
+ * Hands a reservation this update created to the attachment the pool now holds its address for (another writer,
+ * e.g. Whereabouts, committed it first and creates its reservation only after its pool write). Deleting it would
+ * leave that committed address unreserved; conditional on the version created, so nothing newer is overwritten.
+ */
+export async function handOver(api: ApiClient, held: Held, holder: AllocationRecord): Promise<void> {
+  const existing = await getObject(api, PLURAL, held.name);
+  const version = versionOf(existing);
+  if (version === undefined || version.uid !== held.version.uid || version.resourceVersion !== held.version.resourceVersion) return;
+  await replaceObject(api, PLURAL, held.name, withSpec(existing, holder));
+}
+
+/**
+ * After a pool write released `record`'s address: deletes the reservation if it still names that attachment, on
+ * the version read. 'kept' when it names someone else (re-adopted meanwhile, or an overlapping range's holder).
+ */
+export async function releaseReservation(api: ApiClient, pool: PoolRef, ip: IPAddress, record: AllocationRecord): Promise<'deleted' | 'kept' | 'gone'> {
+  const name = reservationNameOf(pool, ip);
+  const existing = await getObject(api, PLURAL, name);
+  const version = versionOf(existing);
+  if (existing === undefined || version === undefined) return 'gone';
+  if (!namesAttachment(existing, record)) return 'kept';
+  const result = await deleteExactly(api, PLURAL, name, version);
+  return result === 'conflict' ? 'kept' : result;
+}
+
+/** An idempotent re-ADD recorded a new container: the reservation follows, if it still names the same owner. */
+export async function followRecord(api: ApiClient, pool: PoolRef, ip: IPAddress, record: AllocationRecord): Promise<'updated' | 'unchanged' | 'repaired'> {
+  const name = reservationNameOf(pool, ip);
+  const existing = await getObject(api, PLURAL, name);
+  if (existing === undefined) {
+    // The pool holds the address without its reservation (an earlier crash, or a writer that does not reserve).
+    const repaired = await reserve(api, pool, ip, record);
+    return repaired.kind === 'taken' ? 'unchanged' : 'repaired';
+  }
+  if (!isOwnedBy(existing, record)) return 'unchanged';
+  const spec = isObject(existing) && isObject(existing['spec']) ? existing['spec'] : {};
+  const want = specOf(record);
+  if (Object.entries(want).every(([key, value]) => spec[key] === value)) return 'unchanged';
+  const result = await replaceObject(api, PLURAL, name, withSpec(existing, record));
+  return result.kind === 'patched' ? 'updated' : 'unchanged';
 }

@@ -54,9 +54,57 @@ export async function mergePatch(api: ApiClient, plural: Plural, name: string, p
   return { kind: 'patched', object: res.body };
 }
 
-/** Deletes the object; one that is already gone is fine. */
-export async function deleteObject(api: ApiClient, plural: Plural, name: string, options: { timeoutMs?: number } = {}): Promise<void> {
-  const res = await api.send({ method: 'DELETE', path: objectPath(api.namespace, plural, name) }, options);
-  if (res.status === 404 || ok(res)) return;
-  throw new ApiStatusError(`delete ${plural}/${name}`, res);
+/** metadata.uid and metadata.resourceVersion of an object: what a conditional write or delete is keyed to. */
+export interface ObjectVersion {
+  readonly uid: string;
+  readonly resourceVersion: string;
+}
+
+export function versionOf(object: unknown): ObjectVersion | undefined {
+  const metadata = isRecord(object) ? object['metadata'] : undefined;
+  if (!isRecord(metadata)) return undefined;
+  const { uid, resourceVersion } = metadata;
+  return typeof uid === 'string' && typeof resourceVersion === 'string' ? { uid, resourceVersion } : undefined;
+}
+
+export type UpdateResult = PatchResult;
+
+/** PUT of a whole object; its metadata.resourceVersion makes it conditional (409 when the object moved on). */
+export async function replaceObject(api: ApiClient, plural: Plural, name: string, object: unknown): Promise<UpdateResult> {
+  const res = await api.send({ method: 'PUT', path: objectPath(api.namespace, plural, name), body: object });
+  if (res.status === 409) return { kind: 'conflict' };
+  if (res.status === 404) return { kind: 'gone' };
+  if (!ok(res)) throw new ApiStatusError(`update ${plural}/${name}`, res);
+  return { kind: 'patched', object: res.body };
+}
+
+export type DeleteResult = 'deleted' | 'gone' | 'conflict';
+
+/**
+ * Deletes the object only if it is still the version judged (DeleteOptions preconditions on uid and
+ * resourceVersion): 'conflict' when it changed or was re-created since, 'gone' when it no longer exists.
+ */
+export async function deleteExactly(
+  api: ApiClient,
+  plural: Plural,
+  name: string,
+  version: ObjectVersion,
+  options: { timeoutMs?: number } = {},
+): Promise<DeleteResult> {
+  const res = await api.send(
+    {
+      method: 'DELETE',
+      path: objectPath(api.namespace, plural, name),
+      body: { apiVersion: 'v1', kind: 'DeleteOptions', preconditions: { uid: version.uid, resourceVersion: version.resourceVersion } },
+    },
+    options,
+  );
+  if (res.status === 404) return 'gone';
+  if (res.status === 409) return 'conflict';
+  if (!ok(res)) throw new ApiStatusError(`delete ${plural}/${name}`, res);
+  return 'deleted';
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

@@ -1,0 +1,212 @@
+// The one write path of an IPPool (DESIGN §5, §9), used by the plugin (under its pool lock, from its cache) and by
+// the controller (from a fresh read): plan -> reserve a claimed address cluster-wide -> write the pool conditional
+// on its resourceVersion -> on 409 re-read, re-plan and retry (retry.ts) -> settle the reservations.
+//
+// Invariants: an address is committed only by a conditional write (or the pool's creation), so a stale view costs
+// a retry, never a duplicate. A claim is reserved before its write and only from a view this writer may act on
+// (fresh, or a pool only this node writes), so it never reserves an address another writer has committed. Of the
+// reservations it holds, only those it created and did not commit are removed, on the exact version created, and a
+// write that may have been applied keeps its claim's reservation (a leak the controller reclaims, not a duplicate).
+import { CniCode, CniError } from '../../cni/errors.ts';
+import { formatIP } from '../../ip/address.ts';
+import { applyChange } from '../local/apply-change.ts';
+import { messageOf } from '../local/fs-errors.ts';
+import type { AllocationRecord, Allocations, Plan, PoolChange, PoolRef } from '../store.ts';
+import type { ApiClient } from './api.ts';
+import { mayHaveApplied, toCniError } from './errors.ts';
+import { allocationsPatch, decodePoolObject, newPoolObject, type PoolState } from './pool-object.ts';
+import { dropCreated, followRecord, handOver, releaseReservation, reserve, type Held } from './reservations.ts';
+import { createObject, getObject, mergePatch } from './resources.ts';
+import { CONFLICT, retryOnConflict } from './retry.ts';
+
+export interface CommitLog {
+  debug(msg: string): void;
+  info(msg: string): void;
+  warning(msg: string): void;
+}
+
+export interface CommitContext {
+  readonly api: ApiClient;
+  /** Stamped on the records this writer claims or rewrites (GC and the controller go by it); absent: unchanged. */
+  readonly node?: string;
+  /** enable_overlapping_ranges: reserve each claimed address with an OverlappingRangeIPReservation. */
+  readonly reservations: boolean;
+  /** Time one commit may spend on conflicts and retries before it fails with code 11. */
+  readonly budgetMs: number;
+  /** Per-request timeout for best-effort clean-up calls on the failure path. */
+  readonly cleanupTimeoutMs: number;
+  readonly log: CommitLog;
+}
+
+export interface CommitOptions {
+  /** The pool as last seen (the node cache); absent: read from the API first. */
+  readonly initial?: PoolState;
+  /** Only this node writes the pool (its node slice): a claim planned on `initial` may be reserved without a read. */
+  readonly trustInitial?: boolean;
+  /** Runs synchronously right before every pool write; throws to stop (a lost lock, a lost lease). */
+  readonly beforeWrite?: () => void;
+  /** The state the commit ended on (written, or confirmed fresh): the caller's cache. */
+  readonly onSettled?: (state: PoolState) => void;
+}
+
+interface Settled<T> {
+  readonly value: T;
+  readonly state: PoolState;
+  /** What was written and the allocations it was written over; absent when nothing was. */
+  readonly written?: { readonly change: PoolChange; readonly before: Allocations };
+}
+
+/** The pool as the API has it now; a missing pool is empty and gets created by the first write. */
+export async function fetchPool(ctx: { api: ApiClient; log: CommitLog }, pool: PoolRef): Promise<PoolState> {
+  const object = await getObject(ctx.api, 'ippools', pool.name);
+  if (object === undefined) return { allocations: new Map(), fresh: true };
+  return decodePoolObject(object, pool, (msg) => ctx.log.warning(msg));
+}
+
+export async function commitPool<T>(ctx: CommitContext, pool: PoolRef, plan: Plan<T>, options: CommitOptions = {}): Promise<T> {
+  const ip = (value: bigint) => ({ family: pool.range.cidr.family, value });
+  const refused = new Set<bigint>();
+  /** Reservations this commit created and has not committed: the only ones it may remove. */
+  const created = new Map<bigint, Held>();
+  /** Reservations found existing for this attachment: held, never removed by this commit. */
+  const adopted = new Set<bigint>();
+  let state: PoolState | undefined = options.initial;
+  let reread = false;
+
+  const attempt = async (): Promise<Settled<T> | typeof CONFLICT> => {
+    if (reread || state === undefined) state = await fetchPool(ctx, pool);
+    reread = false;
+    // Each turn returns, turns the state fresh, or grows `refused`: bounded by the range.
+    for (;;) {
+      const planned = plan(state.allocations, refused, { reserved: new Set([...created.keys(), ...adopted]) });
+      if (planned.change === null) {
+        if (!state.fresh) {
+          state = await fetchPool(ctx, pool); // "nothing to do" is confirmed on the API's view, never the cache's
+          continue;
+        }
+        return { value: planned.value, state };
+      }
+      const change = stamped(planned.change, ctx.node);
+      const claim = change.claim;
+      if (claim !== undefined && ctx.reservations && !created.has(claim.address) && !adopted.has(claim.address)) {
+        if (!state.fresh && options.trustInitial !== true) {
+          state = await fetchPool(ctx, pool); // reserve only what this plan can commit
+          continue;
+        }
+        const outcome = await reserve(ctx.api, pool, ip(claim.address), claim.record);
+        if (outcome.kind === 'taken') {
+          ctx.log.info(`IPPool ${pool.name}: ${formatIP(ip(claim.address))} is reserved through an overlapping range; planning again`);
+          refused.add(claim.address);
+          if (!state.fresh) state = await fetchPool(ctx, pool); // someone else got there first: the view is behind
+          continue;
+        }
+        if (outcome.kind === 'created') created.set(claim.address, outcome.held);
+        else adopted.add(claim.address);
+      }
+      const next = applyChange(pool, state.allocations, change);
+      options.beforeWrite?.();
+      let written: PoolState | typeof CONFLICT;
+      try {
+        written = await writePool(ctx, pool, state, next);
+      } catch (err) {
+        // The write may have landed: its claim's reservation must then stay, or an overlapping range could reuse it.
+        if (claim !== undefined && mayHaveApplied(err)) created.delete(claim.address);
+        throw err;
+      }
+      if (written === CONFLICT) {
+        ctx.log.info(`IPPool ${pool.name}: changed since resourceVersion ${state.resourceVersion ?? '(none)'}; reading it again`);
+        reread = true;
+        return CONFLICT;
+      }
+      if (claim !== undefined) {
+        created.delete(claim.address);
+        adopted.delete(claim.address);
+      }
+      return { value: planned.value, state: written, written: { change, before: state.allocations } };
+    }
+  };
+
+  let settled: Settled<T>;
+  try {
+    const outcome = await retryOnConflict(attempt, { budgetMs: ctx.budgetMs });
+    if (outcome.kind !== 'done') {
+      throw new CniError(CniCode.TryAgainLater, `IPPool ${pool.name}: gave up after ${outcome.conflicts} conflicting writes in ${ctx.budgetMs} ms`, {
+        details: 'other writers keep changing this pool; retry the request',
+      });
+    }
+    settled = outcome.value;
+  } catch (err) {
+    await settleUnused(ctx, pool, created, undefined);
+    throw toCniError(err, `IPPool ${pool.name}`);
+  }
+  options.onSettled?.(settled.state);
+  await settleUnused(ctx, pool, created, settled.state.allocations);
+  if (ctx.reservations && settled.written !== undefined) await settleWritten(ctx, pool, settled.written.change, settled.written.before);
+  return settled.value;
+}
+
+/** Creates the pool (first write) or merge-patches it conditionally; CONFLICT when someone else wrote first. */
+async function writePool(ctx: CommitContext, pool: PoolRef, state: PoolState, next: Allocations): Promise<PoolState | typeof CONFLICT> {
+  const warn = (msg: string) => ctx.log.warning(msg);
+  if (state.resourceVersion === undefined) {
+    const created = await createObject(ctx.api, 'ippools', newPoolObject(pool, ctx.api.namespace, next));
+    if (created.kind === 'exists') return CONFLICT;
+    ctx.log.debug(`IPPool ${pool.name}: created`);
+    return decodePoolObject(created.object, pool, warn);
+  }
+  const patch = allocationsPatch(pool.range.cidr, state.allocations, next, state.resourceVersion);
+  const result = await mergePatch(ctx.api, 'ippools', pool.name, patch);
+  // Gone: deleted since we read it; the re-read finds it missing and the next write creates it again.
+  if (result.kind !== 'patched') return CONFLICT;
+  return decodePoolObject(result.object, pool, warn);
+}
+
+/** Records written by this node carry its name (claims, and the new container of an idempotent ADD). */
+function stamped(change: PoolChange, node: string | undefined): PoolChange {
+  if (node === undefined) return change;
+  const withNode = (record: AllocationRecord): AllocationRecord => (record.node === node ? record : { ...record, node });
+  return {
+    ...change,
+    ...(change.claim === undefined ? {} : { claim: { ...change.claim, record: withNode(change.claim.record) } }),
+    ...(change.update === undefined ? {} : { update: change.update.map((u) => ({ ...u, record: withNode(u.record) })) }),
+  };
+}
+
+/**
+ * Reservations created but not committed: removed on the version created, or handed to the attachment the pool
+ * holds the address for when another writer committed it meanwhile (its own reservation may be still to come).
+ */
+async function settleUnused(ctx: CommitContext, pool: PoolRef, created: Map<bigint, Held>, final: Allocations | undefined): Promise<void> {
+  for (const [value, held] of created) {
+    const holder = final?.get(value);
+    try {
+      if (holder !== undefined) await handOver(ctx.api, held, holder);
+      else await dropCreated(ctx.api, held, { timeoutMs: ctx.cleanupTimeoutMs });
+    } catch (err) {
+      ctx.log.warning(`IPPool ${pool.name}: could not settle the unused reservation ${held.name} (the controller will): ${messageOf(err)}`);
+    }
+  }
+}
+
+/** After the pool write (the pool is the truth): released addresses lose their reservation, rewritten records' follow. */
+async function settleWritten(ctx: CommitContext, pool: PoolRef, change: PoolChange, before: Allocations): Promise<void> {
+  const family = pool.range.cidr.family;
+  for (const value of change.release ?? []) {
+    const record = before.get(value);
+    if (record === undefined) continue;
+    try {
+      const result = await releaseReservation(ctx.api, pool, { family, value }, record);
+      if (result === 'kept') ctx.log.info(`IPPool ${pool.name}: the reservation of ${formatIP({ family, value })} names another attachment now; kept`);
+    } catch (err) {
+      // The address is free in the pool; its stale reservation only blocks it until the controller removes it.
+      ctx.log.warning(`IPPool ${pool.name}: released ${formatIP({ family, value })} but could not delete its reservation: ${messageOf(err)}`);
+    }
+  }
+  for (const { address, record } of change.update ?? []) {
+    try {
+      await followRecord(ctx.api, pool, { family, value: address }, record);
+    } catch (err) {
+      ctx.log.warning(`IPPool ${pool.name}: could not bring the reservation of ${formatIP({ family, value: address })} in step: ${messageOf(err)}`);
+    }
+  }
+}

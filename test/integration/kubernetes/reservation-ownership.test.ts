@@ -1,0 +1,145 @@
+// Reservations have an owner (DESIGN §9): a reservation found existing for the same pod is adopted, never deleted
+// as if this update had created it; a released address's reservation goes only when it still names the released
+// attachment; an idempotent re-ADD keeps the reservation's container in step; and a writer deciding on a stale
+// cache reserves only what it will commit, so another writer's reservation of a committed address is never blocked.
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { assign } from '../../../src/ipam/assign.ts';
+import { release } from '../../../src/ipam/release.ts';
+import { formatIP } from '../../../src/ip/address.ts';
+import type { ApiRequest } from '../../../src/store/kubernetes/api.ts';
+import type { KubernetesStore } from '../../../src/store/kubernetes/kubernetes-store.ts';
+import { api, controlPlane, createNamespace, type Namespace } from '../../support/control-plane.ts';
+import { testRange } from '../../support/memory-store.ts';
+import { kubeNetwork, openNode, poolView } from './harness.ts';
+
+let ns: Namespace;
+
+before(async () => {
+  ns = await createNamespace(await controlPlane(), 'owners');
+});
+
+after(async () => {
+  await ns?.cleanup();
+});
+
+const pod = (name: string, container = `c-${name}`) => ({ containerId: container, ifname: 'eth0', podRef: `default/${name}` });
+
+async function reservationSpec(name: string): Promise<Record<string, unknown> | undefined> {
+  const object = await ns.get('overlappingrangeipreservations', name);
+  return object?.['spec'] as Record<string, unknown> | undefined;
+}
+
+/** Records every request the store sends (the API server itself is real). */
+function recordRequests(store: KubernetesStore): ApiRequest[] {
+  const seen: ApiRequest[] = [];
+  const send = store.api.send.bind(store.api);
+  store.api.send = (req, options) => {
+    seen.push(req);
+    return send(req, options);
+  };
+  return seen;
+}
+
+test('a re-created pod that adopts its own reservation and then loses a 409 keeps the reservation', async () => {
+  const config = kubeNetwork(ns, [testRange('10.60.0.0/24')], { name: 'adopt-409' });
+  const nodeA = await openNode(ns, config, 'node-a');
+  const nodeB = await openNode(ns, config, 'node-b');
+  try {
+    await assign(nodeB, config, pod('q')); // node-b caches the pool holding only .1
+    const [first] = await assign(nodeA, config, pod('web-0', 'c-old')); // .2 for web-0, behind node-b's back
+    assert.equal(first && formatIP(first.address), '10.60.0.2');
+    // The StatefulSet pod is re-created on node-b: its stale cache plans .2, finds web-0's reservation (adopted),
+    // loses the resourceVersion race, re-reads and takes the idempotent path.
+    const [again] = await assign(nodeB, config, pod('web-0', 'c-new'));
+    assert.equal(again && formatIP(again.address), '10.60.0.2');
+    const view = await poolView(ns, '10.60.0.0-24');
+    assert.equal(view?.allocations.get('10.60.0.2')?.['id'], 'c-new');
+    const spec = await reservationSpec('10.60.0.2');
+    assert.ok(spec !== undefined, 'the pool holds 10.60.0.2 but its reservation was deleted');
+    assert.equal(spec['podref'], 'default/web-0');
+  } finally {
+    await nodeA.close();
+    await nodeB.close();
+  }
+});
+
+test("an idempotent re-ADD with a new container id brings the reservation's containerid in step", async () => {
+  const config = kubeNetwork(ns, [testRange('10.60.1.0/24')], { name: 'in-step' });
+  const node = await openNode(ns, config, 'node-a');
+  try {
+    await assign(node, config, pod('db-0', 'c-1'));
+    await assign(node, config, pod('db-0', 'c-2'));
+    assert.equal((await reservationSpec('10.60.1.1'))?.['containerid'], 'c-2');
+  } finally {
+    await node.close();
+  }
+});
+
+test('DEL leaves a reservation that names another container of the pod (re-adopted meanwhile)', async () => {
+  const config = kubeNetwork(ns, [testRange('10.60.2.0/24')], { name: 'del-race' });
+  const node = await openNode(ns, config, 'node-a');
+  try {
+    await assign(node, config, pod('api-0', 'c-1'));
+    // The state a racing re-ADD of the same pod leaves between DEL's pool write and its reservation delete.
+    const current = await ns.get('overlappingrangeipreservations', '10.60.2.1');
+    assert.ok(current !== undefined);
+    await api(ns.cp, 'PUT', ns.path('overlappingrangeipreservations', '10.60.2.1'), {
+      ...current,
+      spec: { ...(current['spec'] as object), containerid: 'c-2' },
+    });
+    assert.deepEqual(await release(node, config, pod('api-0', 'c-1')), [{ family: 4, value: (10n << 24n) + (60n << 16n) + (2n << 8n) + 1n }]);
+    assert.equal((await reservationSpec('10.60.2.1'))?.['containerid'], 'c-2', 'DEL deleted a reservation it did not own');
+  } finally {
+    await node.close();
+  }
+});
+
+test('DEL leaves a reservation that names another pod (an overlapping range holds the address)', async () => {
+  const config = kubeNetwork(ns, [testRange('10.60.3.0/24')], { name: 'del-foreign' });
+  const node = await openNode(ns, config, 'node-a');
+  try {
+    await assign(node, config, pod('p', 'c-p'));
+    const current = await ns.get('overlappingrangeipreservations', '10.60.3.1');
+    assert.ok(current !== undefined);
+    await api(ns.cp, 'PUT', ns.path('overlappingrangeipreservations', '10.60.3.1'), {
+      ...current,
+      spec: { podref: 'other/holder', ifname: 'net1', containerid: 'c-holder' },
+    });
+    await release(node, config, pod('p', 'c-p'));
+    assert.equal((await reservationSpec('10.60.3.1'))?.['podref'], 'other/holder');
+  } finally {
+    await node.close();
+  }
+});
+
+test('a writer on a stale cache never reserves an address another writer already committed', async () => {
+  const config = kubeNetwork(ns, [testRange('10.60.4.0/24')], { name: 'mixed' });
+  const node = await openNode(ns, config, 'node-a');
+  try {
+    await assign(node, config, pod('first')); // node-a caches the pool holding .1
+    // Whereabouts commits .2 to the pool and creates its reservation only afterwards.
+    const pool = await ns.get('ippools', '10.60.4.0-24');
+    assert.ok(pool !== undefined);
+    const spec = pool['spec'] as { allocations: Record<string, unknown> };
+    await api(ns.cp, 'PUT', ns.path('ippools', '10.60.4.0-24'), {
+      ...pool,
+      spec: { ...spec, allocations: { ...spec.allocations, '2': { id: 'c-wb', podref: 'default/wb', ifname: 'eth0' } } },
+    });
+    const seen = recordRequests(node);
+    const [mine] = await assign(node, config, pod('second'));
+    assert.equal(mine && formatIP(mine.address), '10.60.4.3');
+    const posted = seen.filter((r) => r.method === 'POST' && r.path.endsWith('/overlappingrangeipreservations'));
+    const names = posted.map((r) => (r.body as { metadata: { name: string } }).metadata.name);
+    assert.deepEqual(names, ['10.60.4.3'], 'reserved an address that the pool already held for another writer');
+    // Whereabouts' own reservation of its committed address goes through.
+    await ns.create('overlappingrangeipreservations', {
+      apiVersion: 'whereabouts.cni.cncf.io/v1alpha1',
+      kind: 'OverlappingRangeIPReservation',
+      metadata: { name: '10.60.4.2' },
+      spec: { podref: 'default/wb', ifname: 'eth0', containerid: 'c-wb' },
+    });
+  } finally {
+    await node.close();
+  }
+});
