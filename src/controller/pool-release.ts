@@ -1,17 +1,17 @@
-// Releasing orphaned allocations from one IPPool: read the pool, keep of the candidates only those still holding
-// the same record and still orphaned, and PUT the pool back conditional on the resourceVersion read. A 409 (a
-// node allocated or released meanwhile) reads again and decides again; an allocation that appeared in between
-// was never a candidate, so it is never removed in this pass.
+// Releasing orphaned allocations from one IPPool through the store's write path (commit.ts): the plan keeps of the
+// candidates only those still holding the same record and still orphaned on the pool as read, and the write is
+// conditional on that read. A 409 (a node allocated or released meanwhile) reads again and decides again; an
+// allocation that appeared in between was never a candidate, so it is never removed in this pass. Reservations of
+// released addresses are left to the reservation pass, which deletes one only once its address is free everywhere.
+import { CniError } from '../cni/errors.ts';
 import { formatIP } from '../ip/address.ts';
-import { formatCidr, networkOf } from '../ip/cidr.ts';
+import { lastOf, networkOf } from '../ip/cidr.ts';
+import { commitPool } from '../store/kubernetes/commit.ts';
 import type { ApiClient } from '../store/kubernetes/api.ts';
-import { ApiStatusError } from '../store/kubernetes/errors.ts';
-import { decodeAllocations, isObject } from '../store/kubernetes/pool-object.ts';
-import { getObject, objectPath } from '../store/kubernetes/resources.ts';
-import type { AllocationRecord } from '../store/store.ts';
+import type { AllocationRecord, PoolRef } from '../store/store.ts';
 import type { Log } from './log.ts';
 import type { OrphanReason } from './orphans.ts';
-import { cidrOrUndefined, type PoolView } from './pool-view.ts';
+import type { PoolView } from './pool-view.ts';
 
 export interface Candidate {
   readonly address: bigint;
@@ -26,53 +26,56 @@ export interface Released {
 }
 
 export interface ReleaseOptions {
-  /** Checked before every write: a replica that lost the lease stops at once. */
+  /** Checked right before every write: a replica that lost the lease stops at once. */
   readonly leading: () => boolean;
   readonly log: Log;
-  readonly attempts?: number;
+  /** Time spent on conflicts before the pool's orphans wait for the next pass. */
+  readonly budgetMs?: number;
 }
 
 export type Judge = (record: AllocationRecord, ip: string) => OrphanReason | undefined;
 
+const DEFAULT_BUDGET_MS = 5_000;
+const CLEANUP_TIMEOUT_MS = 2_000;
+
+class NotLeading extends Error {}
+
 const sameRecord = (a: AllocationRecord, b: AllocationRecord): boolean =>
   a.containerId === b.containerId && a.podRef === b.podRef && a.ifname === b.ifname && (a.podUid ?? '') === (b.podUid ?? '');
 
-/** The allocations released (empty when none was still an orphan, or the pool kept changing). */
+/** The allocations released (empty when none was still an orphan, the pool kept changing, or leadership was lost). */
 export async function releaseFromPool(api: ApiClient, pool: PoolView, candidates: readonly Candidate[], judge: Judge, options: ReleaseOptions): Promise<Released[]> {
-  if (pool.range === undefined) return [];
-  const expected = formatCidr(pool.range);
-  for (let attempt = 1; attempt <= (options.attempts ?? 5); attempt++) {
-    if (!options.leading()) return [];
-    const object = await getObject(api, 'ippools', pool.name);
-    if (!isObject(object) || !isObject(object['spec']) || !isObject(object['metadata'])) return [];
-    const spec = object['spec'];
-    const range = cidrOrUndefined(spec['range']);
-    if (range === undefined || formatCidr(range) !== expected) {
-      options.log.warning(`IPPool ${pool.name}: spec.range changed to ${JSON.stringify(spec['range'])}; nothing released`);
+  const range = pool.range;
+  if (range === undefined || !options.leading()) return [];
+  // The controller frees addresses only: the range's bounds and exclusions play no part.
+  const ref: PoolRef = { name: pool.name, network: '', networkNamed: false, range: { cidr: range, start: networkOf(range), end: lastOf(range), exclude: [] } };
+  const ctx = { api, reservations: false, budgetMs: options.budgetMs ?? DEFAULT_BUDGET_MS, cleanupTimeoutMs: CLEANUP_TIMEOUT_MS, log: options.log };
+  try {
+    return await commitPool(ctx, ref, (current) => {
+      const released: Released[] = [];
+      const addresses: bigint[] = [];
+      for (const candidate of candidates) {
+        const now = current.get(candidate.address);
+        if (now === undefined || !sameRecord(now, candidate.record)) continue; // released or re-allocated meanwhile
+        const ip = formatIP({ family: range.family, value: candidate.address });
+        const reason = judge(now, ip);
+        if (reason === undefined) continue;
+        addresses.push(candidate.address);
+        released.push({ pool: pool.name, ip, podRef: now.podRef, reason });
+      }
+      return { change: addresses.length === 0 ? null : { release: addresses }, value: released };
+    }, {
+      beforeWrite: () => {
+        if (!options.leading()) throw new NotLeading();
+      },
+    });
+  } catch (err) {
+    if (err instanceof NotLeading) return [];
+    // The pool kept changing (code 11), or its spec.range no longer is this range: its orphans wait for the next pass.
+    if (err instanceof CniError) {
+      options.log.info(`IPPool ${pool.name}: nothing released this pass: ${err.message}`);
       return [];
     }
-    const raw = isObject(spec['allocations']) ? { ...spec['allocations'] } : {};
-    const fresh = decodeAllocations(raw, range, { where: `IPPool ${pool.name}`, warn: () => undefined, strict: false });
-    const released: Released[] = [];
-    for (const candidate of candidates) {
-      const now = fresh.get(candidate.address);
-      if (now === undefined || !sameRecord(now, candidate.record)) continue; // released or re-allocated meanwhile
-      const ip = formatIP({ family: range.family, value: candidate.address });
-      const reason = judge(now, ip);
-      if (reason === undefined) continue;
-      delete raw[String(candidate.address - networkOf(range))];
-      released.push({ pool: pool.name, ip, podRef: now.podRef, reason });
-    }
-    if (released.length === 0) return [];
-    if (!options.leading()) return [];
-    const body = { ...object, spec: { ...spec, allocations: raw } };
-    const res = await api.send({ method: 'PUT', path: objectPath(api.namespace, 'ippools', pool.name), body });
-    if (res.status === 200) return released;
-    if (res.status === 404) return [];
-    if (res.status !== 409) throw new ApiStatusError(`update ippools/${pool.name}`, res);
-    options.log.debug(`IPPool ${pool.name} changed while releasing (attempt ${attempt}); reading it again`);
-    await new Promise((r) => setTimeout(r, 20 + Math.random() * 80 * attempt));
+    throw err;
   }
-  options.log.info(`IPPool ${pool.name} kept changing; its orphans wait for the next pass`);
-  return [];
 }
