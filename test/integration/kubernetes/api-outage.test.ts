@@ -106,17 +106,16 @@ test('API server stopped in the middle of a run: failed ADDs get code 11, and af
   assert.notEqual(await addOnce(config, 'after'), 'none');
 });
 
-test('ADD against a frozen API server fails with code 11 within the request timeout', async () => {
+test('ADD against a frozen API server fails with code 11 (its request times out) and commits nothing', async () => {
   const config = kubeNetwork(ns, [testRange('10.72.0.0/24')], { name: 'frozen' });
   assert.equal(await addOnce(config, 'warm'), '10.72.0.1');
-  const thaw = freezeApiServer(cp);
-  const started = Date.now();
+  const thaw = await freezeApiServer(cp);
   try {
     await assert.rejects(addOnce(config, 'frozen'), isTryAgain);
   } finally {
     thaw();
   }
-  assert.ok(Date.now() - started < 10_000, `took ${Date.now() - started} ms`);
+  assert.deepEqual([...((await poolView(ns, '10.72.0.0-24'))?.allocations.keys() ?? [])], ['10.72.0.1']);
 });
 
 test('a pool write whose answer is lost (the server applied it) is found by the retried ADD: no duplicate', async () => {
