@@ -69,7 +69,7 @@ export async function commitPool<T>(ctx: CommitContext, pool: PoolRef, plan: Pla
   /** Reservations this commit created and has not committed: the only ones it may remove. */
   const created = new Map<bigint, Held>();
   /** Reservations found existing for this attachment: held, never removed by this commit. */
-  const adopted = new Set<bigint>();
+  const adopted = new Map<bigint, Held>();
   let state: PoolState | undefined = options.initial;
   let reread = false;
 
@@ -78,7 +78,7 @@ export async function commitPool<T>(ctx: CommitContext, pool: PoolRef, plan: Pla
     reread = false;
     // Each turn returns, turns the state fresh, or grows `refused`: bounded by the range.
     for (;;) {
-      const planned = plan(state.allocations, refused, { reserved: new Set([...created.keys(), ...adopted]) });
+      const planned = plan(state.allocations, refused, { reserved: new Set([...created.keys(), ...adopted.keys()]) });
       if (planned.change === null) {
         if (!state.fresh) {
           state = await fetchPool(ctx, pool); // "nothing to do" is confirmed on the API's view, never the cache's
@@ -101,7 +101,7 @@ export async function commitPool<T>(ctx: CommitContext, pool: PoolRef, plan: Pla
           continue;
         }
         if (outcome.kind === 'created') created.set(claim.address, outcome.held);
-        else adopted.add(claim.address);
+        else adopted.set(claim.address, outcome.held);
       }
       const next = applyChange(pool, state.allocations, change);
       options.beforeWrite?.();
@@ -136,11 +136,11 @@ export async function commitPool<T>(ctx: CommitContext, pool: PoolRef, plan: Pla
     }
     settled = outcome.value;
   } catch (err) {
-    await settleUnused(ctx, pool, created, undefined);
+    await settleUnused(ctx, pool, { created, adopted }, undefined);
     throw toCniError(err, `IPPool ${pool.name}`);
   }
   options.onSettled?.(settled.state);
-  await settleUnused(ctx, pool, created, settled.state.allocations);
+  await settleUnused(ctx, pool, { created, adopted }, settled.state.allocations);
   if (ctx.reservations && settled.written !== undefined) await settleWritten(ctx, pool, settled.written.change, settled.written.before);
   return settled.value;
 }
@@ -173,17 +173,24 @@ function stamped(change: PoolChange, node: string | undefined): PoolChange {
 }
 
 /**
- * Reservations created but not committed: removed on the version created, or handed to the attachment the pool
- * holds the address for when another writer committed it meanwhile (its own reservation may be still to come).
+ * Reservations held but not committed. One the pool now holds for another attachment (another writer, e.g.
+ * Whereabouts, committed it first and reserves only after its pool write) is handed to that holder: deleting it
+ * would leave a committed address unreserved. Otherwise a created one is removed on the version created, and an
+ * adopted one stays as it was found (its pod's; the controller judges it).
  */
-async function settleUnused(ctx: CommitContext, pool: PoolRef, created: Map<bigint, Held>, final: Allocations | undefined): Promise<void> {
-  for (const [value, held] of created) {
+async function settleUnused(
+  ctx: CommitContext,
+  pool: PoolRef,
+  held: { readonly created: ReadonlyMap<bigint, Held>; readonly adopted: ReadonlyMap<bigint, Held> },
+  final: Allocations | undefined,
+): Promise<void> {
+  for (const [value, reservation] of [...held.created, ...held.adopted]) {
     const holder = final?.get(value);
     try {
-      if (holder !== undefined) await handOver(ctx.api, held, holder);
-      else await dropCreated(ctx.api, held, { timeoutMs: ctx.cleanupTimeoutMs });
+      if (holder !== undefined) await handOver(ctx.api, reservation, holder);
+      else if (held.created.has(value)) await dropCreated(ctx.api, reservation, { timeoutMs: ctx.cleanupTimeoutMs });
     } catch (err) {
-      ctx.log.warning(`IPPool ${pool.name}: could not settle the unused reservation ${held.name} (the controller will): ${messageOf(err)}`);
+      ctx.log.warning(`IPPool ${pool.name}: could not settle the unused reservation ${reservation.name} (the controller will): ${messageOf(err)}`);
     }
   }
 }

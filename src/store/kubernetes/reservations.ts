@@ -110,6 +110,7 @@ export async function handOver(api: ApiClient, held: Held, holder: AllocationRec
   const existing = await getObject(api, PLURAL, held.name);
   const version = versionOf(existing);
   if (version === undefined || version.uid !== held.version.uid || version.resourceVersion !== held.version.resourceVersion) return;
+  if (namesAttachment(existing, holder)) return;
   await replaceObject(api, PLURAL, held.name, withSpec(existing, holder));
 }
 

@@ -143,3 +143,32 @@ test('a writer on a stale cache never reserves an address another writer already
     await node.close();
   }
 });
+
+test('a reservation created just as another writer committed the address is handed to that writer, not deleted', async () => {
+  const config = kubeNetwork(ns, [testRange('10.60.5.0/24')], { name: 'hand-over' });
+  const node = await openNode(ns, config, 'node-a');
+  try {
+    await assign(node, config, pod('first'));
+    // Between this node's read of the pool and its reservation of .2, Whereabouts commits .2 (it reserves after
+    // its pool write, and its create now fails: the address must not end up unreserved).
+    const send = node.api.send.bind(node.api);
+    let raced = false;
+    node.api.send = async (req, options) => {
+      if (!raced && req.method === 'POST' && req.path.endsWith('/overlappingrangeipreservations')) {
+        raced = true;
+        await api(ns.cp, 'PATCH', ns.path('ippools', '10.60.5.0-24'), { spec: { allocations: { '2': { id: 'c-wb', podref: 'default/wb', ifname: 'eth0' } } } }, 'application/merge-patch+json');
+      }
+      return send(req, options);
+    };
+    const [mine] = await assign(node, config, pod('second'));
+    assert.ok(raced);
+    assert.equal(mine && formatIP(mine.address), '10.60.5.3');
+    assert.deepEqual(
+      { podref: (await reservationSpec('10.60.5.2'))?.['podref'], containerid: (await reservationSpec('10.60.5.2'))?.['containerid'] },
+      { podref: 'default/wb', containerid: 'c-wb' },
+    );
+    assert.equal((await reservationSpec('10.60.5.3'))?.['podref'], 'default/second');
+  } finally {
+    await node.close();
+  }
+});
