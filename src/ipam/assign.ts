@@ -1,6 +1,7 @@
 // ADD: one address from each range (`range` first, then `ipRanges`), all or nothing, idempotent per pod+ifname.
 import { allocatableOf } from '../allocator/allocatable.ts';
 import { firstFree } from '../allocator/first-free.ts';
+import { freeFrom } from '../allocator/free-from.ts';
 import { checkRequested } from '../allocator/check-requested.ts';
 import { CniCode, CniError } from '../cni/errors.ts';
 import type { NetworkConfig, RangeConfig } from '../config/types.ts';
@@ -78,7 +79,9 @@ export function planAssign(pool: PoolRef, attachment: Attachment, requested?: bi
       }
       address = requested;
     } else {
-      address = preferredFree(pool.range, current, refused, hints?.reserved) ?? firstFree(pool.range, current, refused);
+      address =
+        preferredFree(pool.range, current, refused, hints?.reserved) ??
+        (hints?.spread === undefined ? firstFree(pool.range, current, refused) : freeFrom(pool.range, current, refused, hints.spread));
       if (address === undefined) return { change: null, value: { kind: 'exhausted' } };
     }
     // A pod that asks for a new address gives up the one its earlier sandbox held in this range.

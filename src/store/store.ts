@@ -54,6 +54,12 @@ export interface PlanHints {
    * re-plan after a conflict commits what was reserved instead of reserving another address.
    */
   readonly reserved: ReadonlySet<bigint>;
+  /**
+   * Set once this update collided with other writers (a reservation taken, a write conflict) on a pool they share:
+   * a plan free to choose starts its search at this fraction (0 <= x < 1) of the range instead of at its lowest
+   * address, so racing writers stop probing the same addresses.
+   */
+  readonly spread?: number;
 }
 
 /** Why pools are asked for: a store without a node slice refuses to allocate but lets a release succeed. */

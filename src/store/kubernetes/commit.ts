@@ -72,13 +72,29 @@ export async function commitPool<T>(ctx: CommitContext, pool: PoolRef, plan: Pla
   const adopted = new Map<bigint, Held>();
   let state: PoolState | undefined = options.initial;
   let reread = false;
+  /**
+   * Collisions with other writers on the very address planned. From the second one on (one can be a leaked or an
+   * overlapping range's reservation), plans search from a random point of the range: a burst of writers racing for
+   * the lowest free address would otherwise probe every address one conflict at a time.
+   */
+  let collisions = 0;
+  let spread: number | undefined;
+  /** The claim of a write that met a conflict. */
+  let contested: bigint | undefined;
+
+  const collided = (): void => {
+    if (++collisions >= 2) spread ??= Math.random();
+  };
 
   const attempt = async (): Promise<Settled<T> | typeof CONFLICT> => {
     if (reread || state === undefined) state = await fetchPool(ctx, pool);
     reread = false;
+    // A write planned on a fresh view lost to another writer's claim of the very same address.
+    if (contested !== undefined && state.allocations.has(contested)) collided();
+    contested = undefined;
     // Each turn returns, turns the state fresh, or grows `refused`: bounded by the range.
     for (;;) {
-      const planned = plan(state.allocations, refused, { reserved: new Set([...created.keys(), ...adopted.keys()]) });
+      const planned = plan(state.allocations, refused, { reserved: new Set([...created.keys(), ...adopted.keys()]), ...(spread === undefined ? {} : { spread }) });
       if (planned.change === null) {
         if (!state.fresh) {
           state = await fetchPool(ctx, pool); // "nothing to do" is confirmed on the API's view, never the cache's
@@ -97,6 +113,7 @@ export async function commitPool<T>(ctx: CommitContext, pool: PoolRef, plan: Pla
         if (outcome.kind === 'taken') {
           ctx.log.info(`IPPool ${pool.name}: ${formatIP(ip(claim.address))} is reserved through an overlapping range; planning again`);
           refused.add(claim.address);
+          if (state.fresh) collided(); // planned on the API's view: not a stale cache
           if (!state.fresh) state = await fetchPool(ctx, pool); // someone else got there first: the view is behind
           continue;
         }
@@ -116,6 +133,7 @@ export async function commitPool<T>(ctx: CommitContext, pool: PoolRef, plan: Pla
       if (written === CONFLICT) {
         ctx.log.info(`IPPool ${pool.name}: changed since resourceVersion ${state.resourceVersion ?? '(none)'}; reading it again`);
         reread = true;
+        if (state.fresh) contested = claim?.address; // planned on the API's view: another writer raced us
         return CONFLICT;
       }
       if (claim !== undefined) {

@@ -78,14 +78,19 @@ function withSpec(existing: unknown, record: AllocationRecord): unknown {
   return { ...object, spec: { ...spec, ...specOf(record) } };
 }
 
-/** Same pod and interface (Whereabouts compares podref only, and older releases wrote no ifname), or same container. */
-function isOwnedBy(object: unknown, record: AllocationRecord): boolean {
+/**
+ * Same pod and interface (Whereabouts compares podref only, and older releases wrote no ifname), or same container.
+ * A pod re-created under the same name is another pod: when both sides know the pod UID, it must match, or a new
+ * pod would adopt the address its predecessor still holds in an overlapping range.
+ */
+function isOwnedBy(object: unknown, record: AllocationRecord, options: { anyUid?: boolean } = {}): boolean {
   const spec = isObject(object) ? object['spec'] : undefined;
   if (!isObject(spec)) return false;
-  const { podref, ifname, containerid } = spec;
+  const { podref, ifname, containerid, podUid } = spec;
   const sameIf = ifname === undefined || ifname === '' || ifname === record.ifname;
-  if (record.podRef !== '') return podref === record.podRef && sameIf;
-  return containerid === record.containerId && sameIf;
+  if (record.podRef === '') return containerid === record.containerId && sameIf;
+  const unknownUid = typeof podUid !== 'string' || podUid === '' || record.podUid === undefined;
+  return podref === record.podRef && sameIf && (options.anyUid === true || unknownUid || podUid === record.podUid);
 }
 
 /** Exactly this attachment: owner and container (a reservation written without a container id counts by owner). */
@@ -137,7 +142,8 @@ export async function followRecord(api: ApiClient, pool: PoolRef, ip: IPAddress,
     const repaired = await reserve(api, pool, ip, record);
     return repaired.kind === 'taken' ? 'unchanged' : 'repaired';
   }
-  if (!isOwnedBy(existing, record)) return 'unchanged';
+  // The pool record of this address is this pod's now (a re-created pod takes over its predecessor's record).
+  if (!isOwnedBy(existing, record, { anyUid: true })) return 'unchanged';
   const spec = isObject(existing) && isObject(existing['spec']) ? existing['spec'] : {};
   const want = specOf(record);
   if (Object.entries(want).every(([key, value]) => spec[key] === value)) return 'unchanged';

@@ -172,3 +172,21 @@ test('a reservation created just as another writer committed the address is hand
     await node.close();
   }
 });
+
+test('a pod re-created under the same name does not adopt the reservation its predecessor holds in an overlapping range', async () => {
+  const wide = kubeNetwork(ns, [testRange('10.60.6.0/24')], { name: 'uid-wide' });
+  const narrow = kubeNetwork(ns, [testRange('10.60.6.0/28')], { name: 'uid-narrow' });
+  const node = await openNode(ns, wide, 'node-a');
+  const other = await openNode(ns, narrow, 'node-b');
+  try {
+    const [old] = await assign(node, wide, { ...pod('sts-0', 'c-old'), podUid: 'uid-old' });
+    assert.equal(old && formatIP(old.address), '10.60.6.1');
+    // The old pod is force-deleted before its DEL ran; the new one (same name, new UID) lands on the narrow range.
+    const [fresh] = await assign(other, narrow, { ...pod('sts-0', 'c-new'), podUid: 'uid-new' });
+    assert.equal(fresh && formatIP(fresh.address), '10.60.6.2', 'the new pod took the address its predecessor still holds');
+    assert.equal((await reservationSpec('10.60.6.1'))?.['podUid'], 'uid-old');
+  } finally {
+    await node.close();
+    await other.close();
+  }
+});

@@ -1,0 +1,27 @@
+// A free address near a given point of the range, for writers that just collided with others on the lowest free
+// one: spreading their next choices keeps a burst of nodes on one shared pool from probing the same addresses one
+// conflict at a time. Without contention the store keeps Whereabouts' lowest-first order (first-free.ts).
+import type { RangeConfig } from '../config/types.ts';
+import type { Allocations } from '../store/store.ts';
+import { allocatableOf } from './allocatable.ts';
+import { firstFree } from './first-free.ts';
+
+/** Allocatable addresses tried from the starting point before falling back to the lowest free one. */
+const PROBES = 64;
+
+/**
+ * The first free address at or after the allocatable address at `fraction` of the range (0 <= fraction < 1),
+ * within a few probes; else the lowest free address. Undefined only when the range is exhausted.
+ */
+export function freeFrom(range: RangeConfig, taken: Allocations, refused: ReadonlySet<bigint>, fraction: number): bigint | undefined {
+  if (!(fraction >= 0 && fraction < 1)) throw new RangeError(`fraction ${fraction} is not in [0, 1)`);
+  const allocatable = allocatableOf(range);
+  if (allocatable.count === 0n) return undefined;
+  // 2^32 steps are fine-grained enough for any range; BigInt keeps a /64's ranks exact.
+  const start = (allocatable.count * BigInt(Math.floor(fraction * 2 ** 32))) >> 32n;
+  for (let rank = start; rank < allocatable.count && rank < start + BigInt(PROBES); rank++) {
+    const address = allocatable.addressAt(rank);
+    if (!taken.has(address) && !refused.has(address)) return address;
+  }
+  return firstFree(range, taken, refused);
+}
