@@ -183,6 +183,15 @@ export class Cluster {
       }
       case 'add':
         return this.#add(step.pod, step.faults);
+      case 'stall': {
+        const [a, b] = [this.#live(step.holder), this.#live(step.waiter)];
+        if (a === undefined || b === undefined || a === b || a.node !== b.node) return 'skip';
+        const outcomes = await Promise.all([
+          this.#add(a.name, { ...step.faults, stallMs: step.ms }),
+          new Promise<string>((resolve) => setTimeout(() => resolve(this.#add(b.name, step.faults)), 5)),
+        ]);
+        return outcomes.join(' | ');
+      }
       case 'del':
         return this.#del(step.node, step.pick, step.faults);
       case 'gc':

@@ -20,6 +20,8 @@ export interface FaultSpec {
   readonly rate: number;
   /** Kill the process at its n-th request (0-based), before or after the server applied it. */
   readonly kill?: { readonly at: number; readonly after: boolean };
+  /** A stalled process: its first two requests wait this long before they are sent (it holds its locks meanwhile). */
+  readonly stallMs?: number;
 }
 
 export const NO_FAULTS: FaultSpec = { seed: 0, rate: 0 };
@@ -66,6 +68,7 @@ export class FaultyApi extends ApiClient {
     if (this.dead) throw new Killed(`${where} (already dead)`);
     const n = this.#index++;
     this.requests++;
+    if (this.#spec.stallMs !== undefined && n < 2) await new Promise((r) => setTimeout(r, this.#spec.stallMs));
     const kill = this.#spec.kill;
     if (kill !== undefined && kill.at === n) {
       if (kill.after) await this.#inner.send(req, options);

@@ -79,6 +79,14 @@ export function generateStep(prng: Prng, cluster: Cluster, o: GenerateOptions, n
       return { op: 'node-join', node: prng.pick(down), wipe: prng.chance(0.5) };
     }
     if (r < 0.84) return { op: 'reslice', size: prng.pick([27, 28, 29]) };
+    if (r < 0.845) {
+      const node = prng.pick(upNodes.length > 0 ? upNodes : ['n1']);
+      const here = live.filter((p) => p.node === node);
+      if (here.length < 2) continue;
+      const holder = prng.pick(here);
+      const waiter = prng.pick(here.filter((p) => p !== holder));
+      return { op: 'stall', holder: holder.name, waiter: waiter.name, ms: 300, faults: faults(prng, o) };
+    }
     if (r < 0.9) return { op: 'time', ms: prng.pick([5_000, 30_000, 90_000, 400_000, 1_000_000]) };
     // Concurrent operations of different processes (different nodes, or the controller).
     const steps: Step[] = [];

@@ -19,8 +19,9 @@ export interface RunOptions extends GenerateOptions {
   readonly steps: number;
   readonly timeMs: number;
   readonly sequenceLength: number;
-  /** Time allowed to shrink each distinct failure. */
+  /** Time allowed to shrink each distinct failure, and all of them (not counted in timeMs). */
   readonly shrinkMs: number;
+  readonly shrinkTotalMs: number;
   readonly log?: (line: string) => void;
 }
 
@@ -103,7 +104,7 @@ export async function execute(backend: Backend, seed: number, counts: FaultCount
 function kindOf(v: Violation & { readonly op?: string }): string {
   const state = /\(([A-Za-z]+)(, terminating)?(, DisruptionTarget \w+)?,/.exec(v.message);
   const why = /although (its pod is \w+|its pod's sandbox)|without its allocation|has no OverlappingRange|its reservation names|is in \d+ records/.exec(v.message);
-  return [v.invariant, v.op ?? '', state?.[2] ?? '', state?.[3] ?? '', why?.[0].replace(/\d+/, 'n') ?? ''].join('|');
+  return [v.invariant, v.invariant === 'leak' ? '' : (v.op ?? ''), state?.[2] ?? '', state?.[3] ?? '', why?.[0].replace(/\d+/, 'n') ?? ''].join('|');
 }
 
 /** ddmin: the shortest sub-sequence (found within the time allowed) that still breaks the same invariant. */
@@ -146,9 +147,10 @@ export async function runModel(backend: Backend, o: RunOptions): Promise<Totals>
   const log = o.log ?? (() => undefined);
   const totals: Totals = { sequences: 0, steps: 0, checks: 0, faults: newFaultCounts(), shrinkRuns: 0, failures: [] };
   const started = performance.now();
+  let shrinking = 0;
   const master = new Prng(o.seed);
   const seen = new Set<string>();
-  while (totals.steps < o.steps && performance.now() - started < o.timeMs) {
+  while (totals.steps < o.steps && performance.now() - started - shrinking < o.timeMs) {
     const seed = master.seed();
     const run = await execute(backend, seed, totals.faults, { length: o.sequenceLength, gen: o });
     totals.sequences++;
@@ -160,7 +162,10 @@ export async function runModel(backend: Backend, o: RunOptions): Promise<Totals>
       seen.add(kind);
       log(`sequence seed ${seed}: ${violation.invariant}: ${violation.message} (after step ${violation.after + 1}); shrinking`);
       const steps = run.steps.slice(0, violation.after + 1);
-      const small = await shrink(backend, seed, steps, kind, performance.now() + o.shrinkMs, totals);
+      const t0 = performance.now();
+      const budget = Math.min(o.shrinkMs, o.shrinkTotalMs - shrinking);
+      const small = budget > 0 ? await shrink(backend, seed, steps, kind, t0 + budget, totals) : undefined;
+      shrinking += performance.now() - t0;
       const best = small ?? { run: { ...run, steps }, violation };
       totals.failures.push({ seed, violation: best.violation, original: steps.length, steps: best.run.steps.slice(0, best.violation.after + 1), outcomes: best.run.outcomes });
     }

@@ -50,7 +50,9 @@ export type Step =
   | { readonly op: 'reslice'; readonly size: number }
   /** Wall-clock time passes (grace periods, cache TTLs). */
   | { readonly op: 'time'; readonly ms: number }
-  | { readonly op: 'parallel'; readonly steps: readonly Step[] };
+  | { readonly op: 'parallel'; readonly steps: readonly Step[] }
+  /** Two ADDs in one node's pool at once, the first one's process stalled while it holds the pool's lock. */
+  | { readonly op: 'stall'; readonly holder: string; readonly waiter: string; readonly ms: number; readonly faults: FaultSpec };
 
 export function describeStep(step: Step): string {
   const f = (spec: FaultSpec): string =>
@@ -66,6 +68,8 @@ export function describeStep(step: Step): string {
       return `controller pass${step.stale.length > 0 ? ` (stale caches: ${step.stale.join(',')})` : ''}${f(step.faults)}`;
     case 'parallel':
       return `parallel [${step.steps.map(describeStep).join(' | ')}]`;
+    case 'stall':
+      return `ADD ${step.holder} stalled ${step.ms} ms holding the lock, meanwhile ADD ${step.waiter} on the same node${f(step.faults)}`;
     default:
       return JSON.stringify(step);
   }

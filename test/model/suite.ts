@@ -5,7 +5,7 @@ import { modelEnv } from './options.ts';
 import { execute, formatFailure, formatTotals, runModel, type Backend } from './runner.ts';
 import { installVirtualClock } from './virtual-clock.ts';
 
-export async function modelRun(label: string, backend: Backend, defaults: { steps: number; timeMs: number; faultRate: number; killRate: number; sequenceLength: number; shrinkMs: number }): Promise<void> {
+export async function modelRun(label: string, backend: Backend, defaults: { steps: number; timeMs: number; faultRate: number; killRate: number; sequenceLength: number; shrinkMs: number; shrinkTotalMs: number }): Promise<void> {
   installVirtualClock();
   const env = modelEnv(defaults);
   const print = (line: string): void => void process.stdout.write(`# [model ${label}] ${line}\n`);
