@@ -1,7 +1,7 @@
 // The knobs of a model run, from the environment (defaults fit `npm test`; raise them for longer runs):
 //   HEREABOUTS_MODEL_SEED     master seed (default: random, always printed)
 //   HEREABOUTS_MODEL_STEPS    step budget (in-process default 10000, control plane 300)
-//   HEREABOUTS_MODEL_TIME_MS  time budget for generating sequences (in-process 60000, control plane 180000)
+//   HEREABOUTS_MODEL_TIME_MS  time budget for generating sequences, shrinking excluded (in-process 90000, control plane 180000)
 //   HEREABOUTS_MODEL_REPLAY   a failure's printed {"seed","steps"}: replays exactly that sequence
 import type { Step } from './steps.ts';
 

@@ -104,7 +104,8 @@ export async function execute(backend: Backend, seed: number, counts: FaultCount
 function kindOf(v: Violation & { readonly op?: string }): string {
   const state = /\(([A-Za-z]+)(, terminating)?(, DisruptionTarget \w+)?,/.exec(v.message);
   const why = /although (its pod is \w+|its pod's sandbox)|without its allocation|has no OverlappingRange|its reservation names|is in \d+ records/.exec(v.message);
-  return [v.invariant, v.invariant === 'leak' ? '' : (v.op ?? ''), state?.[2] ?? '', state?.[3] ?? '', why?.[0].replace(/\d+/, 'n') ?? ''].join('|');
+  const op = v.invariant === 'leak' ? '' : (v.op ?? '').replace(/\(.*\)$/, '');
+  return [v.invariant, op, state?.[3] ?? '', why?.[0].replace(/\d+/, 'n') ?? ''].join('|');
 }
 
 /** ddmin: the shortest sub-sequence (found within the time allowed) that still breaks the same invariant. */
