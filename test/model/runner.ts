@@ -100,12 +100,15 @@ export async function execute(backend: Backend, seed: number, counts: FaultCount
   }
 }
 
-/** Classifies a violation (and the operation after which it appeared): failures of one kind are shrunk once. */
+/**
+ * Classifies a violation, so that each kind is shrunk and reported once: the invariant, the operation after which
+ * it appeared (the final controller pass counts as one), whether the pod was disrupted, and the shape of the message.
+ */
 function kindOf(v: Violation & { readonly op?: string }): string {
-  const state = /\(([A-Za-z]+)(, terminating)?(, DisruptionTarget \w+)?,/.exec(v.message);
-  const why = /although (its pod is \w+|its pod's sandbox)|without its allocation|has no OverlappingRange|its reservation names|is in \d+ records/.exec(v.message);
-  const op = v.invariant === 'leak' ? '' : (v.op ?? '').replace(/\(.*\)$/, '');
-  return [v.invariant, op, state?.[3] ?? '', why?.[0].replace(/\d+/, 'n') ?? ''].join('|');
+  const disrupted = /DisruptionTarget/.test(v.message) ? 'disrupted' : '';
+  const why = /although (its pod is \w+|its pod's sandbox)|without its allocation|has no OverlappingRange|its reservation names|is in \d+ records|but it is held by/.exec(v.message);
+  const op = v.invariant === 'leak' ? '' : (v.op ?? '').replace(/\(.*\)$/, '').replace('quiesce', 'controller');
+  return [v.invariant, op, disrupted, why?.[0].replace(/\d+/, 'n') ?? ''].join('|');
 }
 
 /** ddmin: the shortest sub-sequence (found within the time allowed) that still breaks the same invariant. */
