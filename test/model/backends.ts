@@ -1,0 +1,56 @@
+// Where a model run's clusters live: an in-memory API server (fast), or a namespace of a real control plane.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ApiClient } from '../../src/store/kubernetes/api.ts';
+import { loadEndpoint } from '../../src/store/kubernetes/kubeconfig.ts';
+import { createNamespace, type ControlPlane } from '../support/control-plane.ts';
+import { MemoryApiClient, MemoryApiServer } from '../support/memory-apiserver.ts';
+import { Cluster } from './cluster.ts';
+import { NODES } from './generate.ts';
+import type { Backend } from './runner.ts';
+
+function scratch(): string {
+  // Cache writes fsync: a tmpfs keeps thousands of steps fast.
+  let base = tmpdir();
+  try {
+    base = mkdtempSync('/dev/shm/hereabouts-model-');
+  } catch {
+    base = mkdtempSync(join(tmpdir(), 'hereabouts-model-'));
+  }
+  return base;
+}
+
+export function memoryBackend(): Backend {
+  return {
+    async create(counts) {
+      const api = new MemoryApiClient(new MemoryApiServer(), { namespace: 'model' });
+      const workDir = scratch();
+      const cluster = new Cluster({ api, workDir, nodePrefix: '', counts, nodes: NODES });
+      return { cluster, dispose: async () => rmSync(workDir, { recursive: true, force: true }) };
+    },
+  };
+}
+
+/** One fresh namespace (and node names prefixed with it) per sequence; everything is deleted afterwards. */
+export function controlPlaneBackend(cp: ControlPlane): Backend {
+  return {
+    async create(counts) {
+      const ns = await createNamespace(cp, 'model');
+      const api = new ApiClient(await loadEndpoint(ns.kubeconfig), { timeoutMs: 20_000 });
+      const workDir = scratch();
+      const cluster = new Cluster({ api, workDir, nodePrefix: `${ns.name}-`, counts, nodes: NODES });
+      return {
+        cluster,
+        async dispose() {
+          for (const node of cluster.nodes.values()) await api.send({ method: 'DELETE', path: `/api/v1/nodes/${node.name}` });
+          await api.send({ method: 'DELETE', path: `/api/v1/namespaces/${ns.name}/pods?gracePeriodSeconds=0` });
+          await api.send({ method: 'DELETE', path: `/apis/k8s.cni.cncf.io/v1/namespaces/${ns.name}/network-attachment-definitions` });
+          await ns.cleanup();
+          api.close();
+          rmSync(workDir, { recursive: true, force: true });
+        },
+      };
+    },
+  };
+}

@@ -1,0 +1,105 @@
+// One controller pass as the leader runs it (controller.ts #pass 'full': orphan cleanup, reservation cleanup, node
+// slices), driven directly. The informers are the part simulated here: their caches are built from LISTs, and a
+// cache may be left as it was at an earlier pass (a watch that lags). Every write goes through the real code.
+// If the controller's seams change, this is the one file of the model test to adapt.
+import { cleanupPass } from '../../src/controller/cleanup-pass.ts';
+import { EventRecorder } from '../../src/controller/events.ts';
+import { parseControllerFlags, type ControllerFlags } from '../../src/controller/flags.ts';
+import { keyOf } from '../../src/controller/informer.ts';
+import type { Log } from '../../src/controller/log.ts';
+import { NodeSlices } from '../../src/controller/node-slices.ts';
+import { podView } from '../../src/controller/pod-view.ts';
+import { writePoolStatuses } from '../../src/controller/pool-status.ts';
+import { poolView } from '../../src/controller/pool-view.ts';
+import { nadView, nodeSlicePoolView, nodeView, reservationView } from '../../src/controller/views.ts';
+import type { ApiClient } from '../../src/store/kubernetes/api.ts';
+import { listAll } from '../../src/store/kubernetes/list.ts';
+import { objectPath } from '../../src/store/kubernetes/resources.ts';
+
+const silent: Log = { debug: () => undefined, info: () => undefined, warning: () => undefined, error: () => undefined };
+
+/** The controller's defaults (its flag parser's), as a Deployment without arguments runs it. */
+export function defaultFlags(): ControllerFlags {
+  const flags = parseControllerFlags(['--kubeconfig', '/nonexistent']);
+  if (flags === 'help') throw new Error('unexpected help');
+  return flags;
+}
+
+type Views = ReturnType<typeof emptyViews>;
+function emptyViews() {
+  return {
+    pods: new Map<string, NonNullable<ReturnType<typeof podView>>>(),
+    pools: new Map<string, NonNullable<ReturnType<typeof poolView>>>(),
+    reservations: new Map<string, ReturnType<typeof reservationView>>(),
+    nodeSlicePools: new Map<string, ReturnType<typeof nodeSlicePoolView>>(),
+    nads: new Map<string, NonNullable<ReturnType<typeof nadView>>>(),
+    nodes: new Map<string, ReturnType<typeof nodeView>>(),
+  };
+}
+
+export type Resource = keyof Views;
+export const RESOURCES: readonly Resource[] = ['pods', 'pools', 'reservations', 'nodeSlicePools', 'nads', 'nodes'];
+
+/** Keeps what the informers would: which objects count is up to `keep` (a shared control plane has others'). */
+export class SimulatedInformers {
+  readonly #views: Views = emptyViews();
+  readonly #keep: (resource: Resource, key: string) => boolean;
+
+  constructor(keep: (resource: Resource, key: string) => boolean = () => true) {
+    this.#keep = keep;
+  }
+
+  /** Re-lists every resource but those in `stale` (their caches stay as they were). */
+  async refresh(api: ApiClient, stale: ReadonlySet<Resource>): Promise<Views> {
+    const ns = api.namespace;
+    const paths: Record<Resource, string> = {
+      pods: '/api/v1/pods',
+      pools: objectPath(ns, 'ippools'),
+      reservations: objectPath(ns, 'overlappingrangeipreservations'),
+      nodeSlicePools: objectPath(ns, 'nodeslicepools'),
+      nads: '/apis/k8s.cni.cncf.io/v1/network-attachment-definitions',
+      nodes: '/api/v1/nodes',
+    };
+    const views: Record<Resource, (o: unknown) => unknown> = {
+      pods: podView, pools: poolView, reservations: reservationView, nodeSlicePools: nodeSlicePoolView, nads: nadView, nodes: nodeView,
+    };
+    for (const resource of RESOURCES) {
+      if (stale.has(resource)) continue;
+      const items = await listAll(api, paths[resource]);
+      const map = this.#views[resource] as Map<string, unknown>;
+      map.clear();
+      for (const item of items) {
+        const key = keyOf(item);
+        const view = key === undefined ? undefined : views[resource](item);
+        if (key !== undefined && view !== undefined && this.#keep(resource, key)) map.set(key, view);
+      }
+    }
+    return this.#views;
+  }
+}
+
+export interface PassResult {
+  readonly released: number;
+  readonly reservationsDeleted: number;
+}
+
+/** A full pass on the given caches (cleanup, node slices, pool status), always leading. */
+export async function controllerPass(api: ApiClient, c: Views, flags: ControllerFlags, slices: NodeSlices): Promise<PassResult> {
+  const leading = (): boolean => true;
+  const networkNames = new Set<string>();
+  for (const nad of c.nads.values()) for (const n of nad.networkNames) networkNames.add(n);
+  const result = await cleanupPass(api, {
+    pods: c.pods,
+    pools: c.pools,
+    reservations: c.reservations,
+    networkNames,
+    policy: flags.policy,
+    reservationGraceMs: flags.reservationGraceMs,
+    leading,
+    log: silent,
+  });
+  const events = new EventRecorder(api, { identity: 'model-controller', log: silent });
+  await slices.reconcile({ nads: c.nads, nodes: c.nodes, nodeSlicePools: c.nodeSlicePools, pools: c.pools, pods: c.pods, leading, log: silent, events });
+  if (flags.poolStatus) await writePoolStatuses(api, c.pools.values(), { leading, log: silent });
+  return { released: result.released.length, reservationsDeleted: result.reservationsDeleted.length };
+}

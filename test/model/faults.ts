@@ -1,0 +1,127 @@
+// Faults at every API call of one simulated process: 409s, 5xx (applied or not), timeouts before and after the
+// server applied the request, and a process kill at a chosen call (the request is lost or applied, then every later
+// call of that process fails: nothing it does afterwards reaches the server).
+import { ApiClient, ApiUnreachableError, type ApiRequest, type ApiResponse } from '../../src/store/kubernetes/api.ts';
+import { Prng } from './prng.ts';
+import type { FaultKind } from '../support/memory-apiserver.ts';
+
+/** Thrown by every call of a killed process. Not an API error: no code path may treat it as an answer. */
+export class Killed extends Error {
+  constructor(where: string) {
+    super(`process killed at ${where}`);
+    this.name = 'Killed';
+  }
+}
+
+export interface FaultSpec {
+  /** Seeds the per-request draws of this operation. */
+  readonly seed: number;
+  /** Probability of a fault per request. */
+  readonly rate: number;
+  /** Kill the process at its n-th request (0-based), before or after the server applied it. */
+  readonly kill?: { readonly at: number; readonly after: boolean };
+  /** A stalled process: its first two requests wait this long before they are sent (it holds its locks meanwhile). */
+  readonly stallMs?: number;
+}
+
+export const NO_FAULTS: FaultSpec = { seed: 0, rate: 0 };
+
+export interface FaultCounts {
+  injected: number;
+  kills: number;
+  byKind: Record<string, number>;
+}
+
+export function newFaultCounts(): FaultCounts {
+  return { injected: 0, kills: 0, byKind: {} };
+}
+
+const status = (code: number, reason: string, message: string): ApiResponse => ({
+  status: code,
+  body: { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', reason, message, code },
+});
+
+/** Wraps a real or in-memory client; one instance per simulated process and operation. */
+export class FaultyApi extends ApiClient {
+  readonly #inner: ApiClient;
+  readonly #spec: FaultSpec;
+  readonly #prng: Prng;
+  readonly #counts: FaultCounts;
+  /** Called once, synchronously, at the moment of the kill (the caller snapshots the node's files). */
+  readonly #onKill: () => void;
+  #index = 0;
+  dead = false;
+  /** Requests this process sent, for the failure report. */
+  readonly trace: string[] = [];
+
+  constructor(inner: ApiClient, spec: FaultSpec, options: { counts: FaultCounts; onKill?: () => void }) {
+    super(inner.endpoint, { timeoutMs: 10_000 });
+    this.#inner = inner;
+    this.#spec = spec;
+    this.#prng = new Prng(spec.seed);
+    this.#counts = options.counts;
+    this.#onKill = options.onKill ?? (() => undefined);
+  }
+
+  override async send(req: ApiRequest, options: { timeoutMs?: number } = {}): Promise<ApiResponse> {
+    const where = `${req.method} ${req.path.replace(/^\/apis?\/[^]*?\/namespaces\/[^/]+\//, '')}`;
+    if (this.dead) throw new Killed(`${where} (already dead)`);
+    const n = this.#index++;
+    this.requests++;
+    if (this.#spec.stallMs !== undefined && n < 2) await new Promise((r) => setTimeout(r, this.#spec.stallMs));
+    const kill = this.#spec.kill;
+    if (kill !== undefined && kill.at === n) {
+      if (kill.after) await this.#inner.send(req, options);
+      this.dead = true;
+      this.#counts.kills++;
+      this.trace.push(`${where} -> KILLED${kill.after ? ' after apply' : ''}`);
+      this.#onKill();
+      throw new Killed(where);
+    }
+    const fault = this.#draw(req);
+    if (fault !== 'pass') {
+      this.#counts.injected++;
+      this.#counts.byKind[fault] = (this.#counts.byKind[fault] ?? 0) + 1;
+    }
+    const write = req.method !== 'GET';
+    switch (fault) {
+      case 'pass': {
+        const res = await this.#inner.send(req, options);
+        this.trace.push(`${where} -> ${res.status}`);
+        return res;
+      }
+      case 'conflict':
+        this.trace.push(`${where} -> injected 409`);
+        return status(409, 'Conflict', 'injected conflict: the object has been modified; please apply your changes to the latest version and try again');
+      case 'unavailable':
+        this.trace.push(`${where} -> injected 503`);
+        return status(503, 'ServiceUnavailable', 'injected: the server is currently unable to handle the request');
+      case 'gateway-timeout':
+        await this.#inner.send(req, options);
+        this.trace.push(`${where} -> applied, injected 504`);
+        return status(504, 'Timeout', 'injected: the server was unable to return a response in the time allotted');
+      case 'timeout-before':
+        this.trace.push(`${where} -> injected timeout (not applied)`);
+        throw new ApiUnreachableError(`${where}: injected timeout before the server applied it`, { ambiguous: false });
+      case 'timeout-after':
+        await this.#inner.send(req, options);
+        this.trace.push(`${where} -> applied, injected timeout`);
+        throw new ApiUnreachableError(`${where}: injected timeout after the server applied it`, { ambiguous: write });
+    }
+  }
+
+  #draw(req: ApiRequest): FaultKind {
+    if (this.#spec.rate <= 0 || !this.#prng.chance(this.#spec.rate)) return 'pass';
+    const write = req.method !== 'GET';
+    // A 409 is only realistic where a precondition can fail: conditional updates and deletes with preconditions.
+    const conditional = req.method === 'PUT' || req.method === 'PATCH' || (req.method === 'DELETE' && req.body !== undefined);
+    const kinds: FaultKind[] = write
+      ? [...(conditional ? (['conflict'] as const) : []), 'unavailable', 'gateway-timeout', 'timeout-before', 'timeout-after']
+      : ['unavailable', 'timeout-before'];
+    return this.#prng.pick(kinds);
+  }
+
+  override close(): void {
+    // The transport is shared by every simulated process: nothing to close per process.
+  }
+}

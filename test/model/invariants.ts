@@ -1,0 +1,110 @@
+// What must hold after every step, read straight from the API (no cache, no faults), against the reference model:
+//   duplicate       no address in two allocation records (all pools of the namespace: A/B overlap, slices may)
+//   reservation     every record of an overlapping-ranges pool has its reservation, naming the same pod
+//   lost-address    a live, non-terminal pod keeps the address its current sandbox was given, in its container's name
+// and, once faults stop and every grace period has passed, after one controller pass:
+//   leak            no record without a live sandbox behind it, no reservation without its record
+import { formatIP } from '../../src/ip/address.ts';
+import { masked, networkOf, parseCidr } from '../../src/ip/cidr.ts';
+import { listAll } from '../../src/store/kubernetes/list.ts';
+import { objectPath } from '../../src/store/kubernetes/resources.ts';
+import type { Cluster, PodModel } from './cluster.ts';
+import { NETS, type NetId } from './steps.ts';
+
+export interface Violation {
+  readonly invariant: 'duplicate' | 'reservation' | 'lost-address' | 'leak' | 'kubelet';
+  readonly message: string;
+}
+
+interface Held {
+  readonly pool: string;
+  readonly net: NetId | undefined;
+  readonly ip: string;
+  readonly podRef: string;
+  readonly containerId: string;
+  readonly podUid: string;
+}
+
+type Obj = Record<string, unknown>;
+const obj = (v: unknown): Obj => (typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Obj) : {});
+const str = (v: unknown): string => (typeof v === 'string' ? v : '');
+
+function netOfPool(name: string, range: string): NetId | undefined {
+  if (name.startsWith(`${NETS.S.networkName}-`)) return 'S';
+  for (const net of ['A', 'B', 'C'] as const) if (range === NETS[net].range && name === NETS[net].range.replace('/', '-')) return net;
+  return undefined;
+}
+
+export async function readState(cluster: Cluster): Promise<{ held: Held[]; reservations: Map<string, string> }> {
+  const held: Held[] = [];
+  for (const item of await listAll(cluster.api, objectPath(cluster.ns, 'ippools'))) {
+    const name = str(obj(obj(item)['metadata'])['name']);
+    const spec = obj(obj(item)['spec']);
+    const cidr = masked(parseCidr(str(spec['range'])));
+    for (const [offset, entry] of Object.entries(obj(spec['allocations']))) {
+      const e = obj(entry);
+      const ip = formatIP({ family: cidr.family, value: networkOf(cidr) + BigInt(offset) });
+      held.push({ pool: name, net: netOfPool(name, str(spec['range'])), ip, podRef: str(e['podref']), containerId: str(e['id']), podUid: str(e['podUid']) });
+    }
+  }
+  const reservations = new Map<string, string>();
+  for (const item of await listAll(cluster.api, objectPath(cluster.ns, 'overlappingrangeipreservations'))) {
+    reservations.set(str(obj(obj(item)['metadata'])['name']), str(obj(obj(item)['spec'])['podref']));
+  }
+  return { held, reservations };
+}
+
+/** Pods whose address must not go: they exist, run (even while terminating or disrupted), and their ADD succeeded. */
+function keepsAddress(pod: PodModel): boolean {
+  if (!pod.exists || pod.phase === 'Succeeded' || pod.phase === 'Failed') return false;
+  // The taint manager deletes pods of an unreachable node: Whereabouts' (and our) one disruption that releases.
+  if (pod.disruption === 'DeletionByTaintManager') return false;
+  return pod.sandbox?.ok === true;
+}
+
+export async function checkStep(cluster: Cluster): Promise<Violation[]> {
+  const { held, reservations } = await readState(cluster);
+  const out: Violation[] = [];
+  const byIp = new Map<string, Held[]>();
+  for (const h of held) byIp.set(h.ip, [...(byIp.get(h.ip) ?? []), h]);
+  for (const [ip, list] of byIp) {
+    if (list.length > 1) out.push({ invariant: 'duplicate', message: `${ip} is in ${list.length} records: ${list.map((h) => `${h.pool} -> ${h.podRef} ${h.containerId}`).join('; ')}` });
+  }
+  for (const h of held) {
+    if (h.net === undefined || !NETS[h.net].overlapping) continue;
+    const owner = reservations.get(h.ip);
+    if (owner === undefined) out.push({ invariant: 'reservation', message: `${h.ip} is held in ${h.pool} by ${h.podRef} (${h.containerId}) but has no OverlappingRangeIPReservation` });
+    else if (owner !== h.podRef) out.push({ invariant: 'reservation', message: `${h.ip} is held in ${h.pool} by ${h.podRef} but its reservation names ${owner}` });
+  }
+  for (const pod of cluster.pods.values()) {
+    if (!keepsAddress(pod)) continue;
+    const sandbox = pod.sandbox!;
+    const ref = cluster.podRef(pod.name);
+    const records = held.filter((h) => h.ip === sandbox.address && h.net === sandbox.net);
+    const mine = records.find((h) => h.podRef === ref && h.containerId === sandbox.id);
+    if (mine !== undefined) continue;
+    const what = records.length === 0 ? 'no record holds it' : `it is held by ${records.map((h) => `${h.podRef} ${h.containerId} in ${h.pool}`).join('; ')}`;
+    const state = `${pod.phase}${pod.terminating ? ', terminating' : ''}${pod.disruption === undefined ? '' : `, DisruptionTarget ${pod.disruption}`}`;
+    out.push({ invariant: 'lost-address', message: `pod ${pod.name} (${state}, node ${pod.node}, net ${pod.net}) was given ${sandbox.address} for ${sandbox.id}, but ${what}` });
+  }
+  return out;
+}
+
+/** After quiesce(): nothing is held that no live sandbox explains, and no reservation outlives its record. */
+export async function checkLeaks(cluster: Cluster): Promise<Violation[]> {
+  const { held, reservations } = await readState(cluster);
+  const out: Violation[] = [];
+  for (const h of held) {
+    const pod = [...cluster.pods.values()].find((p) => cluster.podRef(p.name) === h.podRef);
+    if (pod?.exists === true && pod.disruption === 'DeletionByTaintManager') continue; // either outcome is allowed
+    const explained = pod !== undefined && keepsAddress(pod) && pod.sandbox!.id === h.containerId && pod.sandbox!.address === h.ip;
+    if (explained) continue;
+    const why = pod === undefined || !pod.exists ? 'its pod is gone' : pod.phase === 'Succeeded' || pod.phase === 'Failed' ? `its pod is ${pod.phase}` : `its pod's sandbox is ${pod.sandbox?.id ?? 'gone'}`;
+    out.push({ invariant: 'leak', message: `${h.ip} in ${h.pool} (${h.podRef} ${h.containerId}) survived a controller pass although ${why}` });
+  }
+  for (const [name, podRef] of reservations) {
+    const record = held.find((h) => h.ip === name && h.net !== undefined && NETS[h.net].overlapping && h.podRef === podRef);
+    if (record === undefined) out.push({ invariant: 'leak', message: `reservation ${name} of ${podRef} survived a controller pass without its allocation` });
+  }
+  return out;
+}

@@ -1,0 +1,30 @@
+// The knobs of a model run, from the environment (defaults fit `npm test`; raise them for longer runs):
+//   HEREABOUTS_MODEL_SEED     master seed (default: random, always printed)
+//   HEREABOUTS_MODEL_STEPS    step budget (in-process default 10000, control plane 300)
+//   HEREABOUTS_MODEL_TIME_MS  time budget for generating sequences, shrinking excluded (in-process 90000, control plane 180000)
+//   HEREABOUTS_MODEL_REPLAY   a failure's printed {"seed","steps"}: replays exactly that sequence
+import type { Step } from './steps.ts';
+
+export interface ModelEnv {
+  readonly seed: number;
+  readonly steps: number;
+  readonly timeMs: number;
+  readonly replay?: { readonly seed: number; readonly steps: Step[] };
+}
+
+export function modelEnv(defaults: { steps: number; timeMs: number }, env = process.env): ModelEnv {
+  const num = (name: string, fallback: number): number => {
+    const text = env[name];
+    if (text === undefined || text === '') return fallback;
+    const value = Number(text);
+    if (!Number.isFinite(value) || value < 0) throw new TypeError(`${name}=${text} is not a number`);
+    return value;
+  };
+  const replayText = env['HEREABOUTS_MODEL_REPLAY'];
+  return {
+    seed: num('HEREABOUTS_MODEL_SEED', Math.floor(Math.random() * 2 ** 31)),
+    steps: num('HEREABOUTS_MODEL_STEPS', defaults.steps),
+    timeMs: num('HEREABOUTS_MODEL_TIME_MS', defaults.timeMs),
+    ...(replayText === undefined || replayText === '' ? {} : { replay: JSON.parse(replayText) as { seed: number; steps: Step[] } }),
+  };
+}

@@ -1,0 +1,197 @@
+// The driver: seeded random sequences on fresh clusters, invariants after every step and leak checks at the end of
+// each sequence; a failing sequence is shrunk (delta debugging over its steps) to the shortest that still breaks
+// the same invariant, and printed with its seed so that it replays.
+import type { Cluster } from './cluster.ts';
+import { newFaultCounts, type FaultCounts } from './faults.ts';
+import { generateStep, NODES, type GenerateOptions } from './generate.ts';
+import { checkLeaks, checkStep, type Violation } from './invariants.ts';
+import { Prng, withSeededRandom } from './prng.ts';
+import { describeStep, type Step } from './steps.ts';
+
+export interface Backend {
+  /** A fresh, empty cluster (its own namespace, node names and cache dirs). */
+  create(counts: FaultCounts): Promise<{ cluster: Cluster; dispose(): Promise<void> }>;
+}
+
+export interface RunOptions extends GenerateOptions {
+  readonly seed: number;
+  /** Stop starting sequences after this many steps in all, or after this long. */
+  readonly steps: number;
+  readonly timeMs: number;
+  readonly sequenceLength: number;
+  /** Time allowed to shrink each distinct failure, and all of them (not counted in timeMs). */
+  readonly shrinkMs: number;
+  readonly shrinkTotalMs: number;
+  readonly log?: (line: string) => void;
+}
+
+export interface Failure {
+  readonly seed: number;
+  readonly violation: Violation & { readonly after: number; readonly op: string };
+  readonly original: number;
+  readonly steps: readonly Step[];
+  readonly outcomes: readonly string[];
+}
+
+export interface Totals {
+  sequences: number;
+  steps: number;
+  checks: number;
+  faults: FaultCounts;
+  shrinkRuns: number;
+  readonly failures: Failure[];
+}
+
+interface Execution {
+  readonly steps: Step[];
+  readonly outcomes: string[];
+  /** Every violation seen, once per message, with the step after which it was first seen (0-based). */
+  readonly violations: Array<Violation & { readonly after: number; readonly op: string }>;
+  readonly checks: number;
+}
+
+/** Runs one sequence: the given steps, or `length` generated ones. */
+export async function execute(backend: Backend, seed: number, counts: FaultCounts, given: readonly Step[] | { length: number; gen: GenerateOptions }): Promise<Execution> {
+  const { cluster, dispose } = await backend.create(counts);
+  const steps: Step[] = [];
+  const outcomes: string[] = [];
+  const violations: Execution['violations'] = [];
+  const seen = new Set<string>();
+  const note = (found: readonly Violation[], after: number): void => {
+    for (const v of found) {
+      if (seen.has(v.message)) continue;
+      seen.add(v.message);
+      const step = steps[after];
+      const op = step === undefined ? 'quiesce' : step.op === 'parallel' ? `parallel(${step.steps.map((s) => s.op).join(',')})` : step.op;
+      violations.push({ ...v, after, op });
+    }
+  };
+  let checks = 0;
+  try {
+    return await withSeededRandom(seed, async () => {
+      const prng = new Prng(seed);
+      await cluster.setup(['n1', 'n2']);
+      const length = Array.isArray(given) ? given.length : (given as { length: number }).length;
+      for (let i = 0; i < length; i++) {
+        const step = Array.isArray(given) ? (given[i] as Step) : generateStep(prng, cluster, (given as { gen: GenerateOptions }).gen);
+        steps.push(step);
+        let outcome: string;
+        try {
+          outcome = await cluster.run(step);
+        } catch (err) {
+          outcome = `model error: ${(err as Error).stack ?? String(err)}`;
+          outcomes.push(outcome);
+          throw err;
+        }
+        outcomes.push(outcome);
+        checks++;
+        // A broken invariant stays broken: later steps report only what is new, so one bug does not hide others.
+        note(await checkStep(cluster), i);
+      }
+      const problems = await cluster.quiesce();
+      outcomes.push('quiesce: kubelets retry their DELs, +2 h, one controller pass');
+      checks++;
+      note(problems.map((message) => ({ invariant: 'kubelet' as const, message })), steps.length);
+      note([...(await checkStep(cluster)), ...(await checkLeaks(cluster))], steps.length);
+      return { steps, outcomes, violations, checks };
+    });
+  } finally {
+    await dispose();
+  }
+}
+
+/**
+ * Classifies a violation, so that each kind is shrunk and reported once: the invariant, the operation after which
+ * it appeared (the final controller pass counts as one), whether the pod was disrupted, and the shape of the message.
+ */
+function kindOf(v: Violation & { readonly op?: string }): string {
+  const disrupted = /DisruptionTarget/.test(v.message) ? 'disrupted' : '';
+  const why = /although (its pod is \w+|its pod's sandbox)|without its allocation|has no OverlappingRange|its reservation names|is in \d+ records|but it is held by/.exec(v.message);
+  const op = v.invariant === 'leak' ? '' : (v.op ?? '').replace(/\(.*\)$/, '').replace('quiesce', 'controller');
+  return [v.invariant, op, disrupted, why?.[0].replace(/\d+/, 'n') ?? ''].join('|');
+}
+
+/** ddmin: the shortest sub-sequence (found within the time allowed) that still breaks the same invariant. */
+async function shrink(backend: Backend, seed: number, steps: readonly Step[], kind: string, deadline: number, totals: Totals): Promise<{ run: Execution; violation: Execution['violations'][number] } | undefined> {
+  let best: { run: Execution; violation: Execution['violations'][number] } | undefined;
+  const fails = async (candidate: readonly Step[]): Promise<boolean> => {
+    totals.shrinkRuns++;
+    const run = await execute(backend, seed, newFaultCounts(), candidate);
+    const violation = run.violations.find((v) => kindOf(v) === kind);
+    if (violation === undefined) return false;
+    best = { run, violation };
+    return true;
+  };
+  let current = [...steps];
+  if (!(await fails(current))) return undefined; // not reproducible from the step list alone
+  let n = 2;
+  while (current.length >= 2 && performance.now() < deadline) {
+    const chunk = Math.ceil(current.length / n);
+    let reduced = false;
+    for (let start = 0; start < current.length && performance.now() < deadline; start += chunk) {
+      const complement = [...current.slice(0, start), ...current.slice(start + chunk)];
+      if (complement.length > 0 && (await fails(complement))) {
+        current = complement;
+        n = Math.max(n - 1, 2);
+        reduced = true;
+        break;
+      }
+    }
+    if (!reduced) {
+      if (n >= current.length) break;
+      n = Math.min(current.length, n * 2);
+    }
+  }
+  // The last failing run is the shortest one; re-run it so that its outcomes match its steps.
+  await fails(current);
+  return best;
+}
+
+export async function runModel(backend: Backend, o: RunOptions): Promise<Totals> {
+  const log = o.log ?? (() => undefined);
+  const totals: Totals = { sequences: 0, steps: 0, checks: 0, faults: newFaultCounts(), shrinkRuns: 0, failures: [] };
+  const started = performance.now();
+  let shrinking = 0;
+  const master = new Prng(o.seed);
+  const seen = new Set<string>();
+  while (totals.steps < o.steps && performance.now() - started - shrinking < o.timeMs) {
+    const seed = master.seed();
+    const run = await execute(backend, seed, totals.faults, { length: o.sequenceLength, gen: o });
+    totals.sequences++;
+    totals.steps += run.steps.length;
+    totals.checks += run.checks;
+    for (const violation of run.violations) {
+      const kind = kindOf(violation);
+      if (seen.has(kind)) continue;
+      seen.add(kind);
+      log(`sequence seed ${seed}: ${violation.invariant}: ${violation.message} (after step ${violation.after + 1}); shrinking`);
+      const steps = run.steps.slice(0, violation.after + 1);
+      const t0 = performance.now();
+      const budget = Math.min(o.shrinkMs, o.shrinkTotalMs - shrinking);
+      const small = budget > 0 ? await shrink(backend, seed, steps, kind, t0 + budget, totals) : undefined;
+      shrinking += performance.now() - t0;
+      const best = small ?? { run: { ...run, steps }, violation };
+      totals.failures.push({ seed, violation: best.violation, original: steps.length, steps: best.run.steps.slice(0, best.violation.after + 1), outcomes: best.run.outcomes });
+    }
+  }
+  return totals;
+}
+
+export function formatFailure(f: Failure, index: number): string {
+  const lines = [
+    `#${index + 1} invariant "${f.violation.invariant}" broken (sequence seed ${f.seed}; ${f.original} steps shrunk to ${f.steps.length}):`,
+    `   ${f.violation.message}`,
+    '   steps (after set-up: NADs for networks A B C S, nodes n1 n2 joined, one controller pass):',
+  ];
+  f.steps.forEach((s, i) => lines.push(`   ${String(i + 1).padStart(3)}. ${describeStep(s)}  => ${f.outcomes[i] ?? ''}`));
+  if (f.violation.after >= f.steps.length) lines.push(`        then: ${f.outcomes[f.steps.length] ?? 'quiesce'}`);
+  lines.push(`   replay: HEREABOUTS_MODEL_REPLAY='${JSON.stringify({ seed: f.seed, steps: f.steps })}'`);
+  return lines.join('\n');
+}
+
+export function formatTotals(t: Totals, ms: number): string {
+  const kinds = Object.entries(t.faults.byKind).map(([k, v]) => `${k} ${v}`).join(', ');
+  return `model totals: ${t.sequences} sequences, ${t.steps} steps, ${t.checks} invariant checks, ${t.faults.injected} faults injected (${kinds}), ${t.faults.kills} process kills, ${t.shrinkRuns} shrink replays, ${t.failures.length} distinct failures, ${(ms / 1000).toFixed(1)} s`;
+}
+
+export { NODES };

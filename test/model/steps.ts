@@ -1,0 +1,76 @@
+// The operations of a model run, as plain data: a failing sequence prints as JSON and replays from it.
+import type { Resource } from './controller-pass.ts';
+import type { FaultSpec } from './faults.ts';
+
+export type NetId = 'A' | 'B' | 'C' | 'S';
+
+export interface NetDef {
+  readonly id: NetId;
+  /** The CNI network name. */
+  readonly cniName: string;
+  readonly range: string;
+  readonly overlapping: boolean;
+  readonly networkName?: string;
+  /** node_slice_size (prefix length) at the start of a run. */
+  readonly slice?: number;
+}
+
+/** A and B overlap (shared reservations), C has no reservations, S is sliced per node (no reservations). */
+export const NETS: Readonly<Record<NetId, NetDef>> = {
+  A: { id: 'A', cniName: 'neta', range: '10.80.0.0/28', overlapping: true },
+  B: { id: 'B', cniName: 'netb', range: '10.80.0.0/29', overlapping: true },
+  C: { id: 'C', cniName: 'netc', range: '10.70.0.0/28', overlapping: false },
+  S: { id: 'S', cniName: 'nets', range: '10.90.0.0/26', overlapping: false, networkName: 'sl', slice: 28 },
+};
+
+export const DISRUPTION_REASONS = ['EvictionByEvictionAPI', 'PreemptionByScheduler', 'TerminationByKubelet', 'DeletionByTaintManager'] as const;
+export type DisruptionReason = (typeof DISRUPTION_REASONS)[number];
+
+export type Step =
+  /** The node's object appears; `wipe`: a new machine (empty cache dir), else the same disk comes back. */
+  | { readonly op: 'node-join'; readonly node: string; readonly wipe: boolean }
+  /** The node is gone: its object and its pods are deleted, its kubelet never sends another DEL. */
+  | { readonly op: 'node-leave'; readonly node: string }
+  /** A pod object (a new UID when the name was used before: a StatefulSet re-creation). */
+  | { readonly op: 'pod-create'; readonly pod: string; readonly node: string; readonly net: NetId }
+  /** CNI ADD for a new sandbox of the pod (a re-ADD with a new container id when it had one). */
+  | { readonly op: 'add'; readonly pod: string; readonly faults: FaultSpec }
+  /** The kubelet's CNI DEL of one torn-down sandbox of the node. */
+  | { readonly op: 'del'; readonly node: string; readonly pick: number; readonly faults: FaultSpec }
+  /** CNI GC with the runtime's valid attachments; `stale`: taken before the node's latest ADD. */
+  | { readonly op: 'gc'; readonly node: string; readonly net: NetId; readonly stale: boolean; readonly faults: FaultSpec }
+  /** A full controller pass; the caches in `stale` were not refreshed since the previous pass. */
+  | { readonly op: 'controller'; readonly stale: readonly Resource[]; readonly faults: FaultSpec }
+  /** graceful: the pod starts terminating (or, when it already is, its kubelet finishes); else a force deletion. */
+  | { readonly op: 'pod-delete'; readonly pod: string; readonly graceful: boolean }
+  | { readonly op: 'pod-evict'; readonly pod: string; readonly reason: DisruptionReason }
+  /** The pod's containers end; `del`: its kubelet tears the sandbox down (CNI DEL), else it never does (node shutdown). */
+  | { readonly op: 'pod-terminate'; readonly pod: string; readonly phase: 'Succeeded' | 'Failed'; readonly del: boolean }
+  /** node_slice_size of network S changes in its NetworkAttachmentDefinition. */
+  | { readonly op: 'reslice'; readonly size: number }
+  /** Wall-clock time passes (grace periods, cache TTLs). */
+  | { readonly op: 'time'; readonly ms: number }
+  | { readonly op: 'parallel'; readonly steps: readonly Step[] }
+  /** Two ADDs in one node's pool at once, the first one's process stalled while it holds the pool's lock. */
+  | { readonly op: 'stall'; readonly holder: string; readonly waiter: string; readonly ms: number; readonly faults: FaultSpec };
+
+export function describeStep(step: Step): string {
+  const f = (spec: FaultSpec): string =>
+    `${spec.rate > 0 ? ` faults(seed ${spec.seed}, rate ${spec.rate})` : ''}${spec.kill === undefined ? '' : ` kill at request ${spec.kill.at}${spec.kill.after ? ' after apply' : ''}`}`;
+  switch (step.op) {
+    case 'add':
+      return `ADD ${step.pod}${f(step.faults)}`;
+    case 'del':
+      return `DEL on ${step.node} (pending #${step.pick})${f(step.faults)}`;
+    case 'gc':
+      return `GC on ${step.node} net ${step.net}${step.stale ? ' (stale snapshot)' : ''}${f(step.faults)}`;
+    case 'controller':
+      return `controller pass${step.stale.length > 0 ? ` (stale caches: ${step.stale.join(',')})` : ''}${f(step.faults)}`;
+    case 'parallel':
+      return `parallel [${step.steps.map(describeStep).join(' | ')}]`;
+    case 'stall':
+      return `ADD ${step.holder} stalled ${step.ms} ms holding the lock, meanwhile ADD ${step.waiter} on the same node${f(step.faults)}`;
+    default:
+      return JSON.stringify(step);
+  }
+}
