@@ -75,26 +75,52 @@ export async function eventually(check: () => Promise<boolean>, timeoutMs: numbe
 }
 
 export interface PodOptions {
-  readonly phase?: 'Pending' | 'Running';
+  readonly phase?: 'Pending' | 'Running' | 'Succeeded' | 'Failed';
   readonly finalizer?: boolean;
-  readonly disrupted?: boolean;
+  /** DisruptionTarget=True with this reason (true: DeletionByTaintManager, as the taint manager writes it). */
+  readonly disrupted?: boolean | string;
+  /** The state of the pod's one container in status.containerStatuses (none when absent). */
+  readonly container?: 'running' | 'terminated';
+  /** Extra status conditions, e.g. PodReadyToStartContainers=False once the sandbox is gone. */
+  readonly conditions?: ReadonlyArray<Record<string, string>>;
   readonly networkStatus?: readonly string[];
+  /** spec.nodeName: a bound pod is deleted gracefully (deletionTimestamp in the future), an unbound one at once. */
+  readonly node?: string;
 }
 
-/** Creates a pod (and sets its status when asked); returns its UID. */
+/** Creates a pod (and sets its status through the status subresource when asked); returns its UID. */
 export async function createPod(ns: Namespace, name: string, opts: PodOptions = {}): Promise<string> {
   const annotations = opts.networkStatus === undefined ? undefined : { 'k8s.v1.cni.cncf.io/network-status': JSON.stringify([{ name: 'default/net1', interface: 'net1', ips: opts.networkStatus }]) };
   const created = (await api(ns.cp, 'POST', `/api/v1/namespaces/${ns.name}/pods`, {
     apiVersion: 'v1',
     kind: 'Pod',
     metadata: { name, ...(opts.finalizer === true ? { finalizers: ['hereabouts.test/hold'] } : {}), ...(annotations === undefined ? {} : { annotations }) },
-    spec: { containers: [{ name: 'c', image: 'busybox' }] },
+    spec: { containers: [{ name: 'c', image: 'busybox' }], ...(opts.node === undefined ? {} : { nodeName: opts.node }) },
   })) as { metadata: { uid: string } };
-  if (opts.phase !== undefined || opts.disrupted === true) {
-    const conditions = opts.disrupted === true ? [{ type: 'DisruptionTarget', status: 'True', reason: 'DeletionByTaintManager', message: 'Taint manager: deleting due to NoExecute taint' }] : [];
-    await api(ns.cp, 'PATCH', `/api/v1/namespaces/${ns.name}/pods/${name}/status`, { status: { phase: opts.phase ?? 'Running', conditions } }, 'application/merge-patch+json');
+  if (opts.phase !== undefined || opts.disrupted !== undefined || opts.container !== undefined || opts.conditions !== undefined) {
+    await setPodStatus(ns, name, opts);
   }
   return created.metadata.uid;
+}
+
+/** Writes the pod's status as a kubelet (or the taint manager, or the Eviction API) would. */
+export async function setPodStatus(ns: Namespace, name: string, opts: PodOptions): Promise<void> {
+  const reason = opts.disrupted === true ? 'DeletionByTaintManager' : typeof opts.disrupted === 'string' ? opts.disrupted : undefined;
+  const now = new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
+  const conditions = [
+    ...(reason === undefined ? [] : [{ type: 'DisruptionTarget', status: 'True', reason, message: `test: ${reason}`, lastTransitionTime: now }]),
+    ...(opts.conditions ?? []),
+  ];
+  const state = opts.container === 'running' ? { running: { startedAt: now } } : opts.container === 'terminated' ? { terminated: { exitCode: 0, reason: 'Completed', finishedAt: now } } : undefined;
+  const containerStatuses = state === undefined ? undefined : [{ name: 'c', image: 'busybox', imageID: '', ready: opts.container === 'running', restartCount: 0, state }];
+  await api(ns.cp, 'PATCH', `/api/v1/namespaces/${ns.name}/pods/${name}/status`, {
+    status: { phase: opts.phase ?? 'Running', conditions, ...(containerStatuses === undefined ? {} : { containerStatuses }) },
+  }, 'application/merge-patch+json');
+}
+
+/** Deletes a pod with its default grace period (30 s when bound to a node); with a finalizer it stays Terminating. */
+export async function terminatePod(ns: Namespace, name: string): Promise<void> {
+  await api(ns.cp, 'DELETE', `/api/v1/namespaces/${ns.name}/pods/${name}`);
 }
 
 export async function deletePod(ns: Namespace, name: string): Promise<void> {
