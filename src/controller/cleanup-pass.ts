@@ -57,11 +57,8 @@ export async function cleanupPass(api: ApiClient, input: CleanupInput): Promise<
   for (const pool of input.pools.values()) {
     if (pool.range === undefined) continue;
     for (const [address, record] of pool.allocations) {
-      // An allocation younger than the grace period may belong to an ADD still running (or to a static pod whose
-      // mirror pod is not there yet): never judged.
-      if (now - (pool.allocatedAt.get(address) ?? 0) < input.policy.pendingGraceMs) continue;
       const ip = formatIP({ family: pool.range.family, value: address });
-      if (orphanReason(record, ip, input.pods.get(record.podRef), input.policy, now) === undefined) continue;
+      if (orphanReason(record, ip, input.pods.get(record.podRef), input.policy, now, pool.allocatedAt.get(address)) === undefined) continue;
       const list = byPool.get(pool) ?? [];
       if (list.length === 0) byPool.set(pool, list);
       list.push({ address, record });

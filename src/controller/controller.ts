@@ -10,6 +10,8 @@ import { LeaderElector } from './lease.ts';
 import { errorText, type Log } from './log.ts';
 import { ControllerMetrics } from './metrics.ts';
 import { NodeSlices, sliceCounts } from './node-slices.ts';
+import { podReleaseReason } from './orphans.ts';
+import type { PodView } from './pod-view.ts';
 import { writePoolStatuses } from './pool-status.ts';
 import { reportReleases } from './release-events.ts';
 
@@ -47,8 +49,10 @@ export class Controller {
     this.caches = new Caches(api, {
       pods: (kind, _key, pod, before) => {
         if (kind === 'deleted') return this.request('cleanup', DELETION_DELAY_MS);
-        const newly = (flag: boolean, now?: boolean, then?: boolean): boolean => flag && now === true && then !== true;
-        if (newly(policy.cleanupTerminating, pod?.terminating, before?.terminating) || newly(policy.cleanupDisrupted, pod?.disrupted, before?.disrupted)) this.request('cleanup', DELETION_DELAY_MS);
+        // A pod that by its own state just stopped needing its addresses (the same rule the pass applies).
+        const now = Date.now();
+        const releasable = (p: PodView | undefined): boolean => p !== undefined && podReleaseReason(p, policy, now) !== undefined;
+        if (releasable(pod) && !releasable(before)) this.request('cleanup', DELETION_DELAY_MS);
       },
       nodes: (kind) => kind !== 'updated' && this.request('slices', 300),
       nads: () => this.request('slices', 300),

@@ -20,8 +20,11 @@ Several replicas may run; only the holder of the Lease acts.
   --retry-period D               how often to renew or try to acquire (default 2s)
   --identity ID                  holder identity (default: hostname-pid)
   --reconcile-interval D         period of the full pass (default 30s)
-  --cleanup-terminating BOOL     release allocations of terminating pods (default false)
-  --cleanup-disrupted BOOL       release allocations of pods with DisruptionTarget=True (default true)
+  --cleanup-terminating BOOL     release allocations of terminating pods once they stopped (default false)
+  --cleanup-disrupted BOOL       release allocations of pods the taint manager deleted (DisruptionTarget=True,
+                                 DeletionByTaintManager) once they stopped (default true)
+  --terminal-grace D             release a Succeeded/Failed pod's allocations this long after it ended, or at once
+                                 when its kubelet reports the sandbox gone (default 60s)
   --verify-network-status BOOL   release addresses missing from a running pod's Multus network-status (default true)
   --pending-grace D              never touch a Pending pod younger than this (default 5m)
   --reservation-grace D          never delete a reservation younger than this (default 60s)
@@ -80,6 +83,7 @@ export function parseControllerFlags(argv: readonly string[]): ControllerFlags |
       'cleanup-disrupted': { type: 'string', default: 'true' },
       'verify-network-status': { type: 'string', default: 'true' },
       'pending-grace': { type: 'string', default: '5m' },
+      'terminal-grace': { type: 'string', default: '60s' },
       'reservation-grace': { type: 'string', default: '60s' },
       'pool-status': { type: 'string', default: 'true' },
       'metrics-addr': { type: 'string', default: ':9090' },
@@ -119,6 +123,7 @@ export function parseControllerFlags(argv: readonly string[]): ControllerFlags |
       cleanupDisrupted: bool(v['cleanup-disrupted'], 'cleanup-disrupted'),
       verifyNetworkStatus: bool(v['verify-network-status'], 'verify-network-status'),
       pendingGraceMs: duration(v['pending-grace'], 'pending-grace'),
+      terminalGraceMs: duration(v['terminal-grace'], 'terminal-grace'),
     },
     reservationGraceMs: duration(v['reservation-grace'], 'reservation-grace'),
     poolStatus: bool(v['pool-status'], 'pool-status'),

@@ -7,11 +7,11 @@ import { parseNetworkStatus, podView } from '../../../src/controller/pod-view.ts
 import { judgeReservation, reservedAddresses } from '../../../src/controller/reservations.ts';
 import { groupByNetwork, networkNamesOf, sliceSpecOf } from '../../../src/controller/slice-spec.ts';
 
-const policy = { cleanupTerminating: false, cleanupDisrupted: true, verifyNetworkStatus: true, pendingGraceMs: 300_000 };
+const policy = { cleanupTerminating: false, cleanupDisrupted: true, verifyNetworkStatus: true, pendingGraceMs: 300_000, terminalGraceMs: 60_000 };
 const now = Date.parse('2026-11-22T10:00:00Z');
 const judge = { networkNames: new Set<string>(), policy, graceMs: 60_000, now };
 const view = (name: string) => ({ name, namespace: 'kube-system', uid: 'u', resourceVersion: '1', podRef: 'ns/web', createdAtMs: now - 3_600_000 });
-const running = { uid: 'u1', phase: 'Running', createdAtMs: now - 3_600_000, terminating: false, disrupted: false };
+const running = { uid: 'u1', phase: 'Running', createdAtMs: now - 3_600_000, terminating: false, containersRunning: true, sandboxGone: false, lastChangeMs: 0 };
 const nad = (name: string, ipam: Record<string, unknown>) => ({ metadata: { namespace: 'default', name }, spec: { config: JSON.stringify({ cniVersion: '1.0.0', name: `${name}-conf`, type: 'macvlan', ipam }) } });
 
 test('reservedAddresses() reads IPv4 and IPv6 names with and without network_name', () => {
@@ -88,7 +88,7 @@ test('parseAddr() reads :port, host:port and [v6]:port, and refuses the rest', (
 test('parseControllerFlags() reads Go-style booleans and durations, with the documented defaults', () => {
   const flags = parseControllerFlags(['--cleanup-terminating', '--cleanup-disrupted=false', '--pending-grace', '90s']);
   assert.ok(flags !== 'help');
-  assert.deepEqual(flags.policy, { cleanupTerminating: true, cleanupDisrupted: false, verifyNetworkStatus: true, pendingGraceMs: 90_000 });
+  assert.deepEqual(flags.policy, { cleanupTerminating: true, cleanupDisrupted: false, verifyNetworkStatus: true, pendingGraceMs: 90_000, terminalGraceMs: 60_000 });
   assert.equal(flags.reconcileIntervalMs, 30_000);
   assert.deepEqual([flags.leader.leaseDurationMs, flags.leader.renewDeadlineMs, flags.leader.retryPeriodMs], [15_000, 10_000, 2_000]);
 });
