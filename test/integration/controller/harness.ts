@@ -141,7 +141,12 @@ export interface Allocation {
   readonly podref: string;
   readonly ifname: string;
   readonly podUid?: string;
+  /** When hereabouts made it (Whereabouts' records have none). */
+  readonly createdAt?: string;
 }
+
+/** A createdAt this long ago. */
+export const ago = (ms: number): string => new Date(Date.now() - ms).toISOString();
 
 export function allocation(ns: Namespace, pod: string, podUid?: string): Allocation {
   return { id: `ctr-${pod}`, podref: `${ns.name}/${pod}`, ifname: 'net1', ...(podUid === undefined ? {} : { podUid }) };
@@ -160,6 +165,15 @@ export async function offsets(ns: Namespace, pool: string): Promise<string[]> {
 
 export async function createReservation(ns: Namespace, name: string, podref: string): Promise<void> {
   await ns.create('overlappingrangeipreservations', { apiVersion: GROUP, kind: 'OverlappingRangeIPReservation', metadata: { name }, spec: { podref, ifname: 'net1', containerid: 'x' } });
+}
+
+export interface ReservationSeen {
+  readonly name: string;
+  readonly spec: { podref?: string; ifname?: string; containerid?: string };
+}
+
+export async function reservations(ns: Namespace): Promise<ReservationSeen[]> {
+  return (await ns.list('overlappingrangeipreservations')).map((o) => ({ name: (o['metadata'] as { name: string }).name, spec: o['spec'] as ReservationSeen['spec'] }));
 }
 
 export async function reservationNames(ns: Namespace): Promise<string[]> {
