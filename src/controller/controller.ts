@@ -13,7 +13,7 @@ import { NodeSlices, sliceCounts } from './node-slices.ts';
 import { podReleaseReason } from './orphans.ts';
 import type { PodView } from './pod-view.ts';
 import { writePoolStatuses } from './pool-status.ts';
-import { reportReleases } from './release-events.ts';
+import { reportRecreated, reportReleases } from './release-events.ts';
 
 type PassKind = 'full' | 'cleanup' | 'slices';
 
@@ -36,6 +36,8 @@ export class Controller {
   /** Passes asked for and waiting for their delay, and passes waiting in the queue (each kind at most once). */
   readonly #delayed = new Map<PassKind, NodeJS.Timeout>();
   readonly #queued = new Set<PassKind>();
+  /** Records seen missing their reservation, and since when (monotonic). */
+  readonly #firstMissing = new Map<string, number>();
   #timer: NodeJS.Timeout | undefined;
   #queue: Promise<void> = Promise.resolve();
   #stopping = false;
@@ -183,14 +185,20 @@ export class Controller {
         networkNames: c.networkNames(),
         policy: this.#flags.policy,
         reservationGraceMs: this.#flags.reservationGraceMs,
+        firstMissing: this.#firstMissing,
         leading,
         log: this.#log,
       });
       this.metrics.released(result.released);
       for (const r of result.released) released.add(r.pool);
       for (const r of result.reservationsDeleted) this.metrics.reservationDeleted(r.reason);
+      this.metrics.reservationsRecreated(result.reservationsRecreated.length);
       await reportReleases(result.released, c.pools.items, this.#events, this.#api.namespace);
-      Object.assign(summary, { pods: c.pods.items.size, pools: c.pools.items.size, released: result.released.length, reservationsDeleted: result.reservationsDeleted.length, podsRead: result.podsRead, ...result.timings });
+      await reportRecreated(result.reservationsRecreated, c.pools.items, this.#events, this.#api.namespace);
+      Object.assign(summary, {
+        pods: c.pods.items.size, pools: c.pools.items.size, released: result.released.length, reservationsDeleted: result.reservationsDeleted.length,
+        reservationsRecreated: result.reservationsRecreated.length, podsRead: result.podsRead, ...result.timings,
+      });
     }
     if (kind !== 'cleanup') {
       const report = await this.#slices.reconcile({

@@ -4,7 +4,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer } from 'node:net';
 import { api, apiRequest, controlPlane, createNamespace, type Namespace } from '../../support/control-plane.ts';
-import { allocation, createNad, createPod, createPool, deleteAllPods, eventually, offsets, startController, type Running } from './harness.ts';
+import { ago, allocation, createNad, createPod, createPool, createReservation, deleteAllPods, eventually, offsets, startController, type Running } from './harness.ts';
 
 function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -44,6 +44,10 @@ describe('controller metrics, health and pool status', () => {
     await createNad(ns, 'metnet', { type: 'hereabouts', range: '10.89.0.0/16', node_slice_size: '/24', network_name: `${ns.name}-net` });
     const uid = await createPod(ns, 'alive', { phase: 'Running' });
     await createPool(ns, '10.89.255.0-30', '10.89.255.0/30', { '1': allocation(ns, 'alive', uid), '2': allocation(ns, 'ghost') });
+    // .2's reservation is missing while .1's exists: the first pass re-creates it.
+    const old = ago(3_600_000);
+    await createPool(ns, '10.89.253.0-30', '10.89.253.0/30', { '1': { ...allocation(ns, 'alive', uid), createdAt: old }, '2': { ...allocation(ns, 'alive', uid), createdAt: old } });
+    await createReservation(ns, '10.89.253.1', `${ns.name}/alive`);
     controller = startController(ns, '--metrics-addr', `127.0.0.1:${m}`, '--health-addr', `127.0.0.1:${h}`, '--retry-period', '300ms', '--reconcile-interval', '1s');
     await controller.waitForLine((l) => / pass done/.test(l.msg) && l['released'] === 1, 15_000);
   });
@@ -67,6 +71,7 @@ describe('controller metrics, health and pool status', () => {
     assert.equal(sample(text, 'hereabouts_pool_capacity', { pool: '10.89.255.0-30' }), 2);
     assert.equal(sample(text, 'hereabouts_pool_free', { pool: '10.89.255.0-30' }), 1);
     assert.equal(sample(text, 'hereabouts_orphans_cleaned_total', { reason: 'pod-gone' }), 1);
+    assert.equal(sample(text, 'hereabouts_reservations_recreated_total'), 1);
     assert.ok((sample(text, 'hereabouts_node_slices', { network: `${ns.name}-net`, state: 'assigned' }) ?? 0) >= 1);
     assert.ok((sample(text, 'hereabouts_node_slices', { network: `${ns.name}-net`, state: 'free' }) ?? 0) >= 200, 'a /16 has 256 /24 slices');
     assert.equal(sample(text, 'hereabouts_leader'), 1);

@@ -32,10 +32,11 @@ test('reservedAddresses() names nothing for a name that is no canonical address'
   assert.deepEqual(reservedAddresses('not-an-address', new Set()), []);
 });
 
-test('judgeReservation() deletes for a gone pod, keeps a held address, deletes one not held', () => {
+test('judgeReservation() keeps a held address whatever the pod; deletes one not held for a gone pod or a pod elsewhere', () => {
   assert.equal(judgeReservation(view('10.0.0.5'), null, new Set(), judge), 'pod-gone');
-  assert.equal(judgeReservation(view('10.0.0.5'), running, new Set(['ns/web|10.0.0.5']), judge), undefined);
-  assert.equal(judgeReservation(view('10.0.0.5'), running, new Set(['ns/web|10.0.0.6']), judge), 'address-not-held');
+  assert.equal(judgeReservation(view('10.0.0.5'), null, new Set(['10.0.0.5']), judge), undefined, 'a pool still holds it');
+  assert.equal(judgeReservation(view('10.0.0.5'), running, new Set(['10.0.0.5']), judge), undefined);
+  assert.equal(judgeReservation(view('10.0.0.5'), running, new Set(['10.0.0.6']), judge), 'address-not-held');
 });
 
 test('judgeReservation() leaves young reservations, unread pods and young Pending pods alone', () => {
