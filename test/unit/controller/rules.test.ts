@@ -93,3 +93,14 @@ test('parseControllerFlags() reads Go-style booleans and durations, with the doc
   assert.equal(flags.reconcileIntervalMs, 30_000);
   assert.deepEqual([flags.leader.leaseDurationMs, flags.leader.renewDeadlineMs, flags.leader.retryPeriodMs], [15_000, 10_000, 2_000]);
 });
+
+test('parseControllerFlags() times requests out before the renew deadline, and wants lease > renew deadline > retry period > 0', () => {
+  const defaults = parseControllerFlags([]);
+  assert.ok(defaults !== 'help');
+  assert.equal(defaults.requestTimeoutMs, 8000, 'renew deadline 10s - retry period 2s');
+  const quick = parseControllerFlags(['--lease-duration', '3s', '--renew-deadline', '2s', '--retry-period', '300ms']);
+  assert.ok(quick !== 'help' && quick.requestTimeoutMs < quick.leader.renewDeadlineMs);
+  assert.throws(() => parseControllerFlags(['--lease-duration', '10s', '--renew-deadline', '12s']), /--renew-deadline 12s must be shorter than --lease-duration 10s/);
+  assert.throws(() => parseControllerFlags(['--renew-deadline', '2s', '--retry-period', '2s']), /--retry-period 2s must be well below --renew-deadline 2s/);
+  assert.throws(() => parseControllerFlags(['--retry-period', '0s']), /--retry-period 0s must be above 0/);
+});
