@@ -1,7 +1,8 @@
 // The controller loop: warm caches on every replica; on the leader, a full pass every reconcile interval (orphans,
 // reservations, node slices, pool status) and quicker partial passes when the caches see a pod go, a node come or
 // go, or a NAD change. Passes run one at a time; requests arriving meanwhile are merged into the next one.
-import type { ApiClient } from '../store/kubernetes/api.ts';
+import { monotonicMs } from '../clock.ts';
+import { ApiClient } from '../store/kubernetes/api.ts';
 import { Caches } from './caches.ts';
 import { cleanupPass } from './cleanup-pass.ts';
 import { EventRecorder } from './events.ts';
@@ -43,8 +44,9 @@ export class Controller {
   #stopping = false;
   #scheduled = true;
 
+  /** `api` serves the caches (long lists and watches); what a leader sends goes through a client timed out below the renew deadline. */
   constructor(api: ApiClient, flags: ControllerFlags, log: Log) {
-    this.#api = api;
+    this.#api = new ApiClient(api.endpoint, { timeoutMs: flags.requestTimeoutMs });
     this.#flags = flags;
     this.#log = log;
     const policy = flags.policy;
@@ -62,7 +64,7 @@ export class Controller {
       // A departed node's slice is freed once its pool empties: look again when a pool changes, while one waits.
       pools: () => this.#slicesWaitingForEmptyPools() && this.request('slices', 1000),
     }, log);
-    this.#elector = new LeaderElector(api, {
+    this.#elector = new LeaderElector(this.#api, {
       namespace: flags.leader.namespace ?? api.namespace,
       name: flags.leader.name,
       identity: flags.leader.identity,
@@ -72,8 +74,8 @@ export class Controller {
       log,
       onChange: (leading) => leading && this.request('full', 0),
     });
-    this.#events = new EventRecorder(api, { identity: flags.leader.identity, log });
-    this.#slices = new NodeSlices(api);
+    this.#events = new EventRecorder(this.#api, { identity: flags.leader.identity, log });
+    this.#slices = new NodeSlices(this.#api);
     this.metrics = new ControllerMetrics({
       pools: () => this.caches.pools.items.values(),
       slices: () => sliceCounts(this.caches.nodeSlicePools.items.values()),
@@ -117,8 +119,8 @@ export class Controller {
   /** --once: waits for the caches and the lease (up to the given time), runs one full pass; false if it could not. */
   async runOnce(waitMs: number): Promise<boolean> {
     const started = process.uptime();
-    const deadline = Date.now() + waitMs;
-    while ((this.notReady() !== undefined || !this.leading) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    const deadline = monotonicMs() + waitMs;
+    while ((this.notReady() !== undefined || !this.leading) && monotonicMs() < deadline) await new Promise((r) => setTimeout(r, 50));
     if (this.notReady() !== undefined || !this.leading) {
       this.#log.warning(`--once: nothing done: ${this.notReady() ?? 'the lease is held by another replica'}`);
       return false;

@@ -2,6 +2,7 @@
 // (500ms, 15s, 5m, 1h, or bare seconds); booleans as Go's (--flag, --flag=true, --flag=false).
 import { hostname } from 'node:os';
 import { parseArgs } from 'node:util';
+import { requestTimeoutMs } from './lease.ts';
 import { LOG_LEVELS, type LogLevel } from './log.ts';
 import type { CleanupPolicy } from './orphans.ts';
 
@@ -17,7 +18,8 @@ Several replicas may run; only the holder of the Lease acts.
   --leader-elect-name NAME       name of the Lease (default hereabouts-controller)
   --lease-duration D             how long a lease is valid without renewal (default 15s)
   --renew-deadline D             a leader that could not renew for this long stops acting (default 10s)
-  --retry-period D               how often to renew or try to acquire (default 2s)
+  --retry-period D               how often to renew or try to acquire (default 2s); a leader's requests time out
+                                 after renew deadline - retry period
   --identity ID                  holder identity (default: hostname-pid)
   --reconcile-interval D         period of the full pass (default 30s)
   --cleanup-terminating BOOL     release allocations of terminating pods once they stopped (default false)
@@ -49,6 +51,8 @@ export interface ControllerFlags {
   readonly kubeconfig?: string;
   readonly namespace?: string;
   readonly leader: LeaderFlags;
+  /** Timeout of the requests a leader makes (passes, events, the lease): below the renew deadline. */
+  readonly requestTimeoutMs: number;
   readonly reconcileIntervalMs: number;
   readonly policy: CleanupPolicy;
   readonly reservationGraceMs: number;
@@ -103,6 +107,7 @@ export function parseControllerFlags(argv: readonly string[]): ControllerFlags |
     retryPeriodMs: duration(v['retry-period'], 'retry-period'),
   };
   // client-go's rules: a leader must give up before anyone may take over, and renew more than once per deadline.
+  if (leader.retryPeriodMs <= 0) throw new TypeError(`--retry-period ${v['retry-period']} must be above 0`);
   if (leader.renewDeadlineMs >= leader.leaseDurationMs) {
     throw new TypeError(`--renew-deadline ${v['renew-deadline']} must be shorter than --lease-duration ${v['lease-duration']}`);
   }
@@ -117,6 +122,7 @@ export function parseControllerFlags(argv: readonly string[]): ControllerFlags |
     ...(v.kubeconfig === undefined ? {} : { kubeconfig: v.kubeconfig }),
     ...(v.namespace === undefined ? {} : { namespace: nonEmpty(v.namespace, 'namespace') }),
     leader,
+    requestTimeoutMs: requestTimeoutMs(leader),
     reconcileIntervalMs,
     policy: {
       cleanupTerminating: bool(v['cleanup-terminating'], 'cleanup-terminating'),
