@@ -43,6 +43,8 @@ export class Controller {
   #queue: Promise<void> = Promise.resolve();
   #stopping = false;
   #scheduled = true;
+  /** Passes begun (run or skipped), numbered in their log lines: tests wait for the n-th instead of sleeping. */
+  #passes = 0;
 
   /** `api` serves the caches (long lists and watches); what a leader sends goes through a client timed out below the renew deadline. */
   constructor(api: ApiClient, flags: ControllerFlags, log: Log) {
@@ -152,10 +154,14 @@ export class Controller {
   }
 
   async #run(kind: PassKind): Promise<void> {
-    if (!this.leading) return;
+    const n = ++this.#passes;
+    if (!this.leading) {
+      this.#log.debug(`${kind} pass skipped: not leading`, { pass: kind, n });
+      return;
+    }
     const unsynced = this.caches.unsynced();
     if (unsynced.length > 0) {
-      this.#log.info(`${kind} pass skipped: caches not synced (${unsynced.join(', ')})`);
+      this.#log.info(`${kind} pass skipped: caches not synced (${unsynced.join(', ')})`, { pass: kind, n });
       return;
     }
     const started = process.hrtime.bigint();
@@ -167,10 +173,10 @@ export class Controller {
       const mib = (bytes: number): number => Math.round(bytes / 2 ** 20);
       const maxRssMiB = Math.round(process.resourceUsage().maxRSS / 1024);
       const fields = { rssMiB: mib(memory.rss), maxRssMiB, heapUsedMiB: mib(memory.heapUsed), heapTotalMiB: mib(memory.heapTotal), externalMiB: mib(memory.external) };
-      this.#log.info(`${kind} pass done in ${seconds.toFixed(3)} s`, { pass: kind, seconds: Number(seconds.toFixed(3)), ...fields, ...summary });
+      this.#log.info(`${kind} pass done in ${seconds.toFixed(3)} s`, { pass: kind, n, seconds: Number(seconds.toFixed(3)), ...fields, ...summary });
     } catch (err) {
       this.metrics.pass(kind, 0, false);
-      this.#log.error(`${kind} pass failed: ${errorText(err)}`, { pass: kind });
+      this.#log.error(`${kind} pass failed: ${errorText(err)}`, { pass: kind, n });
     }
   }
 

@@ -33,6 +33,8 @@ export interface Running {
   readonly lines: () => LogLine[];
   /** Waits until a log line satisfies `pred`; fails with the log after `timeoutMs`. */
   waitForLine(pred: (line: LogLine) => boolean, timeoutMs: number): Promise<LogLine>;
+  /** Waits until `count` log lines satisfy `pred` (the timeout only turns a hang into a failure with the log). */
+  waitForLines(pred: (line: LogLine) => boolean, count: number, timeoutMs: number): Promise<LogLine[]>;
   /** SIGTERM, then the exit code. */
   stop(): Promise<number | null>;
 }
@@ -47,11 +49,14 @@ export function startController(ns: Namespace, ...flags: string[]): Running {
     log: () => text,
     lines: () => parseLines(text),
     async waitForLine(pred, timeoutMs) {
+      return (await this.waitForLines(pred, 1, timeoutMs))[0]!;
+    },
+    async waitForLines(pred, count, timeoutMs) {
       const deadline = Date.now() + timeoutMs;
       for (;;) {
-        const found = parseLines(text).find(pred);
-        if (found !== undefined) return found;
-        if (Date.now() > deadline || child.exitCode !== null) assert.fail(`no matching log line within ${timeoutMs} ms:\n${text}`);
+        const found = parseLines(text).filter(pred);
+        if (found.length >= count) return found;
+        if (Date.now() > deadline || child.exitCode !== null) assert.fail(`${found.length} of ${count} matching log lines within ${timeoutMs} ms:\n${text}`);
         await sleep(50);
       }
     },
