@@ -1,8 +1,9 @@
 // Missing OverlappingRangeIPReservations: an address a pool holds must stay reserved, or an overlapping range could
 // hand it out again. The controller re-creates a missing one (spec {podref, ifname, containerid}, as the plugin
 // writes it) when it can tell that the pool's writers use reservations: at least one other record of the same pool
-// has its reservation, naming the same pod. That evidence also gives the name prefix ([<network_name>-]), which the
-// pool alone does not; NAD configs cannot decide it, since the usual config is a file on each node. A pool none of
+// has its reservation, naming the same pod. That evidence also gives the name prefix ([<network_name>-], a leading
+// part of the pool's name), which the pool alone does not; NAD configs cannot decide it, since the usual config is a
+// file on each node. A pool none of
 // whose records has a reservation is left alone (reservations may be disabled for it).
 //
 // A record just written may be waiting for its reservation (Whereabouts writes the pool first): only a record older
@@ -11,7 +12,7 @@
 import { formatIP, type IPAddress } from '../ip/address.ts';
 import type { ApiClient } from '../store/kubernetes/api.ts';
 import { API_VERSION, createObject } from '../store/kubernetes/resources.ts';
-import { parseReservationName, reservationName } from '../store/names.ts';
+import { reservationName } from '../store/names.ts';
 import type { AllocationRecord } from '../store/store.ts';
 import type { Log } from './log.ts';
 import type { PoolView } from './pool-view.ts';
@@ -27,7 +28,6 @@ export interface MissingReservation {
 }
 
 export interface RepairJudge {
-  readonly networkNames: ReadonlySet<string>;
   readonly graceMs: number;
   /** Wall clock, against the records' createdAt. */
   readonly nowMs: number;
@@ -37,33 +37,48 @@ export interface RepairJudge {
   readonly firstMissing: Map<string, number>;
 }
 
+/**
+ * The network_name prefixes a reservation of this pool may carry: none, or a leading part of the pool's name (pools
+ * are named [<network_name>-][<node>-]<range>), e.g. "", "blue", "blue-node1" for "blue-node1-10.0.0.0-26".
+ */
+function candidatePrefixes(poolName: string): string[] {
+  const out = [''];
+  for (let i = poolName.indexOf('-'); i > 0; i = poolName.indexOf('-', i + 1)) out.push(poolName.slice(0, i));
+  return out;
+}
+
 /** The missing reservations of held addresses that are due for repair, from the caches (confirmed later). */
 export function missingReservations(pools: Iterable<PoolView>, reservations: Iterable<ReservationView>, judge: RepairJudge): MissingReservation[] {
-  const names = new Set<string>();
-  const byAddress = new Map<string, Array<{ prefix: string; podRef: string }>>();
-  for (const view of reservations) {
-    names.add(view.name);
-    const parsed = parseReservationName(view.name, { networkNames: judge.networkNames });
-    if (parsed === undefined || parsed.ambiguous) continue;
-    const ip = formatIP(parsed.ip);
-    byAddress.set(ip, [...(byAddress.get(ip) ?? []), { prefix: parsed.networkName ?? '', podRef: view.podRef }]);
+  const podOf = new Map<string, string>(); // reservation name -> podref
+  for (const view of reservations) podOf.set(view.name, view.podRef);
+  if (podOf.size === 0) {
+    judge.firstMissing.clear();
+    return []; // no evidence anywhere (reservations unused, or none yet)
   }
   const seen = new Set<string>();
   const out: MissingReservation[] = [];
   for (const pool of pools) {
     const range = pool.range;
-    if (range === undefined) continue;
+    if (range === undefined || pool.allocations.size === 0) continue;
     const ipOf = (address: bigint): IPAddress => ({ family: range.family, value: address });
-    const prefixes = new Set<string>();
-    for (const [address, record] of pool.allocations) {
-      for (const r of byAddress.get(formatIP(ipOf(address))) ?? []) if (r.podRef === record.podRef && record.podRef !== '') prefixes.add(r.prefix);
-    }
-    if (prefixes.size !== 1) continue; // no evidence, or writers that disagree: not ours to decide
-    const prefix = [...prefixes].join(''); // the one prefix
+    const prefixes = candidatePrefixes(pool.name);
+    const named = (base: string, prefix: string): string => (prefix === '' ? base : `${prefix}-${base}`);
+    // Evidence: the prefixes of existing reservations that name the same pod as the pool's record.
+    const used = new Set<string>();
+    const bases = new Map<bigint, string>();
     for (const [address, record] of pool.allocations) {
       if (record.podRef === '') continue;
-      const name = reservationName(ipOf(address), prefix === '' ? undefined : prefix);
-      if (names.has(name)) continue;
+      const base = reservationName(ipOf(address));
+      bases.set(address, base);
+      for (const prefix of prefixes) if (podOf.get(named(base, prefix)) === record.podRef) used.add(prefix);
+    }
+    if (used.size !== 1) continue; // no evidence, or writers that disagree: not ours to decide
+    const prefix = [...used].join('');
+    for (const [address, record] of pool.allocations) {
+      const base = bases.get(address);
+      if (base === undefined) continue;
+      const name = named(base, prefix);
+      if (podOf.has(name)) continue;
       const key = `${pool.name}|${address}|${record.containerId}`;
       seen.add(key);
       const createdAt = pool.allocatedAt.get(address);

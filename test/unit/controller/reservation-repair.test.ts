@@ -9,7 +9,7 @@ const old = new Date(now - 3_600_000).toISOString();
 const pool = (name: string, range: string, allocations: Record<string, unknown>) => poolView({ metadata: { name, uid: 'u', resourceVersion: '1' }, spec: { range, allocations } })!;
 const rec = (pod: string, extra: Record<string, unknown> = {}) => ({ id: `ctr-${pod}`, podref: `ns/${pod}`, ifname: 'net1', ...extra });
 const resv = (name: string, pod: string): ReservationView => ({ name, namespace: 'kube-system', uid: 'r', resourceVersion: '1', podRef: `ns/${pod}`, createdAtMs: now });
-const judge = (over: Partial<RepairJudge> = {}): RepairJudge => ({ networkNames: new Set(), graceMs: 60_000, nowMs: now, monotonicNowMs: 1_000_000, firstMissing: new Map(), ...over });
+const judge = (over: Partial<RepairJudge> = {}): RepairJudge => ({ graceMs: 60_000, nowMs: now, monotonicNowMs: 1_000_000, firstMissing: new Map(), ...over });
 
 test('missingReservations() names the missing reservation with the prefix the pool\'s other reservations use', () => {
   const p = pool('blue-10.0.0.0-24', '10.0.0.0/24', { '1': rec('a', { createdAt: old }), '2': rec('b', { createdAt: old }) });
@@ -21,7 +21,9 @@ test('missingReservations() needs evidence: no reservation of the pool, one nami
   const p = pool('10.0.0.0-24', '10.0.0.0/24', { '1': rec('a', { createdAt: old }), '2': rec('b', { createdAt: old }), '3': rec('c', { createdAt: old }) });
   assert.deepEqual(missingReservations([p], [], judge()), []);
   assert.deepEqual(missingReservations([p], [resv('10.0.0.1', 'someone-else')], judge()), []);
-  assert.deepEqual(missingReservations([p], [resv('10.0.0.1', 'a'), resv('red-10.0.0.2', 'b')], judge()), []);
+  const red = pool('red-10.0.0.0-24', '10.0.0.0/24', { '1': rec('a', { createdAt: old }), '2': rec('b', { createdAt: old }), '3': rec('c', { createdAt: old }) });
+  assert.deepEqual(missingReservations([red], [resv('10.0.0.1', 'a'), resv('red-10.0.0.2', 'b')], judge()), []);
+  assert.deepEqual(missingReservations([red], [resv('red-10.0.0.2', 'b')], judge()).map((m) => m.name), ['red-10.0.0.1', 'red-10.0.0.3']);
 });
 
 test('missingReservations() repairs a young record only after the grace; one without createdAt once seen missing that long', () => {
