@@ -2,14 +2,24 @@
 // strings where an IPv6 range makes them exceed 2^53.
 import { capacity, freeCount } from '../allocator/capacity.ts';
 import { CniError } from '../cni/errors.ts';
+import { DEFAULT_POLICY, orphanReason, type CleanupPolicy } from '../controller/orphans.ts';
+import type { PodView } from '../controller/pod-view.ts';
+import { createdTimes } from '../controller/pool-view.ts';
+import { formatIP } from '../ip/address.ts';
 import { formatCidr, masked, parseCidr, type Cidr } from '../ip/cidr.ts';
 import { usableSpan } from '../ip/range.ts';
 import type { RangeConfig } from '../config/types.ts';
 import { decodeAllocations } from '../store/kubernetes/pool-object.ts';
 import { poolName } from '../store/names.ts';
 
-/** "namespace/name" -> pod UID of every pod in the cluster; undefined when pods could not be listed. */
-export type LivePods = ReadonlyMap<string, string> | undefined;
+/** "namespace/name" -> every pod in the cluster; undefined when pods could not be listed. */
+export type LivePods = ReadonlyMap<string, PodView> | undefined;
+
+/** What orphans are judged with: the controller's rule and policy, at one instant. */
+export interface OrphanJudge {
+  readonly policy: CleanupPolicy;
+  readonly nowMs: number;
+}
 
 export interface PoolRow {
   readonly name: string;
@@ -18,7 +28,7 @@ export interface PoolRow {
   readonly capacity: string;
   readonly used: number;
   readonly free: string;
-  /** Allocations whose pod is gone or was re-created with another UID; null when pods could not be listed. */
+  /** Allocations the controller (default flags) would release now; null when pods could not be listed. */
   readonly orphans: number | null;
   /** The node owning this pool when it is a node slice. */
   readonly node?: string;
@@ -46,10 +56,16 @@ const obj = (v: unknown): Obj => (typeof v === 'object' && v !== null && !Array.
 const str = (v: unknown): string => (typeof v === 'string' ? v : '');
 const nameOf = (item: unknown): string => str(obj(obj(item)['metadata'])['name']);
 
-export function buildReport(namespace: string, ippools: readonly unknown[], nodeSlicePools: readonly unknown[], pods: LivePods): StatusReport {
+export function buildReport(
+  namespace: string,
+  ippools: readonly unknown[],
+  nodeSlicePools: readonly unknown[],
+  pods: LivePods,
+  judge: OrphanJudge = { policy: DEFAULT_POLICY, nowMs: Date.now() },
+): StatusReport {
   const owners = new Map<string, string>(); // IPPool name -> node
   const slices = nodeSlicePools.map((item) => sliceRow(item, owners));
-  const pools = ippools.map((item) => poolRow(item, pods, owners)).sort((a, b) => a.name.localeCompare(b.name));
+  const pools = ippools.map((item) => poolRow(item, pods, owners, judge)).sort((a, b) => a.name.localeCompare(b.name));
   const warnings: string[] = [];
   if (pods === undefined) warnings.push('pods could not be listed: orphans are not counted');
   if (pools.length === 0) warnings.push(`no IPPools in namespace ${namespace} (the plugin's kubeconfig context namespace; try --namespace)`);
@@ -84,7 +100,7 @@ function sliceRow(item: unknown, owners: Map<string, string>): SliceRow {
   return { network, range: str(spec['range']), sliceSize: str(spec['sliceSize']), assigned: nodes.length, free, nodes };
 }
 
-function poolRow(item: unknown, pods: LivePods, owners: ReadonlyMap<string, string>): PoolRow {
+function poolRow(item: unknown, pods: LivePods, owners: ReadonlyMap<string, string>, judge: OrphanJudge): PoolRow {
   const name = nameOf(item);
   const spec = obj(obj(item)['spec']);
   const rangeText = str(spec['range']);
@@ -107,10 +123,10 @@ function poolRow(item: unknown, pods: LivePods, owners: ReadonlyMap<string, stri
   let orphans: number | null = null;
   if (pods !== undefined) {
     orphans = 0;
-    for (const record of allocations.values()) {
-      if (record.podRef === '') continue; // unreadable entry: nothing to match, the address stays taken
-      const uid = pods.get(record.podRef);
-      if (uid === undefined || (record.podUid !== undefined && record.podUid !== uid)) orphans++;
+    const createdAt = createdTimes(spec['allocations'], cidr);
+    for (const [address, record] of allocations) {
+      const ip = formatIP({ family: cidr.family, value: address });
+      if (orphanReason(record, ip, pods.get(record.podRef), judge.policy, judge.nowMs, createdAt.get(address)) !== undefined) orphans++;
     }
   }
   const span = usableSpan(cidr);

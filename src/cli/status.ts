@@ -1,5 +1,6 @@
 // `hereabouts status`: every pool at a glance, from a workstation or a node. Reads only: a LIST each of IPPools and
-// NodeSlicePools in the pools' namespace, and one paginated LIST of pods (only their UIDs are kept) for orphans.
+// NodeSlicePools in the pools' namespace, and one paginated LIST of pods (only the controller's view of each is
+// kept) for orphans, counted with the controller's own rule and default flags.
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -7,12 +8,13 @@ import { ApiClient, statusText } from '../store/kubernetes/api.ts';
 import { loadEndpoint } from '../store/kubernetes/kubeconfig.ts';
 import { listAll } from '../store/kubernetes/list.ts';
 import { objectPath } from '../store/kubernetes/resources.ts';
+import { podView, type PodView } from '../controller/pod-view.ts';
 import { buildReport, formatTable, type LivePods } from './status-report.ts';
 
 const usage = `Usage: hereabouts status [--kubeconfig FILE] [--namespace NS] [-o table|json]
   Lists every IPPool (range, capacity, used, free, orphaned allocations, the node owning a node slice) and the
-  NodeSlicePools. Needs get/list on the whereabouts.cni.cncf.io objects and list on pods (without it, orphans are
-  shown as "?").
+  NodeSlicePools. Orphans are what the controller (default flags) would release now. Needs get/list on the
+  whereabouts.cni.cncf.io objects and list on pods (without it, orphans are shown as "?").
   --kubeconfig FILE   default: $KUBECONFIG (its first file), else ~/.kube/config
   -n, --namespace NS  where the pools live; default: the kubeconfig context's namespace, else kube-system
   -o, --output FMT    table (default) or json (counts that can exceed 2^53 are decimal strings)
@@ -54,9 +56,9 @@ export async function runStatus(argv: readonly string[]): Promise<number> {
   }
 }
 
-/** Every pod's UID by "namespace/name", page by page (a page's objects are dropped once read); undefined on 403. */
+/** Every pod's view by "namespace/name", page by page (a page's objects are dropped once read); undefined on 403. */
 async function livePods(api: ApiClient): Promise<LivePods> {
-  const pods = new Map<string, string>();
+  const pods = new Map<string, PodView>();
   let token = '';
   do {
     const res = await api.send({ method: 'GET', path: `/api/v1/pods?limit=500${token === '' ? '' : `&continue=${encodeURIComponent(token)}`}` });
@@ -64,8 +66,9 @@ async function livePods(api: ApiClient): Promise<LivePods> {
     if (res.status !== 200) throw new Error(`list pods: ${statusText(res)}`);
     const body = res.body as { items?: unknown[]; metadata?: { continue?: string } };
     for (const item of body.items ?? []) {
-      const meta = (item as { metadata?: { namespace?: string; name?: string; uid?: string } }).metadata ?? {};
-      pods.set(`${meta.namespace ?? ''}/${meta.name ?? ''}`, meta.uid ?? '');
+      const meta = (item as { metadata?: { namespace?: string; name?: string } }).metadata ?? {};
+      const view = podView(item);
+      if (view !== undefined) pods.set(`${meta.namespace ?? ''}/${meta.name ?? ''}`, view);
     }
     token = body.metadata?.continue ?? '';
   } while (token !== '');

@@ -1,6 +1,7 @@
-// One cleanup pass: orphaned allocations, then orphaned reservations. Suspects come from the caches (cheap: no
-// LIST); every pod a removal depends on is then read live, every pool write is conditional on the version read,
-// and a reservation is judged "not held" only against a fresh list of the pools.
+// One cleanup pass: orphaned allocations, then reservations (orphaned ones deleted, missing ones re-created).
+// Suspects come from the caches (cheap: no LIST); every pod a removal depends on is then read live, every pool write
+// is conditional on the version read, and whether an address is held is read from a fresh list of the pools.
+import { monotonicMs } from '../clock.ts';
 import { formatIP } from '../ip/address.ts';
 import type { ApiClient } from '../store/kubernetes/api.ts';
 import { listAll } from '../store/kubernetes/list.ts';
@@ -12,6 +13,7 @@ import { readLivePods } from './pod-confirm.ts';
 import type { PodView } from './pod-view.ts';
 import { releaseFromPool, type Candidate, type Released } from './pool-release.ts';
 import { poolView, type PoolView } from './pool-view.ts';
+import { missingReservations, recreateReservation, sameAttachment, type MissingReservation } from './reservation-repair.ts';
 import { deleteReservation, judgeReservation, reservationSuspects, type ReservationReason } from './reservations.ts';
 import type { ReservationView } from './views.ts';
 
@@ -22,6 +24,8 @@ export interface CleanupInput {
   readonly networkNames: ReadonlySet<string>;
   readonly policy: CleanupPolicy;
   readonly reservationGraceMs: number;
+  /** Records seen missing their reservation, and since when (monotonic): kept by the controller across passes. */
+  readonly firstMissing?: Map<string, number>;
   /** Checked before every write: a replica that lost the lease stops at once. */
   readonly leading: () => boolean;
   readonly log: Log;
@@ -30,20 +34,21 @@ export interface CleanupInput {
 export interface CleanupResult {
   readonly released: readonly Released[];
   readonly reservationsDeleted: ReadonlyArray<{ readonly name: string; readonly podRef: string; readonly reason: ReservationReason }>;
+  /** Missing reservations of held addresses, re-created. */
+  readonly reservationsRecreated: readonly MissingReservation[];
   /** Pods read live to confirm a suspicion. */
   readonly podsRead: number;
   /** Milliseconds spent reading pods live, writing pools, judging and deleting reservations. */
   readonly timings: { readonly readMs: number; readonly releaseMs: number; readonly reservationsMs: number };
 }
 
-/** "podRef|ip" of every allocation of the pools. */
-export function heldPairs(pools: Iterable<PoolView>, except: ReadonlySet<string> = new Set()): Set<string> {
+/** The canonical text of every address the pools' records hold, but those of the `except` "pool|address" keys. */
+export function heldAddresses(pools: Iterable<PoolView>, except: ReadonlySet<string> = new Set()): Set<string> {
   const held = new Set<string>();
   for (const pool of pools) {
     if (pool.range === undefined) continue;
-    for (const [address, record] of pool.allocations) {
-      const pair = `${record.podRef}|${formatIP({ family: pool.range.family, value: address })}`;
-      if (!except.has(pair)) held.add(pair);
+    for (const address of pool.allocations.keys()) {
+      if (!except.has(`${pool.name}|${address}`)) held.add(formatIP({ family: pool.range.family, value: address }));
     }
   }
   return held;
@@ -57,23 +62,24 @@ export async function cleanupPass(api: ApiClient, input: CleanupInput): Promise<
   for (const pool of input.pools.values()) {
     if (pool.range === undefined) continue;
     for (const [address, record] of pool.allocations) {
-      // An allocation younger than the grace period may belong to an ADD still running (or to a static pod whose
-      // mirror pod is not there yet): never judged.
-      if (now - (pool.allocatedAt.get(address) ?? 0) < input.policy.pendingGraceMs) continue;
       const ip = formatIP({ family: pool.range.family, value: address });
-      if (orphanReason(record, ip, input.pods.get(record.podRef), input.policy, now) === undefined) continue;
+      if (orphanReason(record, ip, input.pods.get(record.podRef), input.policy, now, pool.allocatedAt.get(address)) === undefined) continue;
       const list = byPool.get(pool) ?? [];
       if (list.length === 0) byPool.set(pool, list);
       list.push({ address, record });
       suspectPods.add(record.podRef);
-      releasing.add(`${record.podRef}|${ip}`);
+      releasing.add(`${pool.name}|${address}`);
     }
   }
   const judge = { networkNames: input.networkNames, policy: input.policy, graceMs: input.reservationGraceMs, now };
   // Judged as if the suspected allocations were gone already: the reservation of a released address goes too.
-  const suspects = reservationSuspects(input.reservations.values(), input.pods, heldPairs(input.pools.values(), releasing), judge);
+  const suspects = reservationSuspects(input.reservations.values(), input.pods, heldAddresses(input.pools.values(), releasing), judge);
   for (const r of suspects) suspectPods.add(r.podRef);
-  if (suspectPods.size === 0 || !input.leading()) return { released: [], reservationsDeleted: [], podsRead: 0, timings: { readMs: 0, releaseMs: 0, reservationsMs: 0 } };
+  const missing = missingReservations(input.pools.values(), input.reservations.values(), {
+    graceMs: input.reservationGraceMs, nowMs: now, monotonicNowMs: monotonicMs(), firstMissing: input.firstMissing ?? new Map(),
+  });
+  const nothing = { released: [], reservationsDeleted: [], reservationsRecreated: [], podsRead: 0, timings: { readMs: 0, releaseMs: 0, reservationsMs: 0 } };
+  if ((suspectPods.size === 0 && missing.length === 0) || !input.leading()) return nothing;
 
   const t0 = performance.now();
   const live = await readLivePods(api, suspectPods, { log: input.log });
@@ -91,25 +97,36 @@ export async function cleanupPass(api: ApiClient, input: CleanupInput): Promise<
 
   const t2 = performance.now();
   const reservationsDeleted: Array<CleanupResult['reservationsDeleted'][number]> = [];
-  // "Not held" must hold now, not in a cache: list the pools afresh, once, when a living pod's reservation is suspect.
-  const needHeld = suspects.some((r) => live.get(r.podRef) !== null && live.get(r.podRef) !== undefined);
-  const held = needHeld ? await heldNow(api, input.log) : new Set<string>();
-  await eachLimited(suspects, 8, async (view) => {
-    const reason = judgeReservation(view, live.get(view.podRef), held, { ...judge, now: Date.now() });
-    if (reason === undefined || !(await deleteReservation(api, view, { leading: input.leading, log: input.log }))) return;
-    reservationsDeleted.push({ name: view.name, podRef: view.podRef, reason });
-    input.log.info(`deleted OverlappingRangeIPReservation ${view.name} of ${view.podRef}: ${reason}`, { reservation: view.name, pod: view.podRef, reason });
-  });
+  const reservationsRecreated: MissingReservation[] = [];
+  if (suspects.length > 0 || missing.length > 0) {
+    // Held or not must hold now, not in a cache: the pools listed afresh, once, after this pass's releases.
+    const fresh = await poolsNow(api, input.log);
+    const held = heldAddresses(fresh.values());
+    await eachLimited(suspects, 8, async (view) => {
+      const reason = judgeReservation(view, live.get(view.podRef), held, { ...judge, now: Date.now() });
+      if (reason === undefined || !(await deleteReservation(api, view, { leading: input.leading, log: input.log }))) return;
+      reservationsDeleted.push({ name: view.name, podRef: view.podRef, reason });
+      input.log.info(`deleted OverlappingRangeIPReservation ${view.name} of ${view.podRef}: ${reason}`, { reservation: view.name, pod: view.podRef, reason });
+    });
+    await eachLimited(missing, 8, async (m) => {
+      const record = fresh.get(m.pool)?.allocations.get(m.address);
+      if (record === undefined || !sameAttachment(record, m.record)) return; // released or replaced meanwhile
+      if (!(await recreateReservation(api, m, { leading: input.leading, log: input.log }))) return;
+      reservationsRecreated.push(m);
+      input.log.warning(`re-created missing OverlappingRangeIPReservation ${m.name} for ${m.ip} of ${m.record.podRef} held in IPPool ${m.pool}`, { reservation: m.name, pool: m.pool, ip: m.ip, pod: m.record.podRef });
+    });
+  }
   const timings = { readMs: Math.round(t1 - t0), releaseMs: Math.round(t2 - t1), reservationsMs: Math.round(performance.now() - t2) };
-  return { released, reservationsDeleted, podsRead: suspectPods.size, timings };
+  return { released, reservationsDeleted, reservationsRecreated, podsRead: suspectPods.size, timings };
 }
 
-async function heldNow(api: ApiClient, log: Log): Promise<Set<string>> {
-  const views: PoolView[] = [];
+/** Pool name -> its view, listed now. */
+async function poolsNow(api: ApiClient, log: Log): Promise<Map<string, PoolView>> {
+  const views = new Map<string, PoolView>();
   for (const item of await listAll(api, objectPath(api.namespace, 'ippools'))) {
     const view = poolView(item);
-    if (view !== undefined) views.push(view);
+    if (view !== undefined) views.set(view.name, view);
   }
-  log.debug(`listed ${views.length} IPPools to judge reservations`);
-  return heldPairs(views);
+  log.debug(`listed ${views.size} IPPools to judge reservations`);
+  return views;
 }

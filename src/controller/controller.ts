@@ -1,7 +1,8 @@
 // The controller loop: warm caches on every replica; on the leader, a full pass every reconcile interval (orphans,
 // reservations, node slices, pool status) and quicker partial passes when the caches see a pod go, a node come or
 // go, or a NAD change. Passes run one at a time; requests arriving meanwhile are merged into the next one.
-import type { ApiClient } from '../store/kubernetes/api.ts';
+import { monotonicMs } from '../clock.ts';
+import { ApiClient } from '../store/kubernetes/api.ts';
 import { Caches } from './caches.ts';
 import { cleanupPass } from './cleanup-pass.ts';
 import { EventRecorder } from './events.ts';
@@ -10,8 +11,10 @@ import { LeaderElector } from './lease.ts';
 import { errorText, type Log } from './log.ts';
 import { ControllerMetrics } from './metrics.ts';
 import { NodeSlices, sliceCounts } from './node-slices.ts';
+import { podReleaseReason } from './orphans.ts';
+import type { PodView } from './pod-view.ts';
 import { writePoolStatuses } from './pool-status.ts';
-import { reportReleases } from './release-events.ts';
+import { reportRecreated, reportReleases } from './release-events.ts';
 
 type PassKind = 'full' | 'cleanup' | 'slices';
 
@@ -34,21 +37,28 @@ export class Controller {
   /** Passes asked for and waiting for their delay, and passes waiting in the queue (each kind at most once). */
   readonly #delayed = new Map<PassKind, NodeJS.Timeout>();
   readonly #queued = new Set<PassKind>();
+  /** Records seen missing their reservation, and since when (monotonic). */
+  readonly #firstMissing = new Map<string, number>();
   #timer: NodeJS.Timeout | undefined;
   #queue: Promise<void> = Promise.resolve();
   #stopping = false;
   #scheduled = true;
+  /** Passes begun (run or skipped), numbered in their log lines: tests wait for the n-th instead of sleeping. */
+  #passes = 0;
 
+  /** `api` serves the caches (long lists and watches); what a leader sends goes through a client timed out below the renew deadline. */
   constructor(api: ApiClient, flags: ControllerFlags, log: Log) {
-    this.#api = api;
+    this.#api = new ApiClient(api.endpoint, { timeoutMs: flags.requestTimeoutMs });
     this.#flags = flags;
     this.#log = log;
     const policy = flags.policy;
     this.caches = new Caches(api, {
       pods: (kind, _key, pod, before) => {
         if (kind === 'deleted') return this.request('cleanup', DELETION_DELAY_MS);
-        const newly = (flag: boolean, now?: boolean, then?: boolean): boolean => flag && now === true && then !== true;
-        if (newly(policy.cleanupTerminating, pod?.terminating, before?.terminating) || newly(policy.cleanupDisrupted, pod?.disrupted, before?.disrupted)) this.request('cleanup', DELETION_DELAY_MS);
+        // A pod that by its own state just stopped needing its addresses (the same rule the pass applies).
+        const now = Date.now();
+        const releasable = (p: PodView | undefined): boolean => p !== undefined && podReleaseReason(p, policy, now) !== undefined;
+        if (releasable(pod) && !releasable(before)) this.request('cleanup', DELETION_DELAY_MS);
       },
       nodes: (kind) => kind !== 'updated' && this.request('slices', 300),
       nads: () => this.request('slices', 300),
@@ -56,7 +66,7 @@ export class Controller {
       // A departed node's slice is freed once its pool empties: look again when a pool changes, while one waits.
       pools: () => this.#slicesWaitingForEmptyPools() && this.request('slices', 1000),
     }, log);
-    this.#elector = new LeaderElector(api, {
+    this.#elector = new LeaderElector(this.#api, {
       namespace: flags.leader.namespace ?? api.namespace,
       name: flags.leader.name,
       identity: flags.leader.identity,
@@ -66,8 +76,8 @@ export class Controller {
       log,
       onChange: (leading) => leading && this.request('full', 0),
     });
-    this.#events = new EventRecorder(api, { identity: flags.leader.identity, log });
-    this.#slices = new NodeSlices(api);
+    this.#events = new EventRecorder(this.#api, { identity: flags.leader.identity, log });
+    this.#slices = new NodeSlices(this.#api);
     this.metrics = new ControllerMetrics({
       pools: () => this.caches.pools.items.values(),
       slices: () => sliceCounts(this.caches.nodeSlicePools.items.values()),
@@ -111,8 +121,8 @@ export class Controller {
   /** --once: waits for the caches and the lease (up to the given time), runs one full pass; false if it could not. */
   async runOnce(waitMs: number): Promise<boolean> {
     const started = process.uptime();
-    const deadline = Date.now() + waitMs;
-    while ((this.notReady() !== undefined || !this.leading) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    const deadline = monotonicMs() + waitMs;
+    while ((this.notReady() !== undefined || !this.leading) && monotonicMs() < deadline) await new Promise((r) => setTimeout(r, 50));
     if (this.notReady() !== undefined || !this.leading) {
       this.#log.warning(`--once: nothing done: ${this.notReady() ?? 'the lease is held by another replica'}`);
       return false;
@@ -144,10 +154,14 @@ export class Controller {
   }
 
   async #run(kind: PassKind): Promise<void> {
-    if (!this.leading) return;
+    const n = ++this.#passes;
+    if (!this.leading) {
+      this.#log.debug(`${kind} pass skipped: not leading`, { pass: kind, n });
+      return;
+    }
     const unsynced = this.caches.unsynced();
     if (unsynced.length > 0) {
-      this.#log.info(`${kind} pass skipped: caches not synced (${unsynced.join(', ')})`);
+      this.#log.info(`${kind} pass skipped: caches not synced (${unsynced.join(', ')})`, { pass: kind, n });
       return;
     }
     const started = process.hrtime.bigint();
@@ -159,10 +173,10 @@ export class Controller {
       const mib = (bytes: number): number => Math.round(bytes / 2 ** 20);
       const maxRssMiB = Math.round(process.resourceUsage().maxRSS / 1024);
       const fields = { rssMiB: mib(memory.rss), maxRssMiB, heapUsedMiB: mib(memory.heapUsed), heapTotalMiB: mib(memory.heapTotal), externalMiB: mib(memory.external) };
-      this.#log.info(`${kind} pass done in ${seconds.toFixed(3)} s`, { pass: kind, seconds: Number(seconds.toFixed(3)), ...fields, ...summary });
+      this.#log.info(`${kind} pass done in ${seconds.toFixed(3)} s`, { pass: kind, n, seconds: Number(seconds.toFixed(3)), ...fields, ...summary });
     } catch (err) {
       this.metrics.pass(kind, 0, false);
-      this.#log.error(`${kind} pass failed: ${errorText(err)}`, { pass: kind });
+      this.#log.error(`${kind} pass failed: ${errorText(err)}`, { pass: kind, n });
     }
   }
 
@@ -179,14 +193,20 @@ export class Controller {
         networkNames: c.networkNames(),
         policy: this.#flags.policy,
         reservationGraceMs: this.#flags.reservationGraceMs,
+        firstMissing: this.#firstMissing,
         leading,
         log: this.#log,
       });
       this.metrics.released(result.released);
       for (const r of result.released) released.add(r.pool);
       for (const r of result.reservationsDeleted) this.metrics.reservationDeleted(r.reason);
+      this.metrics.reservationsRecreated(result.reservationsRecreated.length);
       await reportReleases(result.released, c.pools.items, this.#events, this.#api.namespace);
-      Object.assign(summary, { pods: c.pods.items.size, pools: c.pools.items.size, released: result.released.length, reservationsDeleted: result.reservationsDeleted.length, podsRead: result.podsRead, ...result.timings });
+      await reportRecreated(result.reservationsRecreated, c.pools.items, this.#events, this.#api.namespace);
+      Object.assign(summary, {
+        pods: c.pods.items.size, pools: c.pools.items.size, released: result.released.length, reservationsDeleted: result.reservationsDeleted.length,
+        reservationsRecreated: result.reservationsRecreated.length, podsRead: result.podsRead, ...result.timings,
+      });
     }
     if (kind !== 'cleanup') {
       const report = await this.#slices.reconcile({

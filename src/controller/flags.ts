@@ -2,6 +2,7 @@
 // (500ms, 15s, 5m, 1h, or bare seconds); booleans as Go's (--flag, --flag=true, --flag=false).
 import { hostname } from 'node:os';
 import { parseArgs } from 'node:util';
+import { requestTimeoutMs } from './lease.ts';
 import { LOG_LEVELS, type LogLevel } from './log.ts';
 import type { CleanupPolicy } from './orphans.ts';
 
@@ -17,11 +18,15 @@ Several replicas may run; only the holder of the Lease acts.
   --leader-elect-name NAME       name of the Lease (default hereabouts-controller)
   --lease-duration D             how long a lease is valid without renewal (default 15s)
   --renew-deadline D             a leader that could not renew for this long stops acting (default 10s)
-  --retry-period D               how often to renew or try to acquire (default 2s)
+  --retry-period D               how often to renew or try to acquire (default 2s); a leader's requests time out
+                                 after renew deadline - retry period
   --identity ID                  holder identity (default: hostname-pid)
   --reconcile-interval D         period of the full pass (default 30s)
-  --cleanup-terminating BOOL     release allocations of terminating pods (default false)
-  --cleanup-disrupted BOOL       release allocations of pods with DisruptionTarget=True (default true)
+  --cleanup-terminating BOOL     release allocations of terminating pods once they stopped (default false)
+  --cleanup-disrupted BOOL       release allocations of pods the taint manager deleted (DisruptionTarget=True,
+                                 DeletionByTaintManager) once they stopped (default true)
+  --terminal-grace D             release a Succeeded/Failed pod's allocations this long after it ended, or at once
+                                 when its kubelet reports the sandbox gone (default 60s)
   --verify-network-status BOOL   release addresses missing from a running pod's Multus network-status (default true)
   --pending-grace D              never touch a Pending pod younger than this (default 5m)
   --reservation-grace D          never delete a reservation younger than this (default 60s)
@@ -46,6 +51,8 @@ export interface ControllerFlags {
   readonly kubeconfig?: string;
   readonly namespace?: string;
   readonly leader: LeaderFlags;
+  /** Timeout of the requests a leader makes (passes, events, the lease): below the renew deadline. */
+  readonly requestTimeoutMs: number;
   readonly reconcileIntervalMs: number;
   readonly policy: CleanupPolicy;
   readonly reservationGraceMs: number;
@@ -80,6 +87,7 @@ export function parseControllerFlags(argv: readonly string[]): ControllerFlags |
       'cleanup-disrupted': { type: 'string', default: 'true' },
       'verify-network-status': { type: 'string', default: 'true' },
       'pending-grace': { type: 'string', default: '5m' },
+      'terminal-grace': { type: 'string', default: '60s' },
       'reservation-grace': { type: 'string', default: '60s' },
       'pool-status': { type: 'string', default: 'true' },
       'metrics-addr': { type: 'string', default: ':9090' },
@@ -99,6 +107,7 @@ export function parseControllerFlags(argv: readonly string[]): ControllerFlags |
     retryPeriodMs: duration(v['retry-period'], 'retry-period'),
   };
   // client-go's rules: a leader must give up before anyone may take over, and renew more than once per deadline.
+  if (leader.retryPeriodMs <= 0) throw new TypeError(`--retry-period ${v['retry-period']} must be above 0`);
   if (leader.renewDeadlineMs >= leader.leaseDurationMs) {
     throw new TypeError(`--renew-deadline ${v['renew-deadline']} must be shorter than --lease-duration ${v['lease-duration']}`);
   }
@@ -113,12 +122,14 @@ export function parseControllerFlags(argv: readonly string[]): ControllerFlags |
     ...(v.kubeconfig === undefined ? {} : { kubeconfig: v.kubeconfig }),
     ...(v.namespace === undefined ? {} : { namespace: nonEmpty(v.namespace, 'namespace') }),
     leader,
+    requestTimeoutMs: requestTimeoutMs(leader),
     reconcileIntervalMs,
     policy: {
       cleanupTerminating: bool(v['cleanup-terminating'], 'cleanup-terminating'),
       cleanupDisrupted: bool(v['cleanup-disrupted'], 'cleanup-disrupted'),
       verifyNetworkStatus: bool(v['verify-network-status'], 'verify-network-status'),
       pendingGraceMs: duration(v['pending-grace'], 'pending-grace'),
+      terminalGraceMs: duration(v['terminal-grace'], 'terminal-grace'),
     },
     reservationGraceMs: duration(v['reservation-grace'], 'reservation-grace'),
     poolStatus: bool(v['pool-status'], 'pool-status'),

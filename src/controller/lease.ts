@@ -1,8 +1,12 @@
 // Leader election on a coordination.k8s.io/v1 Lease, with client-go's rules: every write carries the
 // resourceVersion it read (two candidates can never both win); a candidate takes a lease only when its record
 // has not changed for leaseDuration by the candidate's own clock (no trust in other clocks); a leader that could
-// not renew within renewDeadline (< leaseDuration) stops acting at once, before anyone else may take over.
+// not renew within renewDeadline (< leaseDuration) stops acting at once, before anyone else may take over. Every
+// duration is measured on the monotonic clock: a wall-clock step (NTP, a resumed VM) neither stretches nor shrinks
+// a margin; the wall clock only fills the Lease's timestamps, which no replica compares with its own clock.
+import { monotonicMs } from '../clock.ts';
 import { statusText, type ApiClient, type ApiRequest, type ApiResponse } from '../store/kubernetes/api.ts';
+import { CONFLICT, retryOnConflict, type Conflict } from '../store/kubernetes/retry.ts';
 import type { Log } from './log.ts';
 
 export interface LeaseOptions {
@@ -39,7 +43,7 @@ export class LeaderElector {
   #lease: LeaseObject | undefined;
   #observed = '';
   #observedAtMs = 0;
-  /** When the last successful renewal was sent (not answered: the conservative end). */
+  /** When the last successful renewal was sent (monotonic; not answered: the conservative end). */
   #renewedAtMs = 0;
   #leading = false;
   #stopped = false;
@@ -53,7 +57,7 @@ export class LeaderElector {
 
   /** True only while the lease is ours and was renewed within the renew deadline. */
   get leading(): boolean {
-    return this.#leading && Date.now() - this.#renewedAtMs < this.#o.renewDeadlineMs;
+    return this.#leading && monotonicMs() - this.#renewedAtMs < this.#o.renewDeadlineMs;
   }
 
   start(): void {
@@ -90,16 +94,26 @@ export class LeaderElector {
     else this.#o.log.warning(`lease ${this.#where()} not released: ${statusText(res)}`);
   }
 
+  /**
+   * One read -> decide -> conditional write, through the shared retry loop: a 409 (someone wrote the lease since it
+   * was read) reads again and decides again at once, within a budget that keeps the answer before the renew deadline.
+   */
   async #tryAcquireOrRenew(): Promise<void> {
-    const sentAt = Date.now();
+    await retryOnConflict((attempt) => this.#attempt(attempt), { attempts: 3, budgetMs: this.#requestTimeoutMs(), proceed: () => !this.#stopped });
+  }
+
+  async #attempt(attempt: number): Promise<void | Conflict> {
+    const sentAt = monotonicMs();
+    const wallAt = new Date();
     // The leader renews from the object it last wrote: one request; a 409 means someone else wrote it.
-    if (this.#leading && this.#lease !== undefined && this.#lease.spec.holderIdentity === this.#o.identity) {
-      const res = await this.#put(this.#withHolder(this.#lease, new Date(sentAt)));
+    if (attempt === 0 && this.#leading && this.#lease !== undefined && this.#lease.spec.holderIdentity === this.#o.identity) {
+      const res = await this.#put(this.#withHolder(this.#lease, wallAt));
       if (res.status === 200) return this.#renewed(res, sentAt);
-      if (res.status !== 409) throw new Error(`renew: ${statusText(res)}`);
+      if (res.status === 409) return CONFLICT;
+      throw new Error(`renew: ${statusText(res)}`);
     }
     const got = await this.#send({ method: 'GET', path: this.#path() });
-    if (got.status === 404) return this.#create(sentAt);
+    if (got.status === 404) return this.#create(sentAt, wallAt);
     if (got.status !== 200) throw new Error(`get: ${statusText(got)}`);
     const current = got.body as LeaseObject;
     this.#lease = current;
@@ -111,17 +125,18 @@ export class LeaderElector {
     }
     const holder = spec.holderIdentity ?? '';
     const durationMs = (spec.leaseDurationSeconds ?? Math.ceil(this.#o.leaseDurationMs / 1000)) * 1000;
-    if (holder !== '' && holder !== this.#o.identity && this.#observedAtMs + durationMs > Date.now()) {
+    if (holder !== '' && holder !== this.#o.identity && this.#observedAtMs + durationMs > monotonicMs()) {
       if (this.#leading) this.#setLeading(false, `lease held by ${holder}`);
       return;
     }
-    const res = await this.#put(this.#withHolder(current, new Date(sentAt)));
+    const res = await this.#put(this.#withHolder(current, wallAt));
     if (res.status === 200) return this.#renewed(res, sentAt);
-    if (res.status !== 409) throw new Error(`update: ${statusText(res)}`);
+    if (res.status === 409) return CONFLICT;
+    throw new Error(`update: ${statusText(res)}`);
   }
 
-  async #create(sentAt: number): Promise<void> {
-    const now = microTime(new Date(sentAt));
+  async #create(sentAt: number, wallAt: Date): Promise<void | Conflict> {
+    const now = microTime(wallAt);
     const body: LeaseObject = {
       apiVersion: 'coordination.k8s.io/v1',
       kind: 'Lease',
@@ -130,7 +145,8 @@ export class LeaderElector {
     };
     const res = await this.#send({ method: 'POST', path: this.#path(true), body });
     if (res.status === 201) return this.#renewed(res, sentAt);
-    if (res.status !== 409) throw new Error(`create: ${statusText(res)}`);
+    if (res.status === 409) return CONFLICT;
+    throw new Error(`create: ${statusText(res)}`);
   }
 
   #withHolder(lease: LeaseObject, at: Date): LeaseObject {
@@ -162,9 +178,12 @@ export class LeaderElector {
   }
 
   #send(req: ApiRequest): Promise<ApiResponse> {
-    // A request must not outlive the renew deadline: the answer would come too late to matter.
-    const timeoutMs = Math.max(1000, this.#o.renewDeadlineMs - this.#o.retryPeriodMs);
-    return this.#api.send(req, { timeoutMs });
+    return this.#api.send(req, { timeoutMs: this.#requestTimeoutMs() });
+  }
+
+  /** A request must not outlive the renew deadline: the answer would come too late to matter. */
+  #requestTimeoutMs(): number {
+    return requestTimeoutMs(this.#o);
   }
 
   #seconds(): number {
@@ -179,6 +198,11 @@ export class LeaderElector {
     const base = `/apis/coordination.k8s.io/v1/namespaces/${encodeURIComponent(this.#o.namespace)}/leases`;
     return collection ? base : `${base}/${encodeURIComponent(this.#o.name)}`;
   }
+}
+
+/** The timeout of a request made while leading: answered (or given up) a retry period before the renew deadline. */
+export function requestTimeoutMs(timing: { readonly renewDeadlineMs: number; readonly retryPeriodMs: number }): number {
+  return timing.renewDeadlineMs - timing.retryPeriodMs;
 }
 
 /** Lease times are MicroTime: RFC 3339 with six fractional digits. */

@@ -17,6 +17,7 @@ export class ControllerMetrics {
   readonly registry = new Registry();
   readonly #orphans: Counter<'reason'>;
   readonly #reservations: Counter<'reason'>;
+  readonly #recreated: Counter;
   readonly #passes: Counter<'kind' | 'result'>;
   readonly #passSeconds: Histogram<'kind'>;
 
@@ -71,6 +72,7 @@ export class ControllerMetrics {
     });
     this.#orphans = new Counter({ name: 'hereabouts_orphans_cleaned_total', help: 'Orphaned allocations released', labelNames: ['reason'], registers });
     this.#reservations = new Counter({ name: 'hereabouts_reservations_cleaned_total', help: 'Orphaned OverlappingRangeIPReservations deleted', labelNames: ['reason'], registers });
+    this.#recreated = new Counter({ name: 'hereabouts_reservations_recreated_total', help: 'Missing OverlappingRangeIPReservations of held addresses re-created', registers });
     this.#passes = new Counter({ name: 'hereabouts_reconcile_passes_total', help: 'Reconciliation passes by kind and result', labelNames: ['kind', 'result'], registers });
     this.#passSeconds = new Histogram({
       name: 'hereabouts_reconcile_pass_seconds', help: 'Duration of reconciliation passes', labelNames: ['kind'], registers,
@@ -85,6 +87,10 @@ export class ControllerMetrics {
 
   reservationDeleted(reason: string): void {
     this.#reservations.inc({ reason });
+  }
+
+  reservationsRecreated(count: number): void {
+    if (count > 0) this.#recreated.inc(count);
   }
 
   pass(kind: string, seconds: number, ok: boolean): void {

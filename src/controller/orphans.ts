@@ -1,4 +1,12 @@
-// Whether an allocation is an orphan: pure, so every rule is unit-tested. The reason is logged and counted.
+// Whether an allocation is an orphan: THE rule, pure, shared by the controller's passes and `hereabouts status`
+// (which counts what the controller would release). The reason is logged and counted.
+//
+// A pod that still runs keeps its addresses whatever its conditions say: the Eviction API, preemption and the
+// kubelet set DisruptionTarget=True when a graceful termination *starts*, and the pod's network lives on for the
+// grace period. Only the taint manager's deletion (Whereabouts' rule) is an orphan signal, and only once the pod
+// has stopped (no container running) or its grace period is over. A terminal pod (Succeeded, Failed) releases once
+// its kubelet says the sandbox is gone, or after a grace period for when no kubelet is left to say it (graceful
+// node shutdown).
 import type { AllocationRecord } from '../store/store.ts';
 import type { PodView } from './pod-view.ts';
 
@@ -6,27 +14,66 @@ export interface CleanupPolicy {
   readonly cleanupTerminating: boolean;
   readonly cleanupDisrupted: boolean;
   readonly verifyNetworkStatus: boolean;
-  /** A Pending pod younger than this is never touched (its CNI ADD may still be running). */
+  /** A Pending pod, or an allocation, younger than this is never touched (its CNI ADD may still be running). */
   readonly pendingGraceMs: number;
+  /** A terminal pod whose sandbox may still exist keeps its addresses this long after it became terminal. */
+  readonly terminalGraceMs: number;
 }
 
-export type OrphanReason = 'pod-gone' | 'pod-recreated' | 'pod-terminating' | 'pod-disrupted' | 'not-in-network-status';
+/** The controller's defaults (its flags'), which `hereabouts status` counts with. */
+export const DEFAULT_POLICY: CleanupPolicy = {
+  cleanupTerminating: false,
+  cleanupDisrupted: true,
+  verifyNetworkStatus: true,
+  pendingGraceMs: 5 * 60_000,
+  terminalGraceMs: 60_000,
+};
 
-/** `ip` is the canonical text of the allocated address; `pod` the live pod named by the record's podref. */
+export type PodReleaseReason = 'pod-terminating' | 'pod-disrupted' | 'pod-terminal';
+export type OrphanReason = 'pod-gone' | 'pod-recreated' | PodReleaseReason | 'not-in-network-status';
+
+/** The reason the taint manager gives when it deletes a pod from a NoExecute-tainted (e.g. unreachable) node. */
+export const TAINT_MANAGER = 'DeletionByTaintManager';
+
+/** No container of the pod runs any more, or its grace period is over: its network is no longer in use. */
+export function podStopped(pod: PodView, nowMs: number): boolean {
+  return !pod.containersRunning || (pod.deletionAtMs !== undefined && nowMs >= pod.deletionAtMs);
+}
+
+/** Why a live pod, by its own state, no longer needs any of its addresses; undefined while it does. */
+export function podReleaseReason(pod: PodView, policy: CleanupPolicy, nowMs: number): PodReleaseReason | undefined {
+  const stopped = podStopped(pod, nowMs);
+  if (policy.cleanupDisrupted && pod.disruption === TAINT_MANAGER && stopped) return 'pod-disrupted';
+  if (policy.cleanupTerminating && pod.terminating && stopped) return 'pod-terminating';
+  if (pod.phase === 'Succeeded' || pod.phase === 'Failed') {
+    const terminalSince = pod.lastChangeMs > 0 ? pod.lastChangeMs : pod.createdAtMs;
+    if (pod.sandboxGone || nowMs - terminalSince >= policy.terminalGraceMs) return 'pod-terminal';
+  }
+  return undefined;
+}
+
+/**
+ * `ip` is the canonical text of the allocated address; `pod` the live pod named by the record's podref (undefined:
+ * it does not exist); `allocatedAtMs` the record's createdAt when it has one (Whereabouts' records have none).
+ */
 export function orphanReason(
   record: AllocationRecord,
   ip: string,
   pod: PodView | undefined,
   policy: CleanupPolicy,
   nowMs: number,
+  allocatedAtMs?: number,
 ): OrphanReason | undefined {
   if (record.podRef === '' || !record.podRef.includes('/')) return undefined; // not a pod's: nothing to check against
+  // An allocation younger than the grace period may belong to an ADD still running (or to a static pod whose
+  // mirror pod is not there yet): never judged.
+  if (allocatedAtMs !== undefined && nowMs - allocatedAtMs < policy.pendingGraceMs) return undefined;
   if (pod === undefined) return 'pod-gone';
   // A young Pending pod's CNI ADD may be running right now (and may be adopting this very record): hands off.
   if (pod.phase === 'Pending' && nowMs - pod.createdAtMs < policy.pendingGraceMs) return undefined;
   if (record.podUid !== undefined && record.podUid !== '' && pod.uid !== '' && record.podUid !== pod.uid) return 'pod-recreated';
-  if (pod.terminating && policy.cleanupTerminating) return 'pod-terminating';
-  if (pod.disrupted && policy.cleanupDisrupted) return 'pod-disrupted';
+  const released = podReleaseReason(pod, policy, nowMs);
+  if (released !== undefined) return released;
   if (policy.verifyNetworkStatus && pod.phase === 'Running' && pod.networkStatusIPs !== undefined && !pod.networkStatusIPs.has(ip)) {
     return 'not-in-network-status';
   }

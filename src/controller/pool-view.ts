@@ -67,7 +67,8 @@ export function poolView(object: unknown): PoolView | undefined {
   return { ...base, range, allocations, allocatedAt: createdTimes(spec['allocations'], range), capacity: total, free: free > 0n ? free : 0n, problems };
 }
 
-function createdTimes(raw: unknown, range: Cidr): ReadonlyMap<bigint, number> {
+/** When each allocation was made, for the entries that carry a createdAt (hereabouts'). */
+export function createdTimes(raw: unknown, range: Cidr): ReadonlyMap<bigint, number> {
   const out = new Map<bigint, number>();
   if (!isObject(raw)) return out;
   const base = networkOf(range);

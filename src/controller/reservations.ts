@@ -1,8 +1,9 @@
-// Orphaned OverlappingRangeIPReservations: one whose pod is gone, or whose pod holds the reserved address in no
-// IPPool. The address comes from the name ([<network_name>-]<IP with ':' as '-'>); an IPv6 name that splits several
-// ways (a network name ending in hex-like words) counts as held when any reading is held. Young reservations are
-// left alone (the plugin creates one before its pool write), and every delete is conditional on the uid and
-// resourceVersion that were judged.
+// Orphaned OverlappingRangeIPReservations. A reservation is deleted only once its address is free in every IPPool
+// (never while any pool record holds it, whoever the pod: the address stays reserved as long as it is allocated),
+// and then when its pod is gone or is a live pod that holds the address nowhere. The address comes from the name
+// ([<network_name>-]<IP with ':' as '-'>); an IPv6 name that splits several ways (a network name ending in hex-like
+// words) counts as held when any reading is held. Young reservations are left alone (the plugin creates one before
+// its pool write), and every delete is conditional on the uid and resourceVersion that were judged.
 import { formatIP } from '../ip/address.ts';
 import { statusText, type ApiClient } from '../store/kubernetes/api.ts';
 import { objectPath } from '../store/kubernetes/resources.ts';
@@ -36,7 +37,10 @@ export function reservedAddresses(name: string, networkNames: ReadonlySet<string
   return [...readings];
 }
 
-/** The verdict on one reservation given its pod (null: gone) and the held "podRef|ip" pairs. */
+/**
+ * The verdict on one reservation given its pod (null: gone; undefined: unknown) and the held addresses (canonical
+ * text of every address any pool record holds).
+ */
 export function judgeReservation(
   view: ReservationView,
   pod: PodView | null | undefined,
@@ -47,10 +51,11 @@ export function judgeReservation(
   if (judge.now - view.createdAtMs < judge.graceMs) return undefined;
   const addresses = reservedAddresses(view.name, judge.networkNames);
   if (addresses.length === 0) return undefined; // not a name hereabouts or Whereabouts writes: not ours to judge
+  if (addresses.some((ip) => held.has(ip))) return undefined; // allocated: it stays reserved, whatever its pod
   if (pod === undefined) return undefined; // unknown (the live read failed)
   if (pod === null) return 'pod-gone';
   if (pod.phase === 'Pending' && judge.now - pod.createdAtMs < judge.policy.pendingGraceMs) return undefined;
-  return addresses.some((ip) => held.has(`${view.podRef}|${ip}`)) ? undefined : 'address-not-held';
+  return 'address-not-held';
 }
 
 export async function deleteReservation(api: ApiClient, view: ReservationView, options: { leading: () => boolean; log: Log }): Promise<boolean> {

@@ -4,7 +4,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { api, controlPlane, createNamespace, type Namespace } from '../../support/control-plane.ts';
-import { allocation, createPod, createPool, deleteAllPods, deletePod, events, offsets, runOnce } from './harness.ts';
+import { allocation, createPod, createPool, deleteAllPods, deletePod, events, offsets, runOnce, setPodStatus, terminatePod } from './harness.ts';
 
 describe('controller orphan cleanup', () => {
   let ns: Namespace;
@@ -61,13 +61,49 @@ describe('controller orphan cleanup', () => {
     assert.deepEqual(await offsets(ns, '10.80.4.0-24'), []);
   });
 
-  test('a pod disrupted by the taint manager (DisruptionTarget=True) loses its allocation', async () => {
-    const uid = await createPod(ns, 'tainted', { phase: 'Running', disrupted: true });
+  test('a pod disrupted by the taint manager whose containers stopped loses its allocation', async () => {
+    const uid = await createPod(ns, 'tainted', { phase: 'Running', disrupted: true, container: 'terminated' });
     await createPool(ns, '10.80.5.0-24', '10.80.5.0/24', { '1': allocation(ns, 'tainted', uid) });
     once('--cleanup-disrupted=false');
     assert.deepEqual(await offsets(ns, '10.80.5.0-24'), ['1'], '--cleanup-disrupted=false keeps it');
-    once();
+    const run = once();
     assert.deepEqual(await offsets(ns, '10.80.5.0-24'), []);
+    assert.ok(run.lines.some((l) => l.msg === `released 10.80.5.1 of ${ns.name}/tainted from IPPool 10.80.5.0-24: pod-disrupted`), run.stderr);
+  });
+
+  // The Eviction API (a drain), the scheduler's preemption and the kubelet set DisruptionTarget=True when they start
+  // a pod's graceful termination: its containers still run, and so does its network, for the grace period.
+  for (const [i, reason] of ['EvictionByEvictionAPI', 'PreemptionByScheduler', 'TerminationByKubelet', 'DeletionByTaintManager'].entries()) {
+    test(`a pod still running in its grace period after DisruptionTarget=True (${reason}) keeps its allocation`, async () => {
+      const name = `draining-${i}`;
+      const uid = await createPod(ns, name, { phase: 'Running', node: 'node-x', finalizer: true, disrupted: reason, container: 'running' });
+      await terminatePod(ns, name); // bound to a node: deletionTimestamp 30 s ahead, the finalizer keeps it
+      const pool = `10.80.${20 + i}.0-24`;
+      await createPool(ns, pool, `10.80.${20 + i}.0/24`, { '1': allocation(ns, name, uid) });
+      const run = once();
+      assert.ok(run.lines.some((l) => l.msg.startsWith('full pass done')), run.stderr);
+      assert.deepEqual(await offsets(ns, pool), ['1'], run.stderr);
+      if (reason !== 'DeletionByTaintManager') return;
+      // The taint manager's deletion: released once the pod's containers stopped.
+      await setPodStatus(ns, name, { phase: 'Running', disrupted: reason, container: 'terminated' });
+      once();
+      assert.deepEqual(await offsets(ns, pool), []);
+    });
+  }
+
+  test('a terminal pod keeps its allocation while its sandbox may exist; released once it is gone or after --terminal-grace', async () => {
+    const done = await createPod(ns, 'job-done', { phase: 'Succeeded', container: 'terminated' });
+    const failed = await createPod(ns, 'job-failed', { phase: 'Failed', container: 'terminated', disrupted: 'TerminationByKubelet' });
+    await createPool(ns, '10.80.9.0-24', '10.80.9.0/24', { '1': allocation(ns, 'job-done', done), '2': allocation(ns, 'job-failed', failed) });
+    once();
+    assert.deepEqual(await offsets(ns, '10.80.9.0-24'), ['1', '2'], 'terminal a moment ago, sandbox state unknown');
+    // The kubelet turns PodReadyToStartContainers False once it has torn the sandbox down (CNI DEL was attempted).
+    await setPodStatus(ns, 'job-done', { phase: 'Succeeded', container: 'terminated', conditions: [{ type: 'PodReadyToStartContainers', status: 'False' }] });
+    const run = once();
+    assert.deepEqual(await offsets(ns, '10.80.9.0-24'), ['2']);
+    assert.ok(run.lines.some((l) => l.msg === `released 10.80.9.1 of ${ns.name}/job-done from IPPool 10.80.9.0-24: pod-terminal`), run.stderr);
+    once('--terminal-grace', '0s'); // graceful node shutdown: no kubelet left to say so
+    assert.deepEqual(await offsets(ns, '10.80.9.0-24'), []);
   });
 
   test("an address missing from a running pod's network-status is released; the listed one stays", async () => {

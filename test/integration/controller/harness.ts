@@ -33,6 +33,8 @@ export interface Running {
   readonly lines: () => LogLine[];
   /** Waits until a log line satisfies `pred`; fails with the log after `timeoutMs`. */
   waitForLine(pred: (line: LogLine) => boolean, timeoutMs: number): Promise<LogLine>;
+  /** Waits until `count` log lines satisfy `pred` (the timeout only turns a hang into a failure with the log). */
+  waitForLines(pred: (line: LogLine) => boolean, count: number, timeoutMs: number): Promise<LogLine[]>;
   /** SIGTERM, then the exit code. */
   stop(): Promise<number | null>;
 }
@@ -47,11 +49,14 @@ export function startController(ns: Namespace, ...flags: string[]): Running {
     log: () => text,
     lines: () => parseLines(text),
     async waitForLine(pred, timeoutMs) {
+      return (await this.waitForLines(pred, 1, timeoutMs))[0]!;
+    },
+    async waitForLines(pred, count, timeoutMs) {
       const deadline = Date.now() + timeoutMs;
       for (;;) {
-        const found = parseLines(text).find(pred);
-        if (found !== undefined) return found;
-        if (Date.now() > deadline || child.exitCode !== null) assert.fail(`no matching log line within ${timeoutMs} ms:\n${text}`);
+        const found = parseLines(text).filter(pred);
+        if (found.length >= count) return found;
+        if (Date.now() > deadline || child.exitCode !== null) assert.fail(`${found.length} of ${count} matching log lines within ${timeoutMs} ms:\n${text}`);
         await sleep(50);
       }
     },
@@ -75,26 +80,52 @@ export async function eventually(check: () => Promise<boolean>, timeoutMs: numbe
 }
 
 export interface PodOptions {
-  readonly phase?: 'Pending' | 'Running';
+  readonly phase?: 'Pending' | 'Running' | 'Succeeded' | 'Failed';
   readonly finalizer?: boolean;
-  readonly disrupted?: boolean;
+  /** DisruptionTarget=True with this reason (true: DeletionByTaintManager, as the taint manager writes it). */
+  readonly disrupted?: boolean | string;
+  /** The state of the pod's one container in status.containerStatuses (none when absent). */
+  readonly container?: 'running' | 'terminated';
+  /** Extra status conditions, e.g. PodReadyToStartContainers=False once the sandbox is gone. */
+  readonly conditions?: ReadonlyArray<Record<string, string>>;
   readonly networkStatus?: readonly string[];
+  /** spec.nodeName: a bound pod is deleted gracefully (deletionTimestamp in the future), an unbound one at once. */
+  readonly node?: string;
 }
 
-/** Creates a pod (and sets its status when asked); returns its UID. */
+/** Creates a pod (and sets its status through the status subresource when asked); returns its UID. */
 export async function createPod(ns: Namespace, name: string, opts: PodOptions = {}): Promise<string> {
   const annotations = opts.networkStatus === undefined ? undefined : { 'k8s.v1.cni.cncf.io/network-status': JSON.stringify([{ name: 'default/net1', interface: 'net1', ips: opts.networkStatus }]) };
   const created = (await api(ns.cp, 'POST', `/api/v1/namespaces/${ns.name}/pods`, {
     apiVersion: 'v1',
     kind: 'Pod',
     metadata: { name, ...(opts.finalizer === true ? { finalizers: ['hereabouts.test/hold'] } : {}), ...(annotations === undefined ? {} : { annotations }) },
-    spec: { containers: [{ name: 'c', image: 'busybox' }] },
+    spec: { containers: [{ name: 'c', image: 'busybox' }], ...(opts.node === undefined ? {} : { nodeName: opts.node }) },
   })) as { metadata: { uid: string } };
-  if (opts.phase !== undefined || opts.disrupted === true) {
-    const conditions = opts.disrupted === true ? [{ type: 'DisruptionTarget', status: 'True', reason: 'DeletionByTaintManager', message: 'Taint manager: deleting due to NoExecute taint' }] : [];
-    await api(ns.cp, 'PATCH', `/api/v1/namespaces/${ns.name}/pods/${name}/status`, { status: { phase: opts.phase ?? 'Running', conditions } }, 'application/merge-patch+json');
+  if (opts.phase !== undefined || opts.disrupted !== undefined || opts.container !== undefined || opts.conditions !== undefined) {
+    await setPodStatus(ns, name, opts);
   }
   return created.metadata.uid;
+}
+
+/** Writes the pod's status as a kubelet (or the taint manager, or the Eviction API) would. */
+export async function setPodStatus(ns: Namespace, name: string, opts: PodOptions): Promise<void> {
+  const reason = opts.disrupted === true ? 'DeletionByTaintManager' : typeof opts.disrupted === 'string' ? opts.disrupted : undefined;
+  const now = new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
+  const conditions = [
+    ...(reason === undefined ? [] : [{ type: 'DisruptionTarget', status: 'True', reason, message: `test: ${reason}`, lastTransitionTime: now }]),
+    ...(opts.conditions ?? []),
+  ];
+  const state = opts.container === 'running' ? { running: { startedAt: now } } : opts.container === 'terminated' ? { terminated: { exitCode: 0, reason: 'Completed', finishedAt: now } } : undefined;
+  const containerStatuses = state === undefined ? undefined : [{ name: 'c', image: 'busybox', imageID: '', ready: opts.container === 'running', restartCount: 0, state }];
+  await api(ns.cp, 'PATCH', `/api/v1/namespaces/${ns.name}/pods/${name}/status`, {
+    status: { phase: opts.phase ?? 'Running', conditions, ...(containerStatuses === undefined ? {} : { containerStatuses }) },
+  }, 'application/merge-patch+json');
+}
+
+/** Deletes a pod with its default grace period (30 s when bound to a node); with a finalizer it stays Terminating. */
+export async function terminatePod(ns: Namespace, name: string): Promise<void> {
+  await api(ns.cp, 'DELETE', `/api/v1/namespaces/${ns.name}/pods/${name}`);
 }
 
 export async function deletePod(ns: Namespace, name: string): Promise<void> {
@@ -115,7 +146,12 @@ export interface Allocation {
   readonly podref: string;
   readonly ifname: string;
   readonly podUid?: string;
+  /** When hereabouts made it (Whereabouts' records have none). */
+  readonly createdAt?: string;
 }
+
+/** A createdAt this long ago. */
+export const ago = (ms: number): string => new Date(Date.now() - ms).toISOString();
 
 export function allocation(ns: Namespace, pod: string, podUid?: string): Allocation {
   return { id: `ctr-${pod}`, podref: `${ns.name}/${pod}`, ifname: 'net1', ...(podUid === undefined ? {} : { podUid }) };
@@ -134,6 +170,15 @@ export async function offsets(ns: Namespace, pool: string): Promise<string[]> {
 
 export async function createReservation(ns: Namespace, name: string, podref: string): Promise<void> {
   await ns.create('overlappingrangeipreservations', { apiVersion: GROUP, kind: 'OverlappingRangeIPReservation', metadata: { name }, spec: { podref, ifname: 'net1', containerid: 'x' } });
+}
+
+export interface ReservationSeen {
+  readonly name: string;
+  readonly spec: { podref?: string; ifname?: string; containerid?: string };
+}
+
+export async function reservations(ns: Namespace): Promise<ReservationSeen[]> {
+  return (await ns.list('overlappingrangeipreservations')).map((o) => ({ name: (o['metadata'] as { name: string }).name, spec: o['spec'] as ReservationSeen['spec'] }));
 }
 
 export async function reservationNames(ns: Namespace): Promise<string[]> {

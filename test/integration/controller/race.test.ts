@@ -50,7 +50,7 @@ describe('controller removals never race a fresh allocation', () => {
     pools: await pools(),
     reservations: new Map(),
     networkNames: new Set(),
-    policy: { cleanupTerminating: false, cleanupDisrupted: true, verifyNetworkStatus: true, pendingGraceMs: 300_000 },
+    policy: { cleanupTerminating: false, cleanupDisrupted: true, verifyNetworkStatus: true, pendingGraceMs: 300_000, terminalGraceMs: 60_000 },
     reservationGraceMs: 0,
     leading: () => true,
     log: jsonLog({ level: 'error' }),

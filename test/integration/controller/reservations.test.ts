@@ -3,7 +3,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { apiRequest, controlPlane, createNamespace, type Namespace } from '../../support/control-plane.ts';
-import { allocation, createNad, createPod, createPool, createReservation, deleteAllPods, reservationNames, runOnce } from './harness.ts';
+import { ago, allocation, createNad, createPod, createPool, createReservation, deleteAllPods, events, reservationNames, reservations, runOnce } from './harness.ts';
 
 describe('controller reservation cleanup', () => {
   let ns: Namespace;
@@ -99,5 +99,46 @@ describe('controller reservation cleanup', () => {
     await createReservation(ns, 'fd00-0-0-0-0-0-0-1', `${ns.name}/gone-f`); // not the canonical spelling of fd00::1
     once();
     assert.deepEqual(await present('fd00-0-0-0-0-0-0-1', 'not-an-address'), ['fd00-0-0-0-0-0-0-1', 'not-an-address']);
+  });
+
+  test('the reservation of a gone pod stays while a pool still holds its address, and goes in the pass that frees it', async () => {
+    // The pool still holds .1 for the gone pod: its allocation is too young to judge (an ADD may be in flight), so
+    // this pass does not release it; .2 is old and is released. Only .2's reservation may go.
+    await createPool(ns, '10.82.4.0-24', '10.82.4.0/24', {
+      '1': { ...allocation(ns, 'gone-g'), createdAt: ago(1000) },
+      '2': { ...allocation(ns, 'gone-h'), createdAt: ago(3_600_000) },
+    });
+    await createReservation(ns, '10.82.4.1', `${ns.name}/gone-g`);
+    await createReservation(ns, '10.82.4.2', `${ns.name}/gone-h`);
+    once();
+    assert.deepEqual(await present('10.82.4.1', '10.82.4.2'), ['10.82.4.1']);
+  });
+
+  test('a reservation stays while any pool record holds its address, whoever the pod', async () => {
+    await createPool(ns, '10.82.5.0-24', '10.82.5.0/24', { '3': allocation(ns, 'alive', alive) });
+    await createReservation(ns, '10.82.5.3', `${ns.name}/gone-i`); // names a gone pod, but the address is held
+    once();
+    assert.deepEqual(await present('10.82.5.3'), ['10.82.5.3']);
+  });
+
+  test('a missing reservation of a held address is re-created (evidence: the pool\'s other reservations), with an event', async () => {
+    const old = ago(3_600_000);
+    await createPool(ns, '10.82.6.0-24', '10.82.6.0/24', { '1': { ...allocation(ns, 'alive', alive), createdAt: old }, '2': { ...allocation(ns, 'alive', alive), id: 'ctr-b', ifname: 'net2', createdAt: old } });
+    await createPool(ns, 'red-10.82.7.0-24', '10.82.7.0/24', { '1': { ...allocation(ns, 'alive', alive), createdAt: old }, '2': { ...allocation(ns, 'alive', alive), createdAt: old } });
+    await createReservation(ns, '10.82.6.1', `${ns.name}/alive`);
+    await createReservation(ns, 'red-10.82.7.1', `${ns.name}/alive`);
+    // No reservation at all: nothing says this pool's writers use them.
+    await createPool(ns, '10.82.8.0-24', '10.82.8.0/24', { '1': { ...allocation(ns, 'alive', alive), createdAt: old } });
+    // Young: a Whereabouts ADD writes the pool first and its reservation just after.
+    await createPool(ns, '10.82.9.0-24', '10.82.9.0/24', { '1': { ...allocation(ns, 'alive', alive), createdAt: old }, '2': { ...allocation(ns, 'alive', alive), createdAt: ago(1000) } });
+    await createReservation(ns, '10.82.9.1', `${ns.name}/alive`);
+    const run = once('--reservation-grace', '60s');
+    const all = await reservations(ns);
+    assert.deepEqual(all.find((r) => r.name === '10.82.6.2')?.spec, { podref: `${ns.name}/alive`, ifname: 'net2', containerid: 'ctr-b' }, run.stderr);
+    assert.deepEqual(all.find((r) => r.name === 'red-10.82.7.2')?.spec, { podref: `${ns.name}/alive`, ifname: 'net1', containerid: 'ctr-alive' });
+    assert.deepEqual(await present('10.82.8.1', '10.82.9.2'), []);
+    assert.ok(run.lines.some((l) => l.msg === `re-created missing OverlappingRangeIPReservation 10.82.6.2 for 10.82.6.2 of ${ns.name}/alive held in IPPool 10.82.6.0-24`), run.stderr);
+    const event = (await events(ns)).find((e) => e.reason === 'ReservationRecreated' && e.involvedObject.name === '10.82.6.0-24');
+    assert.equal(event?.type, 'Warning');
   });
 });

@@ -49,6 +49,9 @@ describe('hereabouts status', () => {
       metadata: { name: 'alive' },
       spec: { containers: [{ name: 'c', image: 'busybox' }] },
     })) as { metadata: { uid: string } };
+    // Running (a young Pending pod is never judged, as by the controller).
+    const running = { phase: 'Running', containerStatuses: [{ name: 'c', image: 'busybox', imageID: '', ready: true, restartCount: 0, state: { running: { startedAt: '2026-01-01T00:00:00Z' } } }] };
+    await api(ns.cp, 'PATCH', `/api/v1/namespaces/${ns.name}/pods/alive/status`, { status: running }, 'application/merge-patch+json');
     const alloc = (id: string, pod: string, podUid?: string) => ({ id, podref: `${ns.name}/${pod}`, ifname: 'net1', ...(podUid === undefined ? {} : { podUid }) });
     // .1 held by the live pod, .2 by a deleted pod, .3 by an earlier pod of the same name (another UID).
     await ns.create('ippools', pool('10.30.0.0-24', '10.30.0.0/24', { '1': alloc('c1', 'alive', live.metadata.uid), '2': alloc('c2', 'gone'), '3': alloc('c3', 'alive', 'old-uid') }));

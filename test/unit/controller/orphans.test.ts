@@ -4,10 +4,11 @@ import { orphanReason, type CleanupPolicy } from '../../../src/controller/orphan
 import { parseNetworkStatus, type PodView } from '../../../src/controller/pod-view.ts';
 import { duration } from '../../../src/controller/main.ts';
 
-const policy: CleanupPolicy = { cleanupTerminating: false, cleanupDisrupted: true, verifyNetworkStatus: true, pendingGraceMs: 300_000 };
+const policy: CleanupPolicy = { cleanupTerminating: false, cleanupDisrupted: true, verifyNetworkStatus: true, pendingGraceMs: 300_000, terminalGraceMs: 60_000 };
 const now = Date.parse('2026-11-22T10:00:00Z');
 const record = { containerId: 'c', ifname: 'net1', podRef: 'ns/web', podUid: 'u1' };
-const running: PodView = { uid: 'u1', phase: 'Running', createdAtMs: now - 3_600_000, terminating: false, disrupted: false };
+const running: PodView = { uid: 'u1', phase: 'Running', createdAtMs: now - 3_600_000, terminating: false, containersRunning: true, sandboxGone: false, lastChangeMs: now - 3_600_000 };
+const stopped: PodView = { ...running, containersRunning: false };
 
 test('orphanReason() keeps an allocation of a running pod', () => {
   assert.equal(orphanReason(record, '10.0.0.5', running, policy, now), undefined);
@@ -21,13 +22,35 @@ test('orphanReason() releases when a same-name pod was re-created with another U
 test('orphanReason() never touches a young Pending pod, even with another UID', () => {
   assert.equal(orphanReason(record, '10.0.0.5', { ...running, uid: 'u2', phase: 'Pending', createdAtMs: now - 1000 }, policy, now), undefined);
 });
-test('orphanReason() releases a terminating pod only when the flag says so', () => {
-  assert.equal(orphanReason(record, '10.0.0.5', { ...running, terminating: true }, policy, now), undefined);
-  assert.equal(orphanReason(record, '10.0.0.5', { ...running, terminating: true }, { ...policy, cleanupTerminating: true }, now), 'pod-terminating');
+test('orphanReason() releases a terminating pod only when the flag says so, and once it stopped', () => {
+  assert.equal(orphanReason(record, '10.0.0.5', { ...stopped, terminating: true }, policy, now), undefined);
+  assert.equal(orphanReason(record, '10.0.0.5', { ...stopped, terminating: true }, { ...policy, cleanupTerminating: true }, now), 'pod-terminating');
+  const inGrace = { ...running, terminating: true, deletionAtMs: now + 10_000 };
+  assert.equal(orphanReason(record, '10.0.0.5', inGrace, { ...policy, cleanupTerminating: true }, now), undefined, 'still running');
+  assert.equal(orphanReason(record, '10.0.0.5', inGrace, { ...policy, cleanupTerminating: true }, now + 10_000), 'pod-terminating', 'grace period over');
 });
-test('orphanReason() releases a disrupted pod unless the flag is off', () => {
-  assert.equal(orphanReason(record, '10.0.0.5', { ...running, disrupted: true }, policy, now), 'pod-disrupted');
-  assert.equal(orphanReason(record, '10.0.0.5', { ...running, disrupted: true }, { ...policy, cleanupDisrupted: false }, now), undefined);
+test('orphanReason() releases a pod the taint manager deleted once it stopped, unless the flag is off', () => {
+  const tainted = { ...stopped, disruption: 'DeletionByTaintManager' };
+  assert.equal(orphanReason(record, '10.0.0.5', tainted, policy, now), 'pod-disrupted');
+  assert.equal(orphanReason(record, '10.0.0.5', tainted, { ...policy, cleanupDisrupted: false }, now), undefined);
+  assert.equal(orphanReason(record, '10.0.0.5', { ...tainted, containersRunning: true }, policy, now), undefined, 'still running');
+  assert.equal(orphanReason(record, '10.0.0.5', { ...tainted, containersRunning: true, terminating: true, deletionAtMs: now - 1 }, policy, now), 'pod-disrupted', 'past its deletion time');
+});
+test('orphanReason() never releases a running pod for DisruptionTarget=True of an eviction, a preemption or the kubelet', () => {
+  for (const disruption of ['EvictionByEvictionAPI', 'PreemptionByScheduler', 'TerminationByKubelet', '']) {
+    assert.equal(orphanReason(record, '10.0.0.5', { ...running, disruption, terminating: true, deletionAtMs: now + 30_000 }, policy, now), undefined, disruption);
+  }
+});
+test('orphanReason() releases a terminal pod once its sandbox is gone or the terminal grace passed', () => {
+  const done = { ...stopped, phase: 'Succeeded', lastChangeMs: now - 1000 };
+  assert.equal(orphanReason(record, '10.0.0.5', done, policy, now), undefined);
+  assert.equal(orphanReason(record, '10.0.0.5', { ...done, sandboxGone: true }, policy, now), 'pod-terminal');
+  assert.equal(orphanReason(record, '10.0.0.5', { ...done, phase: 'Failed' }, policy, now + 59_000), 'pod-terminal');
+  assert.equal(orphanReason(record, '10.0.0.5', { ...done, phase: 'Failed' }, policy, now + 58_000), undefined);
+});
+test('orphanReason() never judges an allocation younger than the pending grace', () => {
+  assert.equal(orphanReason(record, '10.0.0.5', undefined, policy, now, now - 1000), undefined);
+  assert.equal(orphanReason(record, '10.0.0.5', undefined, policy, now, now - 300_000), 'pod-gone');
 });
 test('orphanReason() releases an address missing from a running pod network-status', () => {
   const pod = { ...running, networkStatusIPs: new Set(['10.0.0.9']) };

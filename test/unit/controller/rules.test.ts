@@ -7,11 +7,11 @@ import { parseNetworkStatus, podView } from '../../../src/controller/pod-view.ts
 import { judgeReservation, reservedAddresses } from '../../../src/controller/reservations.ts';
 import { groupByNetwork, networkNamesOf, sliceSpecOf } from '../../../src/controller/slice-spec.ts';
 
-const policy = { cleanupTerminating: false, cleanupDisrupted: true, verifyNetworkStatus: true, pendingGraceMs: 300_000 };
+const policy = { cleanupTerminating: false, cleanupDisrupted: true, verifyNetworkStatus: true, pendingGraceMs: 300_000, terminalGraceMs: 60_000 };
 const now = Date.parse('2026-11-22T10:00:00Z');
 const judge = { networkNames: new Set<string>(), policy, graceMs: 60_000, now };
 const view = (name: string) => ({ name, namespace: 'kube-system', uid: 'u', resourceVersion: '1', podRef: 'ns/web', createdAtMs: now - 3_600_000 });
-const running = { uid: 'u1', phase: 'Running', createdAtMs: now - 3_600_000, terminating: false, disrupted: false };
+const running = { uid: 'u1', phase: 'Running', createdAtMs: now - 3_600_000, terminating: false, containersRunning: true, sandboxGone: false, lastChangeMs: 0 };
 const nad = (name: string, ipam: Record<string, unknown>) => ({ metadata: { namespace: 'default', name }, spec: { config: JSON.stringify({ cniVersion: '1.0.0', name: `${name}-conf`, type: 'macvlan', ipam }) } });
 
 test('reservedAddresses() reads IPv4 and IPv6 names with and without network_name', () => {
@@ -32,10 +32,11 @@ test('reservedAddresses() names nothing for a name that is no canonical address'
   assert.deepEqual(reservedAddresses('not-an-address', new Set()), []);
 });
 
-test('judgeReservation() deletes for a gone pod, keeps a held address, deletes one not held', () => {
+test('judgeReservation() keeps a held address whatever the pod; deletes one not held for a gone pod or a pod elsewhere', () => {
   assert.equal(judgeReservation(view('10.0.0.5'), null, new Set(), judge), 'pod-gone');
-  assert.equal(judgeReservation(view('10.0.0.5'), running, new Set(['ns/web|10.0.0.5']), judge), undefined);
-  assert.equal(judgeReservation(view('10.0.0.5'), running, new Set(['ns/web|10.0.0.6']), judge), 'address-not-held');
+  assert.equal(judgeReservation(view('10.0.0.5'), null, new Set(['10.0.0.5']), judge), undefined, 'a pool still holds it');
+  assert.equal(judgeReservation(view('10.0.0.5'), running, new Set(['10.0.0.5']), judge), undefined);
+  assert.equal(judgeReservation(view('10.0.0.5'), running, new Set(['10.0.0.6']), judge), 'address-not-held');
 });
 
 test('judgeReservation() leaves young reservations, unread pods and young Pending pods alone', () => {
@@ -88,7 +89,18 @@ test('parseAddr() reads :port, host:port and [v6]:port, and refuses the rest', (
 test('parseControllerFlags() reads Go-style booleans and durations, with the documented defaults', () => {
   const flags = parseControllerFlags(['--cleanup-terminating', '--cleanup-disrupted=false', '--pending-grace', '90s']);
   assert.ok(flags !== 'help');
-  assert.deepEqual(flags.policy, { cleanupTerminating: true, cleanupDisrupted: false, verifyNetworkStatus: true, pendingGraceMs: 90_000 });
+  assert.deepEqual(flags.policy, { cleanupTerminating: true, cleanupDisrupted: false, verifyNetworkStatus: true, pendingGraceMs: 90_000, terminalGraceMs: 60_000 });
   assert.equal(flags.reconcileIntervalMs, 30_000);
   assert.deepEqual([flags.leader.leaseDurationMs, flags.leader.renewDeadlineMs, flags.leader.retryPeriodMs], [15_000, 10_000, 2_000]);
+});
+
+test('parseControllerFlags() times requests out before the renew deadline, and wants lease > renew deadline > retry period > 0', () => {
+  const defaults = parseControllerFlags([]);
+  assert.ok(defaults !== 'help');
+  assert.equal(defaults.requestTimeoutMs, 8000, 'renew deadline 10s - retry period 2s');
+  const quick = parseControllerFlags(['--lease-duration', '3s', '--renew-deadline', '2s', '--retry-period', '300ms']);
+  assert.ok(quick !== 'help' && quick.requestTimeoutMs < quick.leader.renewDeadlineMs);
+  assert.throws(() => parseControllerFlags(['--lease-duration', '10s', '--renew-deadline', '12s']), /--renew-deadline 12s must be shorter than --lease-duration 10s/);
+  assert.throws(() => parseControllerFlags(['--renew-deadline', '2s', '--retry-period', '2s']), /--retry-period 2s must be well below --renew-deadline 2s/);
+  assert.throws(() => parseControllerFlags(['--retry-period', '0s']), /--retry-period 0s must be above 0/);
 });
