@@ -5,10 +5,10 @@
 // words) counts as held when any reading is held. Young reservations are left alone (the plugin creates one before
 // its pool write), and every delete is conditional on the uid and resourceVersion that were judged.
 import { formatIP } from '../ip/address.ts';
-import { statusText, type ApiClient } from '../store/kubernetes/api.ts';
-import { objectPath } from '../store/kubernetes/resources.ts';
+import type { ApiClient } from '../store/kubernetes/api.ts';
+import { deleteExactly } from '../store/kubernetes/resources.ts';
 import { parseReservationName } from '../store/names.ts';
-import type { Log } from './log.ts';
+import { errorText, type Log } from './log.ts';
 import type { CleanupPolicy } from './orphans.ts';
 import type { PodView } from './pod-view.ts';
 import type { ReservationView } from './views.ts';
@@ -60,15 +60,13 @@ export function judgeReservation(
 
 export async function deleteReservation(api: ApiClient, view: ReservationView, options: { leading: () => boolean; log: Log }): Promise<boolean> {
   if (!options.leading()) return false;
-  const res = await api.send({
-    method: 'DELETE',
-    path: objectPath(api.namespace, 'overlappingrangeipreservations', view.name),
-    body: { apiVersion: 'v1', kind: 'DeleteOptions', preconditions: { uid: view.uid, resourceVersion: view.resourceVersion } },
-  });
-  if (res.status === 200 || res.status === 202) return true;
-  if (res.status === 404 || res.status === 409) return false; // gone already, or changed since judged
-  options.log.warning(`cannot delete OverlappingRangeIPReservation ${view.name}: ${statusText(res)}`);
-  return false;
+  try {
+    // 'gone' already, or 'conflict': changed since judged (re-adopted, handed over), so not what was judged
+    return (await deleteExactly(api, 'overlappingrangeipreservations', view.name, view)) === 'deleted';
+  } catch (err) {
+    options.log.warning(`cannot delete OverlappingRangeIPReservation ${view.name}: ${errorText(err)}`);
+    return false;
+  }
 }
 
 /** podRefs whose reservations may be orphans by the cache; the pass reads these pods live before deciding. */
