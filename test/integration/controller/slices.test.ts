@@ -209,7 +209,6 @@ describe('freeing a slice is confirmed against the API, not the caches', () => {
         nodes: new Map(),
         nodeSlicePools: new Map([[`${ns.name}/${network}`, nsp]]),
         pools: new Map(),
-        pods: new Map(),
         leading: () => true,
         log,
         events: recorder,
