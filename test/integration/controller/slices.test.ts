@@ -150,8 +150,12 @@ describe('controller node slices', () => {
 
     await updateNad('reslicenet', { ...ipam, node_slice_size: '/24' });
     assert.ok(await eventually(async () => (await pool(network))?.['spec'] !== undefined && ((await pool(network))!['spec'] as { sliceSize: string }).sliceSize === '/24' && (await sliceOf(network, j)) !== undefined, 10_000), controller.log());
-    await new Promise((r) => setTimeout(r, 2500)); // passes that confirm the empty old slices and hand their space out
-    const status = (await pool(network))!['status'] as { allocations: Entry[]; draining?: Array<Entry & { reason: string }> };
+    type Status = { allocations: Entry[]; draining?: Array<Entry & { reason: string }> };
+    // The other nodes' old slices are empty: the passes that release them (and hand their space out) are done once
+    // only j's old slice, which holds an address, is left draining.
+    const drainingNow = async () => (((await pool(network))!['status'] as Status).draining ?? []).map((d) => d.sliceRange);
+    assert.ok(await eventually(async () => JSON.stringify(await drainingNow()) === JSON.stringify([old]), 10_000), `${JSON.stringify(await drainingNow())}\n${controller.log()}`);
+    const status = (await pool(network))!['status'] as Status;
     assert.deepEqual(status.allocations.filter((e) => e.nodeName !== '' && inside(held, e.sliceRange)), [], `no slice holding ${held} is assigned while it is in use`);
     assert.deepEqual(status.draining?.filter((d) => d.sliceRange === old), [{ nodeName: j, sliceRange: old, reason: 'Resliced' }]);
     assert.ok((await ours()).some((e) => e.reason === 'Resliced'));
