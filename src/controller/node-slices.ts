@@ -4,19 +4,18 @@
 // a fresh GET of its IPPool finds it empty (the caches may lag behind a plugin's write). Decided from the caches
 // otherwise; written only when something changes. NADs of one network that disagree change nothing: a Warning
 // event on each and a condition on the pool, once (not an endless retry), until they agree.
-import { monotonicMs } from '../clock.ts';
 import { formatCidr, masked, parseCidr } from '../ip/cidr.ts';
 import { sliceCount } from '../ip/slice.ts';
 import type { ApiClient } from '../store/kubernetes/api.ts';
-import { isObject } from '../store/kubernetes/pool-object.ts';
-import { API_VERSION, getObject } from '../store/kubernetes/resources.ts';
+import { API_VERSION } from '../store/kubernetes/resources.ts';
 import { poolName } from '../store/names.ts';
 import { conditionsMatch, withConditions, type Condition } from './conditions.ts';
 import type { EventRecorder, InvolvedObject } from './events.ts';
-import { errorText, type Log } from './log.ts';
-import { cidrOrUndefined, type PoolView } from './pool-view.ts';
+import type { Log } from './log.ts';
+import type { PoolView } from './pool-view.ts';
 import { decideNodeSlicePool, NAD_API_VERSION, noFreeSliceMessage, type SliceChoice } from './slice-decide.ts';
-import type { DrainingEntry, SliceEntry } from './slice-assign.ts';
+import type { SliceEntry } from './slice-assign.ts';
+import { DEFAULT_DRAIN_GRACE_MS, DrainConfirmer } from './slice-drain.ts';
 import { sliceKey } from './slice-lifecycle.ts';
 import { groupByNetwork, type SliceSpec } from './slice-spec.ts';
 import { writeNodeSlicePool } from './slice-write.ts';
@@ -46,18 +45,10 @@ const nadRef = (source: string, nads: ReadonlyMap<string, NadView>): InvolvedObj
 };
 const poolRef = (view: { name: string; namespace: string; uid: string }): InvolvedObject => ({ apiVersion: API_VERSION, kind: 'NodeSlicePool', ...view });
 
-/**
- * How long a slice drains at least before its pool may be confirmed empty: longer than a plugin's ADD takes
- * from its read of the NodeSlicePool to its pool write (25 s budget plus request timeouts), so an ADD that read the
- * slice as its own before it was marked draining has landed (and is seen) or has failed.
- */
-export const DEFAULT_DRAIN_GRACE_MS = 60_000;
-
 export class NodeSlices {
   readonly #api: ApiClient;
-  readonly #drainGraceMs: number;
-  /** "<network> <node> <slice>" -> when this process first saw the slice draining (monotonic ms). */
-  readonly #drainingSince = new Map<string, number>();
+  readonly #drain: DrainConfirmer;
+  #drainingPersists = true;
   /** Cleared when the API server drops the conditions we write (a NodeSlicePool CRD without them). */
   #conditionsPersist = true;
   /** Problems already logged (network or NAD -> message): a persisting problem is logged once, not every pass. */
@@ -65,7 +56,7 @@ export class NodeSlices {
 
   constructor(api: ApiClient, options: { drainGraceMs?: number } = {}) {
     this.#api = api;
-    this.#drainGraceMs = options.drainGraceMs ?? DEFAULT_DRAIN_GRACE_MS;
+    this.#drain = new DrainConfirmer(api, options.drainGraceMs ?? DEFAULT_DRAIN_GRACE_MS);
   }
 
   async reconcile(input: SliceInput): Promise<SliceReport> {
@@ -104,7 +95,7 @@ export class NodeSlices {
     const namespace = this.#api.namespace;
     const owners = sources.filter((s) => s.startsWith(`${namespace}/`)).map((s) => input.nads.get(s)).filter((n): n is NadView => n !== undefined);
     const cached = input.nodeSlicePools.get(`${namespace}/${spec.network}`);
-    const confirmed = await this.#confirmEmpty(spec, cached?.draining ?? [], input);
+    const confirmed = await this.#drain.confirmEmpty(spec, cached?.draining ?? [], input);
     const canFree = (entry: SliceEntry): boolean => confirmed.has(sliceKey(entry));
     const plan = { spec, namespace, owners, liveNodes: [...input.nodes.keys()], canFree, conditionsPersist: this.#conditionsPersist };
     const choice: SliceChoice = { resliced: false, sentConditions: false };
@@ -122,6 +113,10 @@ export class NodeSlices {
     if (choice.sentConditions && !hasConditions(written)) {
       this.#conditionsPersist = false;
       input.log.warning('the NodeSlicePool CRD drops status.conditions (an older CRD?): conditions are not recorded, events still are');
+    }
+    if ((choice.lifecycle?.draining.length ?? 0) > 0 && !hasDraining(written) && this.#drainingPersists) {
+      this.#drainingPersists = false;
+      input.log.warning("the NodeSlicePool CRD drops status.draining (Whereabouts' CRD?): draining slices are forgotten at once; install hereabouts' CRD");
     }
     const meta = ((written as { metadata?: { uid?: string } } | undefined)?.metadata ?? {}) as { uid?: string };
     const ref = poolRef({ name: spec.network, namespace, uid: meta.uid ?? '' });
@@ -159,47 +154,6 @@ export class NodeSlices {
     }
   }
 
-  /**
-   * The draining slices whose IPPool is empty now, asked of the API (a fresh GET: the pool cache may not have seen
-   * a plugin's last write yet), among those that have drained for the grace period. A pool the cache already sees
-   * holding addresses is not read.
-   */
-  async #confirmEmpty(spec: SliceSpec, draining: readonly DrainingEntry[], input: SliceInput): Promise<Set<string>> {
-    const confirmed = new Set<string>();
-    const now = monotonicMs();
-    const seen = new Set<string>();
-    for (const d of draining) {
-      const key = `${spec.network} ${sliceKey(d)}`;
-      seen.add(key);
-      const since = this.#drainingSince.get(key) ?? now;
-      this.#drainingSince.set(key, since);
-      if (now - since < this.#drainGraceMs) continue;
-      const slice = cidrOrUndefined(d.sliceRange);
-      if (slice === undefined || d.nodeName === '') continue; // names no pool: it stays until an operator removes it
-      const name = poolName(slice, { ...(spec.networkNamed ? { networkName: spec.network } : {}), node: d.nodeName });
-      if ((input.pools.get(`${this.#api.namespace}/${name}`)?.allocations.size ?? 0) > 0) continue;
-      if (await this.#emptyInApi(name, input.log)) confirmed.add(sliceKey(d));
-    }
-    for (const key of this.#drainingSince.keys()) if (key.startsWith(`${spec.network} `) && !seen.has(key)) this.#drainingSince.delete(key);
-    return confirmed;
-  }
-
-  async #emptyInApi(pool: string, log: Log): Promise<boolean> {
-    let object: unknown;
-    try {
-      object = await getObject(this.#api, 'ippools', pool);
-    } catch (err) {
-      log.warning(`cannot read IPPool ${pool} to confirm it is empty; its slice keeps draining: ${errorText(err)}`);
-      return false;
-    }
-    if (object === undefined) return true;
-    // Anything unexpected counts as holding addresses: the slice keeps draining rather than risk a duplicate.
-    const spec = isObject(object) ? object['spec'] : undefined;
-    if (!isObject(spec)) return false;
-    const allocations = spec['allocations'];
-    return allocations === undefined || (isObject(allocations) && Object.keys(allocations).length === 0);
-  }
-
   #logOnce(key: string, message: string, log: Log): void {
     if (this.#logged.get(key) === message) return;
     this.#logged.set(key, message);
@@ -233,6 +187,10 @@ function cachedObject(view: NodeSlicePoolView): Record<string, unknown> {
     spec: { range: view.range, sliceSize: view.sliceSize },
     status: { allocations: view.entries, draining: view.draining, conditions },
   };
+}
+
+function hasDraining(written: unknown): boolean {
+  return Array.isArray((written as { status?: { draining?: unknown } } | undefined)?.status?.draining);
 }
 
 function hasConditions(written: unknown): boolean {
