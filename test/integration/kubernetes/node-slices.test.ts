@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { CniError } from '../../../src/cni/errors.ts';
 import { assign } from '../../../src/ipam/assign.ts';
 import { checkCapacity } from '../../../src/ipam/capacity.ts';
+import { collectGarbage } from '../../../src/ipam/gc.ts';
 import { release } from '../../../src/ipam/release.ts';
 import { formatIP } from '../../../src/ip/address.ts';
 import { poolPaths } from '../../../src/store/local/paths.ts';
@@ -270,3 +271,28 @@ for (const controllerKept of [true, false]) {
     assert.equal((await poolView(ns, `${network}-node-a-${base}.0-28`))?.allocations.size, 0);
   });
 }
+
+test('GC collects an attachment left in an old slice pool after a reslice', async () => {
+  await putNodeSlicePool('oldgc', { range: '10.68.0.0/24', sliceSize: '/28' }, { allocations: [{ nodeName: 'node-a', sliceRange: '10.68.0.0/28' }] });
+  const by28 = kubeNetwork(ns, [testRange('10.68.0.0/24')], { name: 'attach', networkName: 'oldgc', nodeSliceSize: 28 });
+  const by27 = kubeNetwork(ns, [testRange('10.68.0.0/24')], { name: 'attach', networkName: 'oldgc', nodeSliceSize: 27 });
+  const store = await openNode(ns, by28, 'node-a');
+  try {
+    await assign(store, by28, pod('gc-old'), { pools: await store.resolvePools(by28) });
+  } finally {
+    await store.close();
+  }
+  await putNodeSlicePool('oldgc', { range: '10.68.0.0/24', sliceSize: '/27' }, {
+    allocations: [{ nodeName: 'node-a', sliceRange: '10.68.0.32/27' }],
+    draining: [{ nodeName: 'node-a', sliceRange: '10.68.0.0/28', reason: 'Resliced' }],
+  });
+  // The runtime's cache is gone too (a reboot): only the NodeSlicePool leads GC to the old pool.
+  rmSync(poolPaths(join(ns.dir, 'nodes', 'node-a'), { network: 'oldgc', name: '~nodeslice' }).data, { force: true });
+  const gc = await openNode(ns, by27, 'node-a');
+  try {
+    const report = await collectGarbage(gc, by27, [], { pools: await gc.resolvePools(by27, { purpose: 'release' }) });
+    assert.deepEqual(report.released.map((r) => formatIP(r.address)), ['10.68.0.1']);
+  } finally {
+    await gc.close();
+  }
+});

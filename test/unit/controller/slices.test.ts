@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { assignSlices } from '../../../src/controller/slice-assign.ts';
+import { parseControllerFlags } from '../../../src/controller/flags.ts';
 import { decideNodeSlicePool } from '../../../src/controller/slice-decide.ts';
 import { groupByNetwork, sliceSpecOf, type SliceSpec } from '../../../src/controller/slice-spec.ts';
 import { parseCidr } from '../../../src/ip/cidr.ts';
@@ -100,4 +101,11 @@ test('a node that comes back before its slice drained keeps its slice', () => {
   const after = statusOf(decide(plan(spec('10.0.0.0/24', 25), ['back'], () => false), before));
   assert.deepEqual(after.allocations, [{ nodeName: 'back', sliceRange: '10.0.0.0/25' }]);
   assert.deepEqual(after.draining, []);
+});
+
+test('--slice-drain-grace defaults to 60s and reads a Go duration', () => {
+  const defaults = parseControllerFlags([]);
+  const set = parseControllerFlags(['--slice-drain-grace', '5s']);
+  assert.ok(defaults !== 'help' && set !== 'help');
+  assert.deepEqual([defaults.sliceDrainGraceMs, set.sliceDrainGraceMs], [60_000, 5000]);
 });
