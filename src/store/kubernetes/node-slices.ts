@@ -19,7 +19,7 @@ import { toCniError } from './errors.ts';
 import type { CacheScope } from './pool-cache.ts';
 import { isObject } from './pool-object.ts';
 import { getObject } from './resources.ts';
-import { readSliceMemory, writeSliceMemory, type SliceMemory } from './slice-memory.ts';
+import { cachedSlices, readSliceMemory, writeSliceMemory, type SliceMemory } from './slice-memory.ts';
 
 export interface SliceContext {
   readonly api: ApiClient;
@@ -110,17 +110,22 @@ function usableSlice(slicing: NodeSlicing, config: NetworkConfig, network: strin
   return slice;
 }
 
-/** Every pool this node may hold something in: its slice, its draining slices, the slices it remembers. */
+/** Every pool this node may hold something in: its slice, its draining slices, the slices it remembers or has cached. */
 function releasePools(ctx: SliceContext, config: NetworkConfig, network: Network, object: unknown, memory: SliceMemory | undefined): PoolRef[] {
-  const remembered = (memory?.held ?? []).map((text) => masked(parseCidr(text)));
-  if (object === undefined) return remembered.map((slice) => slicePool(ctx.node, network, config, slice));
+  const cached = cachedSlices(ctx, network.name, network.networkName);
+  const remembered = [...(memory?.held ?? []).map((text) => masked(parseCidr(text))), ...cached];
+  if (object === undefined) return unique(remembered).map((slice) => slicePool(ctx.node, network, config, slice));
   const slicing = slicingOf(object, network.name, ctx.node, memory);
   const listed = [...(slicing.slice === undefined ? [] : [slicing.slice]), ...slicing.draining];
-  // Slices the controller no longer lists were confirmed empty by it, when it keeps a draining list at all.
-  const kept = slicing.tracksDraining ? [] : remembered;
-  const slices = new Map([...listed, ...kept].map((slice) => [formatCidr(slice), slice]));
-  remember(ctx, network.name, memory, slicing, [...slices.values()], { prune: true });
-  return [...slices.values()].map((slice) => slicePool(ctx.node, network, config, slice));
+  // Slices the controller no longer lists were confirmed empty by it, when it keeps a draining list at all; the
+  // pools this node has cached are looked in regardless (a pool of a version that kept no memory).
+  const slices = unique([...listed, ...(slicing.tracksDraining ? [] : remembered), ...cached]);
+  remember(ctx, network.name, memory, slicing, slices, { prune: true });
+  return slices.map((slice) => slicePool(ctx.node, network, config, slice));
+}
+
+function unique(slices: readonly Cidr[]): Cidr[] {
+  return [...new Map(slices.map((slice) => [formatCidr(slice), slice])).values()];
 }
 
 function slicePool(node: string, network: Network, config: NetworkConfig, slice: Cidr): PoolRef {

@@ -2,12 +2,15 @@
 // the reading of the object at one generation (its slice, its draining slices) and every slice this node has used
 // and not yet seen released, so DEL and GC still find a pool that the NodeSlicePool no longer names. Only a cache
 // for the reading (a request always reads the NodeSlicePool); the held slices are what only this node knows.
-import { mkdirSync, readFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { errorCode, messageOf } from '../local/fs-errors.ts';
 import { poolPaths } from '../local/paths.ts';
 import { writePoolFile } from '../local/pool-file.ts';
 import type { Logger } from '../../cni/log.ts';
-import type { CacheScope } from './pool-cache.ts';
+import { masked, parseCidr, type Cidr } from '../../ip/cidr.ts';
+import { poolName } from '../names.ts';
+import { CACHE_FORMAT, type CacheScope } from './pool-cache.ts';
 import { isObject } from './pool-object.ts';
 
 const FORMAT = 2;
@@ -61,4 +64,37 @@ export function writeSliceMemory(ctx: MemoryContext, network: string, memory: Sl
     // The reading is read again next time; only held slices the NodeSlicePool no longer lists are lost.
     ctx.log.warning(`cannot cache the slice assignment in ${file.data}: ${messageOf(err)}`);
   }
+}
+
+/**
+ * The slices of the pools this node has cached for the network (`<cacheDir>/<network>/*.json` of this node's
+ * slice pools) that held something when last seen: a node upgraded from a version that kept no memory of its
+ * slices, or one whose memory was lost, still finds them.
+ */
+export function cachedSlices(ctx: MemoryContext, network: string, networkName: string | undefined): Cidr[] {
+  const dir = fileOf(ctx, network).networkDir;
+  let names: string[];
+  try {
+    names = readdirSync(dir).filter((n) => n.endsWith('.json') && !n.startsWith('.'));
+  } catch (err) {
+    if (errorCode(err) !== 'ENOENT') ctx.log.warning(`cannot list the pool cache ${dir}: ${messageOf(err)}`);
+    return [];
+  }
+  const found: Cidr[] = [];
+  for (const name of names) {
+    try {
+      const doc: unknown = JSON.parse(readFileSync(join(dir, name), 'utf8'));
+      if (!isObject(doc) || doc['format'] !== CACHE_FORMAT || doc['server'] !== ctx.scope.server || doc['namespace'] !== ctx.scope.namespace) continue;
+      if (typeof doc['range'] !== 'string' || typeof doc['name'] !== 'string') continue;
+      // Empty when last seen: this node's own writes always pass through this cache, so nothing of it is there.
+      if (!isObject(doc['allocations']) || Object.keys(doc['allocations']).length === 0) continue;
+      const slice = masked(parseCidr(doc['range']));
+      // Only this node's slice pools of this network: the name says whose it is.
+      if (doc['name'] === poolName(slice, { ...(networkName === undefined ? {} : { networkName }), node: ctx.node })) found.push(slice);
+    } catch (err) {
+      // Not a pool cache file of ours (or torn): it names no pool to look in.
+      if (!(err instanceof SyntaxError || err instanceof TypeError || err instanceof RangeError) && errorCode(err) === undefined) throw err;
+    }
+  }
+  return found;
 }

@@ -296,3 +296,25 @@ test('GC collects an attachment left in an old slice pool after a reslice', asyn
     await gc.close();
   }
 });
+
+test('DEL finds an attachment in a slice pool known only from the node pool cache (no slice memory, no draining list)', async () => {
+  await putNodeSlicePool('upgraded', { range: '10.69.0.0/24', sliceSize: '/28' }, { allocations: [{ nodeName: 'node-a', sliceRange: '10.69.0.0/28' }] });
+  const by28 = kubeNetwork(ns, [testRange('10.69.0.0/24')], { name: 'attach', networkName: 'upgraded', nodeSliceSize: 28 });
+  const by27 = kubeNetwork(ns, [testRange('10.69.0.0/24')], { name: 'attach', networkName: 'upgraded', nodeSliceSize: 27 });
+  const store = await openNode(ns, by28, 'node-a');
+  try {
+    await assign(store, by28, pod('cached-only'), { pools: await store.resolvePools(by28) });
+  } finally {
+    await store.close();
+  }
+  // Resliced by a controller that keeps no draining list, on a node whose slice memory is gone (or never was).
+  await putNodeSlicePool('upgraded', { range: '10.69.0.0/24', sliceSize: '/27' }, { allocations: [{ nodeName: 'node-a', sliceRange: '10.69.0.32/27' }], draining: [] });
+  rmSync(poolPaths(join(ns.dir, 'nodes', 'node-a'), { network: 'upgraded', name: '~nodeslice' }).data, { force: true });
+  const del = await openNode(ns, by27, 'node-a');
+  try {
+    const released = await release(del, by27, pod('cached-only'), { pools: await del.resolvePools(by27, { purpose: 'release' }) });
+    assert.deepEqual(released.map(formatIP), ['10.69.0.1']);
+  } finally {
+    await del.close();
+  }
+});
