@@ -113,7 +113,8 @@ function usableSlice(slicing: NodeSlicing, config: NetworkConfig, network: strin
 /** Every pool this node may hold something in: its slice, its draining slices, the slices it remembers or has cached. */
 function releasePools(ctx: SliceContext, config: NetworkConfig, network: Network, object: unknown, memory: SliceMemory | undefined): PoolRef[] {
   const cached = cachedSlices(ctx, network.name, network.networkName);
-  const remembered = [...(memory?.held ?? []).map((text) => masked(parseCidr(text))), ...cached];
+  const held = (memory?.held ?? []).map(parseOrUndefined).filter((c): c is Cidr => c !== undefined);
+  const remembered = [...held, ...cached];
   if (object === undefined) return unique(remembered).map((slice) => slicePool(ctx.node, network, config, slice));
   const slicing = slicingOf(object, network.name, ctx.node, memory);
   const listed = [...(slicing.slice === undefined ? [] : [slicing.slice]), ...slicing.draining];
