@@ -145,7 +145,7 @@ async function burstRun(ns: Namespace, reservations: boolean): Promise<void> {
       `${(wall / 1000).toFixed(1)} s, ${(burst / (wall / 1000)).toFixed(1)} ADD/s, p50 ${quantile(sorted, 0.5).toFixed(0)} ms, ` +
       `p99 ${quantile(sorted, 0.99).toFixed(0)} ms; ${failed.length} failed, ${addresses.size} distinct results`,
   );
-  console.log(`${''.padEnd(36)} per ADD: ${perOp(counts, burst)} (first ADD of each node reads its NodeSlicePool and pool)`);
+  console.log(`${''.padEnd(36)} per ADD: ${perOp(counts, burst)} (every ADD reads its NodeSlicePool, the first of each node its pool too)`);
   if (failed.length > 0) console.log(`  first failure: ${failed[0]?.stdout}`);
 }
 

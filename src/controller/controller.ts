@@ -63,7 +63,7 @@ export class Controller {
       nodes: (kind) => kind !== 'updated' && this.request('slices', 300),
       nads: () => this.request('slices', 300),
       nodeSlicePools: (kind) => kind === 'deleted' && this.request('slices', 300),
-      // A departed node's slice is freed once its pool empties: look again when a pool changes, while one waits.
+      // A draining slice is released once its pool empties: look again when a pool changes, while one waits.
       pools: () => this.#slicesWaitingForEmptyPools() && this.request('slices', 1000),
     }, log);
     this.#elector = new LeaderElector(this.#api, {
@@ -77,7 +77,7 @@ export class Controller {
       onChange: (leading) => leading && this.request('full', 0),
     });
     this.#events = new EventRecorder(this.#api, { identity: flags.leader.identity, log });
-    this.#slices = new NodeSlices(this.#api);
+    this.#slices = new NodeSlices(this.#api, { drainGraceMs: flags.sliceDrainGraceMs });
     this.metrics = new ControllerMetrics({
       pools: () => this.caches.pools.items.values(),
       slices: () => sliceCounts(this.caches.nodeSlicePools.items.values()),
@@ -210,7 +210,7 @@ export class Controller {
     }
     if (kind !== 'cleanup') {
       const report = await this.#slices.reconcile({
-        nads: c.nads.items, nodes: c.nodes.items, nodeSlicePools: c.nodeSlicePools.items, pools: c.pools.items, pods: c.pods.items,
+        nads: c.nads.items, nodes: c.nodes.items, nodeSlicePools: c.nodeSlicePools.items, pools: c.pools.items,
         leading, log: this.#log, events: this.#events,
       });
       this.#starved = report.starved;
@@ -227,7 +227,7 @@ export class Controller {
   #slicesWaitingForEmptyPools(): boolean {
     const nodes = this.caches.nodes.items;
     for (const pool of this.caches.nodeSlicePools.items.values()) {
-      if (pool.entries.some((e) => e.nodeName !== '' && !nodes.has(e.nodeName))) return true;
+      if (pool.draining.length > 0 || pool.entries.some((e) => e.nodeName !== '' && !nodes.has(e.nodeName))) return true;
     }
     return false;
   }

@@ -30,6 +30,8 @@ Several replicas may run; only the holder of the Lease acts.
   --verify-network-status BOOL   release addresses missing from a running pod's Multus network-status (default true)
   --pending-grace D              never touch a Pending pod younger than this (default 5m)
   --reservation-grace D          never delete a reservation younger than this (default 60s)
+  --slice-drain-grace D          a node slice that left its node (node gone, network resliced) drains at least
+                                 this long before its emptied pool releases it (default 60s)
   --pool-status BOOL             write IPPool status (capacity, used, free, conditions) (default true)
   --metrics-addr ADDR            Prometheus /metrics (default :9090; "" turns it off)
   --health-addr ADDR             /healthz and /readyz (default :8080; "" turns it off)
@@ -56,6 +58,7 @@ export interface ControllerFlags {
   readonly reconcileIntervalMs: number;
   readonly policy: CleanupPolicy;
   readonly reservationGraceMs: number;
+  readonly sliceDrainGraceMs: number;
   readonly poolStatus: boolean;
   readonly metricsAddr: string;
   readonly healthAddr: string;
@@ -89,6 +92,7 @@ export function parseControllerFlags(argv: readonly string[]): ControllerFlags |
       'pending-grace': { type: 'string', default: '5m' },
       'terminal-grace': { type: 'string', default: '60s' },
       'reservation-grace': { type: 'string', default: '60s' },
+      'slice-drain-grace': { type: 'string', default: '60s' },
       'pool-status': { type: 'string', default: 'true' },
       'metrics-addr': { type: 'string', default: ':9090' },
       'health-addr': { type: 'string', default: ':8080' },
@@ -132,6 +136,7 @@ export function parseControllerFlags(argv: readonly string[]): ControllerFlags |
       terminalGraceMs: duration(v['terminal-grace'], 'terminal-grace'),
     },
     reservationGraceMs: duration(v['reservation-grace'], 'reservation-grace'),
+    sliceDrainGraceMs: duration(v['slice-drain-grace'], 'slice-drain-grace'),
     poolStatus: bool(v['pool-status'], 'pool-status'),
     metricsAddr: v['metrics-addr'],
     healthAddr: v['health-addr'],

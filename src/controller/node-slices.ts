@@ -1,8 +1,9 @@
 // Node slices: for every network whose NetworkAttachmentDefinitions ask for node_slice_size, keep its NodeSlicePool
-// (named after the network, in the pools' namespace) giving each live node a slice, and free the slice of a node
-// that left once its slice pool holds no live allocation. Decided from the caches; written only when something
-// changes. NADs of one network that disagree change nothing: a Warning event on each and a condition on the pool,
-// once (not an endless retry), until they agree.
+// (named after the network, in the pools' namespace) giving each live node a slice. A slice whose node left, or of
+// an earlier slicing, drains (status.draining) and is released only once it has drained for the grace period and
+// a fresh GET of its IPPool finds it empty (the caches may lag behind a plugin's write). Decided from the caches
+// otherwise; written only when something changes. NADs of one network that disagree change nothing: a Warning
+// event on each and a condition on the pool, once (not an endless retry), until they agree.
 import { formatCidr, masked, parseCidr } from '../ip/cidr.ts';
 import { sliceCount } from '../ip/slice.ts';
 import type { ApiClient } from '../store/kubernetes/api.ts';
@@ -11,10 +12,11 @@ import { poolName } from '../store/names.ts';
 import { conditionsMatch, withConditions, type Condition } from './conditions.ts';
 import type { EventRecorder, InvolvedObject } from './events.ts';
 import type { Log } from './log.ts';
-import type { PodView } from './pod-view.ts';
 import type { PoolView } from './pool-view.ts';
 import { decideNodeSlicePool, NAD_API_VERSION, noFreeSliceMessage, type SliceChoice } from './slice-decide.ts';
 import type { SliceEntry } from './slice-assign.ts';
+import { DEFAULT_DRAIN_GRACE_MS, DrainConfirmer } from './slice-drain.ts';
+import { sliceKey } from './slice-lifecycle.ts';
 import { groupByNetwork, type SliceSpec } from './slice-spec.ts';
 import { writeNodeSlicePool } from './slice-write.ts';
 import type { NadView, NodeSlicePoolView, NodeView } from './views.ts';
@@ -24,7 +26,6 @@ export interface SliceInput {
   readonly nodes: ReadonlyMap<string, NodeView>;
   readonly nodeSlicePools: ReadonlyMap<string, NodeSlicePoolView>;
   readonly pools: ReadonlyMap<string, PoolView>;
-  readonly pods: ReadonlyMap<string, PodView>;
   readonly leading: () => boolean;
   readonly log: Log;
   readonly events: EventRecorder;
@@ -46,13 +47,16 @@ const poolRef = (view: { name: string; namespace: string; uid: string }): Involv
 
 export class NodeSlices {
   readonly #api: ApiClient;
+  readonly #drain: DrainConfirmer;
+  #drainingPersists = true;
   /** Cleared when the API server drops the conditions we write (a NodeSlicePool CRD without them). */
   #conditionsPersist = true;
   /** Problems already logged (network or NAD -> message): a persisting problem is logged once, not every pass. */
   readonly #logged = new Map<string, string>();
 
-  constructor(api: ApiClient) {
+  constructor(api: ApiClient, options: { drainGraceMs?: number } = {}) {
     this.#api = api;
+    this.#drain = new DrainConfirmer(api, options.drainGraceMs ?? DEFAULT_DRAIN_GRACE_MS);
   }
 
   async reconcile(input: SliceInput): Promise<SliceReport> {
@@ -90,14 +94,11 @@ export class NodeSlices {
   async #reconcileNetwork(spec: SliceSpec, sources: readonly string[], input: SliceInput, report: SliceReport): Promise<void> {
     const namespace = this.#api.namespace;
     const owners = sources.filter((s) => s.startsWith(`${namespace}/`)).map((s) => input.nads.get(s)).filter((n): n is NadView => n !== undefined);
-    const slicePool = (entry: SliceEntry): PoolView | undefined => {
-      const name = poolName(masked(parseCidr(entry.sliceRange)), { ...(spec.networkNamed ? { networkName: spec.network } : {}), node: entry.nodeName });
-      return input.pools.get(`${namespace}/${name}`);
-    };
-    const canFree = (entry: SliceEntry): boolean => !hasLiveAllocation(slicePool(entry), input.pods);
+    const cached = input.nodeSlicePools.get(`${namespace}/${spec.network}`);
+    const confirmed = await this.#drain.confirmEmpty(spec, cached?.draining ?? [], input);
+    const canFree = (entry: SliceEntry): boolean => confirmed.has(sliceKey(entry));
     const plan = { spec, namespace, owners, liveNodes: [...input.nodes.keys()], canFree, conditionsPersist: this.#conditionsPersist };
     const choice: SliceChoice = { resliced: false, sentConditions: false };
-    const cached = input.nodeSlicePools.get(`${namespace}/${spec.network}`);
     // Decide on the cache first: most passes change nothing and then read nothing.
     if (cached !== undefined && decideNodeSlicePool(plan, choice)(cachedObject(cached)) === undefined) {
       if ((choice.decision?.starved.length ?? 0) > 0) report.starved.set(spec.network, choice.decision!.starved);
@@ -113,19 +114,37 @@ export class NodeSlices {
       this.#conditionsPersist = false;
       input.log.warning('the NodeSlicePool CRD drops status.conditions (an older CRD?): conditions are not recorded, events still are');
     }
+    if ((choice.lifecycle?.draining.length ?? 0) > 0 && !hasDraining(written) && this.#drainingPersists) {
+      this.#drainingPersists = false;
+      input.log.warning("the NodeSlicePool CRD drops status.draining (Whereabouts' CRD?): draining slices are forgotten at once; install hereabouts' CRD");
+    }
     const meta = ((written as { metadata?: { uid?: string } } | undefined)?.metadata ?? {}) as { uid?: string };
     const ref = poolRef({ name: spec.network, namespace, uid: meta.uid ?? '' });
     if (outcome === 'created') input.log.info(`created NodeSlicePool ${spec.network} slicing ${sources.join(', ')}`, { network: spec.network });
-    if (choice.resliced) await input.events.emit(ref, 'Warning', 'Resliced', `range or slice size changed: /${spec.sliceSize} slices of ${formatCidr(spec.range)} assigned anew`);
+    const lifecycle = choice.lifecycle;
+    if (choice.resliced) {
+      const draining = lifecycle?.draining.length ?? 0;
+      await input.events.emit(ref, 'Warning', 'Resliced', `range or slice size changed: /${spec.sliceSize} slices of ${formatCidr(spec.range)} assigned anew; ${draining} old slice(s) drain until their pools are empty`);
+    }
+    for (const d of lifecycle?.drained ?? []) {
+      input.log.info(`slice ${d.sliceRange} of node ${d.nodeName} in ${spec.network} drains (${d.reason}): nothing more is allocated from it`, { network: spec.network });
+      await input.events.emit(ref, 'Normal', 'SliceDraining', `${d.nodeName} ${d.sliceRange} drains (${d.reason}): released once its pool is empty`);
+    }
+    for (const d of lifecycle?.restored ?? []) {
+      input.log.info(`node ${d.nodeName} is back: it keeps slice ${d.sliceRange} of ${spec.network}`, { network: spec.network });
+      await input.events.emit(ref, 'Normal', 'SliceRestored', `${d.nodeName} ${d.sliceRange}: the node is back`);
+    }
     for (const a of decision.assigned) {
       report.assigned.push(`${spec.network}: ${a}`);
       input.log.info(`assigned slice ${a} of ${spec.network}`, { network: spec.network });
       await input.events.emit(ref, 'Normal', 'SliceAssigned', `assigned ${a}`);
     }
-    for (const f of decision.freed) {
-      report.freed.push(`${spec.network}: ${f}`);
-      input.log.info(`freed slice ${f} of ${spec.network}: the node left and its pool holds no live allocation`, { network: spec.network });
-      await input.events.emit(ref, 'Normal', 'SliceFreed', `freed ${f}: the node left`);
+    for (const d of lifecycle?.released ?? []) {
+      const slice = `${d.nodeName} ${d.sliceRange}`;
+      report.freed.push(`${spec.network}: ${slice}`);
+      const why = d.reason === 'NodeLeft' ? 'the node left' : 'the network was resliced';
+      input.log.info(`${d.reason === 'NodeLeft' ? 'freed' : 'released'} slice ${slice} of ${spec.network}: ${why} and its pool is empty`, { network: spec.network });
+      await input.events.emit(ref, 'Normal', d.reason === 'NodeLeft' ? 'SliceFreed' : 'SliceReleased', `${d.reason === 'NodeLeft' ? 'freed' : 'released'} ${slice}: ${why} and its pool is empty`);
     }
     if (decision.starved.length > 0) {
       report.starved.set(spec.network, decision.starved);
@@ -157,17 +176,6 @@ export class NodeSlices {
   }
 }
 
-/** Any allocation whose pod still exists (an unreadable record counts as live: it cannot be judged). */
-function hasLiveAllocation(pool: PoolView | undefined, pods: ReadonlyMap<string, PodView>): boolean {
-  if (pool === undefined) return false;
-  for (const record of pool.allocations.values()) {
-    if (record.podRef === '') return true;
-    const pod = pods.get(record.podRef);
-    if (pod !== undefined && (record.podUid === undefined || record.podUid === '' || record.podUid === pod.uid)) return true;
-  }
-  return false;
-}
-
 /** The cached view as the object the decide functions read (metadata, spec, status as far as they look). */
 function cachedObject(view: NodeSlicePoolView): Record<string, unknown> {
   const conditions = [...view.conditions].map(([type, joined]) => {
@@ -177,8 +185,12 @@ function cachedObject(view: NodeSlicePoolView): Record<string, unknown> {
   return {
     metadata: { name: view.name, namespace: view.namespace, uid: view.uid, ownerReferences: view.ownerUids.map((uid) => ({ kind: 'NetworkAttachmentDefinition', uid })) },
     spec: { range: view.range, sliceSize: view.sliceSize },
-    status: { allocations: view.entries, conditions },
+    status: { allocations: view.entries, draining: view.draining, conditions },
   };
+}
+
+function hasDraining(written: unknown): boolean {
+  return Array.isArray((written as { status?: { draining?: unknown } } | undefined)?.status?.draining);
 }
 
 function hasConditions(written: unknown): boolean {

@@ -1,12 +1,14 @@
 // The NodeSlicePool a network should have, decided from the object as it is now: spec from the agreed NADs, owner
 // references to those NADs in the pool's namespace (an owner reference cannot cross namespaces: the garbage
-// collector would delete the pool), a slice for every live node, conditions. Re-slicing (a new range or slice size)
-// starts the assignment over, as Whereabouts does.
+// collector would delete the pool), a slice for every live node, conditions, and the slices' lifecycle
+// (slice-lifecycle.ts). Re-slicing (a new range or slice size) starts the assignment over, as Whereabouts does, but
+// the old slices drain first: new slices are cut only from space no draining slice overlaps.
 import { formatCidr } from '../ip/cidr.ts';
 import { API_VERSION } from '../store/kubernetes/resources.ts';
 import { conditionsMatch, withConditions, type Condition } from './conditions.ts';
 import type { DecideObject } from './slice-write.ts';
 import { assignSlices, type SliceDecision, type SliceEntry } from './slice-assign.ts';
+import { advanceLifecycle, type Lifecycle } from './slice-lifecycle.ts';
 import type { SliceSpec } from './slice-spec.ts';
 import { cidrOrUndefined } from './pool-view.ts';
 import { nodeSlicePoolView, type NadView } from './views.ts';
@@ -19,7 +21,7 @@ export interface SlicePlan {
   /** The NADs of this network in the pool's namespace: its owners. */
   readonly owners: readonly NadView[];
   readonly liveNodes: readonly string[];
-  /** Whether a departed node's slice may be freed (its slice pool holds no live allocation). */
+  /** Whether a draining slice's IPPool was confirmed empty against the API (after the drain grace). */
   readonly canFree: (entry: SliceEntry) => boolean;
   /** False once the API server was seen dropping status.conditions (a CRD without them): then they are not compared. */
   readonly conditionsPersist: boolean;
@@ -28,6 +30,7 @@ export interface SlicePlan {
 /** What the last call of the decide function chose (read after the write). */
 export interface SliceChoice {
   decision?: SliceDecision;
+  lifecycle?: Lifecycle;
   resliced: boolean;
   sentConditions: boolean;
 }
@@ -63,16 +66,20 @@ export function decideNodeSlicePool(plan: SlicePlan, choice: SliceChoice): Decid
   return (current) => {
     const view = current === undefined ? undefined : nodeSlicePoolView(current);
     const same = view !== undefined && sameSlicing(plan.spec, view.range, view.sliceSize);
-    const decision = assignSlices(plan.spec.range, plan.spec.sliceSize, same ? view.entries : [], plan.liveNodes, plan.canFree);
+    const resliced = view !== undefined && !same;
+    const lifecycle = advanceLifecycle(view, { resliced, liveNodes: plan.liveNodes, confirmedEmpty: plan.canFree });
+    const decision = assignSlices(plan.spec.range, plan.spec.sliceSize, lifecycle.entries, plan.liveNodes, lifecycle.blocked);
     choice.decision = decision;
-    choice.resliced = view !== undefined && !same;
+    choice.lifecycle = lifecycle;
+    choice.resliced = resliced;
     const wanted = sliceConditions(decision.starved, plan.spec);
     const status = (current?.['status'] ?? {}) as Record<string, unknown>;
     const metadata = (current?.['metadata'] ?? {}) as Record<string, unknown>;
     const owners = ownerReferences(plan, metadata['ownerReferences']);
     const ownersSame = view !== undefined && JSON.stringify(view.ownerUids) === JSON.stringify(plan.owners.map((o) => o.uid).sort());
     const conditionsSame = !plan.conditionsPersist || conditionsMatch(status['conditions'], wanted);
-    if (same && decision.assigned.length === 0 && decision.freed.length === 0 && ownersSame && conditionsSame) return undefined;
+    const moved = lifecycle.drained.length + lifecycle.released.length + lifecycle.restored.length > 0;
+    if (same && decision.assigned.length === 0 && !moved && ownersSame && conditionsSame) return undefined;
     choice.sentConditions = plan.conditionsPersist;
     return {
       ...(current ?? { apiVersion: API_VERSION, kind: 'NodeSlicePool' }),
@@ -81,6 +88,7 @@ export function decideNodeSlicePool(plan: SlicePlan, choice: SliceChoice): Decid
       status: {
         ...status,
         allocations: decision.entries,
+        draining: lifecycle.draining,
         ...(plan.conditionsPersist ? { conditions: withConditions(status['conditions'], wanted, new Date()) } : {}),
       },
     };

@@ -1,7 +1,7 @@
 // The stripped views of OverlappingRangeIPReservations, NodeSlicePools, NetworkAttachmentDefinitions and Nodes:
 // only what the cleanup and the slice assignment read. (Pods: pod-view.ts; IPPools: pool-view.ts.)
 import { errorText } from './log.ts';
-import type { SliceEntry } from './slice-assign.ts';
+import type { DrainingEntry, SliceEntry } from './slice-assign.ts';
 import { networkNamesOf, sliceSpecOf, type SliceSpec } from './slice-spec.ts';
 
 type Obj = Record<string, unknown>;
@@ -33,6 +33,8 @@ export interface NodeSlicePoolView extends ObjectRef {
   readonly range: string;
   readonly sliceSize: string;
   readonly entries: readonly SliceEntry[];
+  /** status.draining: slices that left their node and may still hold addresses (absent in Whereabouts' objects). */
+  readonly draining: readonly DrainingEntry[];
   /** type -> "status|reason|message" of its conditions, to write only what changed. */
   readonly conditions: ReadonlyMap<string, string>;
   /** UIDs of the NetworkAttachmentDefinitions among its owners, sorted. */
@@ -42,6 +44,15 @@ export interface NodeSlicePoolView extends ObjectRef {
 export function entriesOf(status: unknown): SliceEntry[] {
   const list = obj(status)['allocations'];
   return (Array.isArray(list) ? list : []).map((e) => ({ nodeName: str(obj(e)['nodeName']), sliceRange: str(obj(e)['sliceRange']) }));
+}
+
+export function drainingOf(status: unknown): DrainingEntry[] {
+  const list = obj(status)['draining'];
+  return (Array.isArray(list) ? list : []).map((e) => ({
+    nodeName: str(obj(e)['nodeName']),
+    sliceRange: str(obj(e)['sliceRange']),
+    reason: obj(e)['reason'] === 'NodeLeft' ? 'NodeLeft' : 'Resliced',
+  }));
 }
 
 export function nodeSlicePoolView(object: unknown): NodeSlicePoolView {
@@ -58,6 +69,7 @@ export function nodeSlicePoolView(object: unknown): NodeSlicePoolView {
     range: str(spec['range']),
     sliceSize: String(spec['sliceSize'] ?? ''),
     entries: entriesOf(status),
+    draining: drainingOf(status),
     conditions,
     ownerUids: owners.filter((o) => obj(o)['kind'] === 'NetworkAttachmentDefinition').map((o) => str(obj(o)['uid'])).sort(),
   };

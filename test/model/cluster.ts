@@ -87,7 +87,8 @@ export class Cluster {
       if (resource === 'nads') return key.startsWith(`${this.ns}/`);
       return true;
     });
-    this.#slices = new NodeSlices(options.api);
+    // The drain grace runs on the monotonic clock, which the model's virtual clock does not move: none here.
+    this.#slices = new NodeSlices(options.api, { drainGraceMs: 0 });
     for (const name of options.nodes) this.nodes.set(name, { name: this.nodeName(name), up: false, pendingDels: [] });
   }
 

@@ -99,7 +99,7 @@ export async function controllerPass(api: ApiClient, c: Views, flags: Controller
     log: silent,
   });
   const events = new EventRecorder(api, { identity: 'model-controller', log: silent });
-  await slices.reconcile({ nads: c.nads, nodes: c.nodes, nodeSlicePools: c.nodeSlicePools, pools: c.pools, pods: c.pods, leading, log: silent, events });
+  await slices.reconcile({ nads: c.nads, nodes: c.nodes, nodeSlicePools: c.nodeSlicePools, pools: c.pools, leading, log: silent, events });
   if (flags.poolStatus) await writePoolStatuses(api, c.pools.values(), { leading, log: silent });
   return { released: result.released.length, reservationsDeleted: result.reservationsDeleted.length };
 }

@@ -9,7 +9,7 @@ import type { Allocations, Plan, PoolRef, Store } from '../store.ts';
 import { KeyedQueue } from '../keyed-queue.ts';
 import type { ApiClient } from './api.ts';
 import { toCniError } from './errors.ts';
-import { NoSliceError, nodeSlicePools } from './node-slices.ts';
+import { nodeSlicePools } from './node-slices.ts';
 import { fetchPool, updatePool, type WriteContext } from './pool-update.ts';
 
 export interface KubernetesStoreOptions {
@@ -26,8 +26,6 @@ export interface KubernetesStoreOptions {
   readonly budgetMs?: number;
   /** Timeout of best-effort clean-up requests on the failure path. */
   readonly cleanupTimeoutMs?: number;
-  /** How long a cached node-slice assignment is trusted. */
-  readonly sliceTtlMs?: number;
 }
 
 export interface ResolveOptions {
@@ -44,13 +42,11 @@ function asStatusError(err: unknown): CniError {
 
 export const DEFAULT_BUDGET_MS = 25_000;
 export const DEFAULT_CLEANUP_TIMEOUT_MS = 2_000;
-export const DEFAULT_SLICE_TTL_MS = 120_000;
 
 export class KubernetesStore implements Store {
   readonly node: string;
   readonly api: ApiClient;
   readonly #write: WriteContext;
-  readonly #sliceTtlMs: number;
   /** Pools read from the API during this process (STATUS reads each pool once for status() and read()). */
   readonly #fresh = new Map<string, Promise<Allocations>>();
   /** In-process queue per pool: proper-lockfile excludes processes, this spares our own callers its polling. */
@@ -59,7 +55,6 @@ export class KubernetesStore implements Store {
   constructor(options: KubernetesStoreOptions) {
     this.node = options.node;
     this.api = options.api;
-    this.#sliceTtlMs = options.sliceTtlMs ?? DEFAULT_SLICE_TTL_MS;
     this.#write = {
       api: options.api,
       node: options.node,
@@ -74,21 +69,20 @@ export class KubernetesStore implements Store {
   }
 
   /**
-   * The pools of a request: one per range, or this node's slice pools when node_slice_size is set. For ADD and
-   * CHECK a missing NodeSlicePool or slice is CNI code 11, for STATUS code 50; for DEL and GC (`purpose:
-   * 'release'`) it means this node cannot hold anything there, so the answer is no pool (and DEL succeeds).
+   * The pools of a request: one per range, or this node's slice pools when node_slice_size is set (read from the
+   * NodeSlicePool on every request). ADD and CHECK get the node's slice; a missing NodeSlicePool or slice, or a
+   * slice that drains, is CNI code 11, for STATUS code 50. DEL and GC (`purpose: 'release'`) get every slice pool
+   * this node may hold something in (its slice, its draining slices, the slices it remembers using), possibly none.
    */
   async resolvePools(config: NetworkConfig, options: ResolveOptions = {}): Promise<PoolRef[]> {
     if (config.ipam.nodeSliceSize === undefined) return poolRefs(config);
     const { api, node, cacheDir, scope, log } = this.#write;
-    const ctx = { api, node, cacheDir, scope, log, ttlMs: this.#sliceTtlMs };
+    const purpose = options.purpose ?? 'allocate';
     try {
-      return await nodeSlicePools(ctx, config);
+      return await nodeSlicePools({ api, node, cacheDir, scope, log }, config, purpose);
     } catch (err) {
-      if (options.purpose === 'status') throw asStatusError(err);
-      if (options.purpose !== 'release' || !(err instanceof NoSliceError)) throw err;
-      log.warning(`${err.message}: nothing of this node to release there`);
-      return [];
+      if (purpose === 'status') throw asStatusError(err);
+      throw err;
     }
   }
 

@@ -1,35 +1,35 @@
 // Node-slice mode (`node_slice_size`): the controller cuts the range into slices and records in the network's
 // NodeSlicePool which node owns which; this node allocates only from the IPPool of its own slice,
-// `[<network_name>-]<node>-<slice>`, so nodes never contend for a pool. The assignment is cached beside the pool
-// cache for a while (a slice changes owner only when its node leaves the cluster).
-import { mkdirSync, readFileSync } from 'node:fs';
+// `[<network_name>-]<node>-<slice>`, so nodes never contend for a pool.
+//
+// Slices move: a node that left loses its slice, a reslice (new range or slice size) gives every node a new one,
+// and the old slices drain (status.draining) until their pools are empty. So every request reads the NodeSlicePool
+// (one GET; the node cache is keyed to its generation and slice size, never trusted for a time), ADD refuses a
+// slice that drains, and DEL and GC look in every slice pool this node may still hold: its slice, its draining
+// slices, and the slices it remembers having used (a reslice by a controller that keeps no draining list).
 import { CniCode, CniError } from '../../cni/errors.ts';
 import type { Logger } from '../../cni/log.ts';
 import type { NetworkConfig, RangeConfig } from '../../config/types.ts';
 import { contains, formatCidr, lastOf, masked, networkOf, parseCidr, type Cidr } from '../../ip/cidr.ts';
 import { usableSpan } from '../../ip/range.ts';
-import { errorCode, messageOf } from '../local/fs-errors.ts';
-import { poolPaths } from '../local/paths.ts';
-import { writePoolFile } from '../local/pool-file.ts';
 import { poolName } from '../names.ts';
-import type { PoolRef } from '../store.ts';
+import type { PoolPurpose, PoolRef } from '../store.ts';
 import type { ApiClient } from './api.ts';
 import { toCniError } from './errors.ts';
 import type { CacheScope } from './pool-cache.ts';
 import { isObject } from './pool-object.ts';
 import { getObject } from './resources.ts';
+import { cachedSlices, readSliceMemory, writeSliceMemory, type SliceMemory } from './slice-memory.ts';
 
 export interface SliceContext {
   readonly api: ApiClient;
   readonly node: string;
   readonly cacheDir: string;
   readonly scope: CacheScope;
-  /** How long a cached slice assignment is trusted before the NodeSlicePool is read again. */
-  readonly ttlMs: number;
   readonly log: Logger;
 }
 
-/** The network has no NodeSlicePool yet, or it assigns no slice to this node (CNI code 11). */
+/** The network has no NodeSlicePool yet, or it assigns no usable slice to this node (CNI code 11). */
 export class NoSliceError extends CniError {
   constructor(message: string, details: string) {
     super(CniCode.TryAgainLater, message, { details });
@@ -37,35 +37,113 @@ export class NoSliceError extends CniError {
   }
 }
 
-export interface SliceAssignment {
-  /** The NodeSlicePool's spec.range (the whole range that is sliced). */
+/** What a NodeSlicePool says about one node. */
+export interface NodeSlicing {
+  /** metadata.generation (it moves with every change of spec or status: the CRD has no status subresource). */
+  readonly generation: number | undefined;
+  /** spec.range: the whole range that is sliced. */
   readonly range: Cidr;
-  /** This node's slice. */
-  readonly slice: Cidr;
+  readonly sliceSize: number;
+  /** This node's slice, if it has one. */
+  readonly slice?: Cidr;
+  /** This node's slices in status.draining (its own slice among them when that drains). */
+  readonly draining: readonly Cidr[];
+  /** The object has status.draining: a controller that keeps slices until their pools are empty wrote it. */
+  readonly tracksDraining: boolean;
 }
 
-/** This node's slice pools, one per configured range, for a network with node_slice_size. */
-export async function nodeSlicePools(ctx: SliceContext, config: NetworkConfig): Promise<PoolRef[]> {
+interface Network {
+  readonly name: string;
+  readonly networkName?: string;
+}
+
+function networkOfConfig(config: NetworkConfig): Network {
   const networkName = config.ipam.networkName;
-  const networkNamed = networkName !== undefined && networkName !== '';
-  const network = networkNamed ? networkName : config.name;
-  const assignment = await sliceAssignment(ctx, network);
-  return config.ipam.ranges.map((range) => {
-    if (formatCidr(masked(range.cidr)) !== formatCidr(assignment.range)) {
+  return networkName !== undefined && networkName !== '' ? { name: networkName, networkName } : { name: config.name };
+}
+
+/** This node's slice pools for a network with node_slice_size: the one to allocate from, or all to release from. */
+export async function nodeSlicePools(ctx: SliceContext, config: NetworkConfig, purpose: PoolPurpose): Promise<PoolRef[]> {
+  const network = networkOfConfig(config);
+  const memory = readSliceMemory(ctx, network.name);
+  let object: unknown;
+  try {
+    object = await getObject(ctx.api, 'nodeslicepools', network.name);
+  } catch (err) {
+    throw toCniError(err, `NodeSlicePool ${network.name}`);
+  }
+  if (purpose === 'release') return releasePools(ctx, config, network, object, memory);
+  if (object === undefined) {
+    throw new NoSliceError(
+      `NodeSlicePool ${network.name} does not exist yet in namespace ${ctx.api.namespace}`,
+      'the controller creates it from the NetworkAttachmentDefinition; retry later',
+    );
+  }
+  const slicing = slicingOf(object, network.name, ctx.node, memory);
+  const slice = usableSlice(slicing, config, network.name, ctx.node);
+  remember(ctx, network.name, memory, slicing, [slice]);
+  return [slicePool(ctx.node, network, config, slice)];
+}
+
+/** The slice ADD may allocate from: the configured slicing's, this node's, not draining. */
+function usableSlice(slicing: NodeSlicing, config: NetworkConfig, network: string, node: string): Cidr {
+  for (const range of config.ipam.ranges) {
+    const configured = formatCidr(masked(range.cidr));
+    if (configured !== formatCidr(slicing.range) || config.ipam.nodeSliceSize !== slicing.sliceSize) {
       throw new CniError(
         CniCode.TryAgainLater,
-        `NodeSlicePool ${network} slices ${formatCidr(assignment.range)}, not the configured range ${formatCidr(range.cidr)}`,
+        `NodeSlicePool ${network} slices ${formatCidr(slicing.range)} by /${slicing.sliceSize}, not ${configured} by /${config.ipam.nodeSliceSize} as configured`,
         { details: 'the controller has not yet resliced the network after a configuration change' },
       );
     }
-    return {
-      name: poolName(assignment.slice, { ...(networkNamed ? { networkName } : {}), node: ctx.node }),
-      network,
-      networkNamed,
-      range: sliceRange(range, assignment.slice),
-      resultPrefix: range.cidr.prefix,
-    };
-  });
+  }
+  const slice = slicing.slice;
+  if (slice === undefined) {
+    throw new NoSliceError(`no slice assigned to node ${node} in NodeSlicePool ${network} yet`, 'the controller assigns slices to nodes; retry later');
+  }
+  if (slicing.draining.some((d) => formatCidr(d) === formatCidr(slice))) {
+    throw new NoSliceError(
+      `slice ${formatCidr(slice)} of node ${node} in NodeSlicePool ${network} is draining`,
+      'the controller releases it once its pool is empty and assigns this node another slice; retry later',
+    );
+  }
+  return slice;
+}
+
+/** Every pool this node may hold something in: its slice, its draining slices, the slices it remembers or has cached. */
+function releasePools(ctx: SliceContext, config: NetworkConfig, network: Network, object: unknown, memory: SliceMemory | undefined): PoolRef[] {
+  const cached = cachedSlices(ctx, network.name, network.networkName);
+  const held = (memory?.held ?? []).map(parseOrUndefined).filter((c): c is Cidr => c !== undefined);
+  const remembered = [...held, ...cached];
+  if (object === undefined) return unique(remembered).map((slice) => slicePool(ctx.node, network, config, slice));
+  const slicing = slicingOf(object, network.name, ctx.node, memory);
+  const listed = [...(slicing.slice === undefined ? [] : [slicing.slice]), ...slicing.draining];
+  // Slices the controller no longer lists were confirmed empty by it, when it keeps a draining list at all; the
+  // pools this node has cached are looked in regardless (a pool of a version that kept no memory).
+  const slices = unique([...listed, ...(slicing.tracksDraining ? [] : remembered), ...cached]);
+  remember(ctx, network.name, memory, slicing, slices, { prune: true });
+  return slices.map((slice) => slicePool(ctx.node, network, config, slice));
+}
+
+function unique(slices: readonly Cidr[]): Cidr[] {
+  return [...new Map(slices.map((slice) => [formatCidr(slice), slice])).values()];
+}
+
+function slicePool(node: string, network: Network, config: NetworkConfig, slice: Cidr): PoolRef {
+  const range = config.ipam.ranges.find((r) => r.cidr.family === slice.family && contains(masked(r.cidr), { family: slice.family, value: networkOf(slice) }));
+  return {
+    name: poolName(slice, { ...(network.networkName === undefined ? {} : { networkName: network.networkName }), node }),
+    network: network.name,
+    networkNamed: network.networkName !== undefined,
+    // A slice of an earlier range: only released from, so its whole usable span will do.
+    range: range === undefined ? wholeSlice(slice) : sliceRange(range, slice),
+    ...(range === undefined ? {} : { resultPrefix: range.cidr.prefix }),
+  };
+}
+
+function wholeSlice(slice: Cidr): RangeConfig {
+  const span = usableSpan(slice);
+  return { cidr: slice, start: span.first, end: span.last, exclude: [] };
 }
 
 /**
@@ -85,68 +163,28 @@ export function sliceRange(range: RangeConfig, slice: Cidr): RangeConfig {
   };
 }
 
-async function sliceAssignment(ctx: SliceContext, network: string): Promise<SliceAssignment> {
-  const file = poolPaths(ctx.cacheDir, { network, name: '~nodeslice' });
-  const cached = readCachedAssignment(file.data, ctx, network);
-  if (cached !== undefined) return cached;
-  let object: unknown;
-  try {
-    object = await getObject(ctx.api, 'nodeslicepools', network);
-  } catch (err) {
-    throw toCniError(err, `NodeSlicePool ${network}`);
-  }
-  if (object === undefined) {
-    throw new NoSliceError(
-      `NodeSlicePool ${network} does not exist yet in namespace ${ctx.api.namespace}`,
-      'the controller creates it from the NetworkAttachmentDefinition; retry later',
-    );
-  }
-  const assignment = assignmentOf(object, network, ctx.node);
-  try {
-    mkdirSync(file.networkDir, { recursive: true, mode: 0o700 });
-    const doc = {
-      format: 1,
-      server: ctx.scope.server,
-      namespace: ctx.scope.namespace,
-      nodeSlicePool: network,
-      node: ctx.node,
-      range: formatCidr(assignment.range),
-      slice: formatCidr(assignment.slice),
-      fetchedAt: Date.now(),
-    };
-    writePoolFile(file.data, file.tempPrefix, `${JSON.stringify(doc)}\n`, () => {});
-  } catch (err) {
-    // Only a cache: the next call reads the NodeSlicePool again.
-    ctx.log.warning(`cannot cache the slice assignment in ${file.data}: ${messageOf(err)}`);
-  }
-  return assignment;
+/** Records the slices this node uses (and forgets, on a release, what the NodeSlicePool no longer lists). */
+function remember(ctx: SliceContext, network: string, memory: SliceMemory | undefined, slicing: NodeSlicing, slices: readonly Cidr[], options: { prune?: boolean } = {}): void {
+  const held = new Set([...(options.prune === true ? [] : (memory?.held ?? [])), ...slices.map(formatCidr)]);
+  const next: SliceMemory = {
+    generation: slicing.generation,
+    range: formatCidr(slicing.range),
+    sliceSize: slicing.sliceSize,
+    ...(slicing.slice === undefined ? {} : { slice: formatCidr(slicing.slice) }),
+    draining: slicing.draining.map(formatCidr),
+    held: [...held].sort(),
+  };
+  if (memory !== undefined && JSON.stringify(memory) === JSON.stringify(next)) return;
+  writeSliceMemory(ctx, network, next);
 }
 
-function readCachedAssignment(file: string, ctx: SliceContext, network: string): SliceAssignment | undefined {
-  let doc: unknown;
-  try {
-    doc = JSON.parse(readFileSync(file, 'utf8'));
-  } catch (err) {
-    if (errorCode(err) !== 'ENOENT') ctx.log.warning(`ignoring unreadable slice cache ${file}: ${messageOf(err)}`);
-    return undefined;
-  }
-  if (!isObject(doc) || doc['format'] !== 1) return undefined;
-  const { server, namespace, nodeSlicePool, node, range, slice, fetchedAt } = doc;
-  if (server !== ctx.scope.server || namespace !== ctx.scope.namespace || nodeSlicePool !== network || node !== ctx.node) {
-    return undefined;
-  }
-  if (typeof fetchedAt !== 'number' || Date.now() - fetchedAt > ctx.ttlMs || fetchedAt > Date.now()) return undefined;
-  if (typeof range !== 'string' || typeof slice !== 'string') return undefined;
-  try {
-    return { range: masked(parseCidr(range)), slice: masked(parseCidr(slice)) };
-  } catch (err) {
-    ctx.log.warning(`ignoring unreadable slice cache ${file}: ${messageOf(err)}`);
-    return undefined;
-  }
-}
-
-/** Finds this node's slice in a NodeSlicePool object (Whereabouts' shape: status.allocations[{nodeName, sliceRange}]). */
-export function assignmentOf(object: unknown, name: string, node: string): SliceAssignment {
+/**
+ * What a NodeSlicePool object (Whereabouts' shape: spec{range, sliceSize}, status.allocations[{nodeName,
+ * sliceRange}], plus our optional status.draining[{nodeName, sliceRange, reason}]) says about `node`. The node's
+ * remembered reading is reused when the generation and slice size are the ones it was read at.
+ */
+export function slicingOf(object: unknown, name: string, node: string, memory?: SliceMemory): NodeSlicing {
+  const metadata = isObject(object) ? object['metadata'] : undefined;
   const spec = isObject(object) ? object['spec'] : undefined;
   const status = isObject(object) ? object['status'] : undefined;
   const rangeText = isObject(spec) ? spec['range'] : undefined;
@@ -154,16 +192,40 @@ export function assignmentOf(object: unknown, name: string, node: string): Slice
   if (range === undefined) {
     throw new CniError(CniCode.Internal, `NodeSlicePool ${name} has no valid spec.range (${JSON.stringify(rangeText)})`);
   }
-  const allocations = isObject(status) && Array.isArray(status['allocations']) ? status['allocations'] : [];
-  const mine = allocations.find((a: unknown) => isObject(a) && a['nodeName'] === node) as Record<string, unknown> | undefined;
-  if (mine === undefined) {
-    throw new NoSliceError(`no slice assigned to node ${node} in NodeSlicePool ${name} yet`, 'the controller assigns slices to nodes; retry later');
+  const sizeText = isObject(spec) ? spec['sliceSize'] : undefined;
+  const sliceSize = Number(String(sizeText ?? '').replace(/^\//, ''));
+  if (!Number.isInteger(sliceSize) || sliceSize < range.prefix || sliceSize > (range.family === 4 ? 32 : 128) || String(sizeText ?? '') === '') {
+    throw new CniError(CniCode.Internal, `NodeSlicePool ${name} has no valid spec.sliceSize (${JSON.stringify(sizeText)}) for ${formatCidr(range)}`);
   }
-  const slice = parseOrUndefined(mine['sliceRange']);
-  if (slice === undefined || slice.family !== range.family || slice.prefix < range.prefix || !contains(range, { family: slice.family, value: slice.address })) {
-    throw new CniError(CniCode.Internal, `NodeSlicePool ${name}: slice ${JSON.stringify(mine['sliceRange'])} of node ${node} is not inside ${formatCidr(range)}`);
+  const generation = isObject(metadata) && typeof metadata['generation'] === 'number' ? metadata['generation'] : undefined;
+  const tracksDraining = isObject(status) && Array.isArray(status['draining']);
+  if (memory !== undefined && generation !== undefined && memory.generation === generation && memory.sliceSize === sliceSize && memory.range === formatCidr(range)) {
+    return {
+      generation,
+      range,
+      sliceSize,
+      ...(memory.slice === undefined ? {} : { slice: masked(parseCidr(memory.slice)) }),
+      draining: memory.draining.map((d) => masked(parseCidr(d))),
+      tracksDraining,
+    };
   }
-  return { range, slice };
+  const mineIn = (list: unknown): unknown[] => (Array.isArray(list) ? list : [])
+    .filter((e: unknown): e is Record<string, unknown> => isObject(e) && e['nodeName'] === node)
+    .map((e) => e['sliceRange']);
+  const [assigned] = mineIn(isObject(status) ? status['allocations'] : undefined);
+  const slice = assigned === undefined ? undefined : sliceOf(assigned, range, { name, node, within: true });
+  // A draining slice may be of an earlier range or slice size.
+  const draining = mineIn(isObject(status) ? status['draining'] : undefined).map((text) => sliceOf(text, range, { name, node, within: false }));
+  return { generation, range, sliceSize, ...(slice === undefined ? {} : { slice }), draining, tracksDraining };
+}
+
+function sliceOf(text: unknown, range: Cidr, where: { name: string; node: string; within: boolean }): Cidr {
+  const slice = parseOrUndefined(text);
+  const fits = slice !== undefined && slice.family === range.family && (!where.within || (slice.prefix >= range.prefix && contains(range, { family: slice.family, value: slice.address })));
+  if (!fits) {
+    throw new CniError(CniCode.Internal, `NodeSlicePool ${where.name}: slice ${JSON.stringify(text)} of node ${where.node} is not inside ${formatCidr(range)}`);
+  }
+  return slice;
 }
 
 function parseOrUndefined(text: unknown): Cidr | undefined {

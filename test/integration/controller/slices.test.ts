@@ -7,7 +7,17 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { runCni } from '../../support/cni.ts';
 import { api, apiRequest, controlPlane, createNamespace, type Namespace } from '../../support/control-plane.ts';
-import { allocation, bin, createNad, createPod, createPool, deletePod, eventually, events, startController, type Running } from './harness.ts';
+import { parseIP } from '../../../src/ip/address.ts';
+import { contains, parseCidr } from '../../../src/ip/cidr.ts';
+import { NodeSlices } from '../../../src/controller/node-slices.ts';
+import { EventRecorder } from '../../../src/controller/events.ts';
+import { jsonLog } from '../../../src/controller/log.ts';
+import { nadView, nodeSlicePoolView } from '../../../src/controller/views.ts';
+import { ApiClient } from '../../../src/store/kubernetes/api.ts';
+import { loadEndpoint } from '../../../src/store/kubernetes/kubeconfig.ts';
+import { allocation, bin, GROUP, createNad, createPod, createPool, deletePod, eventually, events, offsets, startController, type Running } from './harness.ts';
+
+const inside = (address: string, cidr: string): boolean => contains(parseCidr(cidr), parseIP(address));
 
 interface Entry {
   nodeName: string;
@@ -30,12 +40,18 @@ describe('controller node slices', () => {
   const pool = async (network: string) => ns.get('nodeslicepools', network);
   const entries = async (network: string): Promise<Entry[]> => ((await pool(network))?.['status'] as { allocations?: Entry[] } | undefined)?.allocations ?? [];
   const sliceOf = async (network: string, name: string) => (await entries(network)).find((e) => e.nodeName === name)?.sliceRange;
+  const updateNad = async (name: string, ipamConf: Record<string, unknown>) => {
+    const path = `/apis/k8s.cni.cncf.io/v1/namespaces/${ns.name}/network-attachment-definitions/${name}`;
+    const current = (await api(ns.cp, 'GET', path)) as { spec: { config: string } };
+    const config = JSON.parse(current.spec.config) as Record<string, unknown>;
+    await api(ns.cp, 'PUT', path, { ...current, spec: { config: JSON.stringify({ ...config, ipam: ipamConf }) } });
+  };
   const condition = async (network: string, type: string) =>
     (((await pool(network))?.['status'] as { conditions?: Array<{ type: string; status: string; reason: string; message: string }> } | undefined)?.conditions ?? []).find((c) => c.type === type);
 
   before(async () => {
     ns = await createNamespace(await controlPlane(), 'slc');
-    controller = startController(ns, '--identity', identity(), '--retry-period', '300ms', '--reconcile-interval', '2s', '--reservation-grace', '0s');
+    controller = startController(ns, '--identity', identity(), '--retry-period', '300ms', '--reconcile-interval', '2s', '--reservation-grace', '0s', '--slice-drain-grace', '0s');
     await controller.waitForLine((l) => l.msg.startsWith('leading:'), 15_000);
   });
   after(async () => {
@@ -117,6 +133,39 @@ describe('controller node slices', () => {
     assert.ok(await eventually(async () => (await condition(network, 'ConfigConflict'))?.status === 'False', 10_000), controller.log());
   });
 
+  test('a reslice while a pod holds an address in an old slice: no new slice covers it, and DEL releases it there', async () => {
+    const network = `${ns.name}-reslice`;
+    const j = await node('j');
+    await node('k');
+    const ipam = { type: 'hereabouts', range: '10.120.0.0/16', node_slice_size: '/28', network_name: network };
+    await createNad(ns, 'reslicenet', ipam);
+    assert.ok(await eventually(async () => (await sliceOf(network, j)) !== undefined, 10_000), controller.log());
+    const old = (await sliceOf(network, j))!;
+    const conf = (size: string) => ({ cniVersion: '1.0.0', name: 'reslicenet', type: 'macvlan', ipam: { ...ipam, node_slice_size: size, kubernetes: { kubeconfig: ns.kubeconfig }, cache_dir: join(ns.dir, 'cache-j') } });
+    const env = { command: 'ADD', containerId: 'r1', netns: '/x', ifname: 'net1', path: '/x', args: `IgnoreUnknown=1;K8S_POD_NAMESPACE=${ns.name};K8S_POD_NAME=r` };
+    const add = await runCni(bin, env, conf('/28'), { extraEnv: { NODENAME: j } });
+    assert.equal(add.code, 0, add.stdout + add.stderr);
+    const held = (add.json?.['ips'] as Array<{ address: string }>)[0]!.address.split('/')[0]!;
+    assert.ok(inside(held, old));
+
+    await updateNad('reslicenet', { ...ipam, node_slice_size: '/24' });
+    assert.ok(await eventually(async () => (await pool(network))?.['spec'] !== undefined && ((await pool(network))!['spec'] as { sliceSize: string }).sliceSize === '/24' && (await sliceOf(network, j)) !== undefined, 10_000), controller.log());
+    type Status = { allocations: Entry[]; draining?: Array<Entry & { reason: string }> };
+    // The other nodes' old slices are empty: the passes that release them (and hand their space out) are done once
+    // only j's old slice, which holds an address, is left draining.
+    const drainingNow = async () => (((await pool(network))!['status'] as Status).draining ?? []).map((d) => d.sliceRange);
+    assert.ok(await eventually(async () => JSON.stringify(await drainingNow()) === JSON.stringify([old]), 10_000), `${JSON.stringify(await drainingNow())}\n${controller.log()}`);
+    const status = (await pool(network))!['status'] as Status;
+    assert.deepEqual(status.allocations.filter((e) => e.nodeName !== '' && inside(held, e.sliceRange)), [], `no slice holding ${held} is assigned while it is in use`);
+    assert.deepEqual(status.draining?.filter((d) => d.sliceRange === old), [{ nodeName: j, sliceRange: old, reason: 'Resliced' }]);
+    assert.ok((await ours()).some((e) => e.reason === 'Resliced'));
+
+    const del = await runCni(bin, { ...env, command: 'DEL' }, conf('/24'), { extraEnv: { NODENAME: j } });
+    assert.equal(del.code, 0, del.stdout + del.stderr);
+    assert.deepEqual(await offsets(ns, `${network}-${j}-${old.replace('/', '-')}`), [], 'DEL released the address in the old slice pool');
+    assert.ok(await eventually(async () => (((await pool(network))!['status'] as { draining?: Entry[] }).draining ?? []).length === 0, 10_000), controller.log());
+  });
+
   test('a network without a free slice for a node says so (event, condition)', async () => {
     const network = `${ns.name}-tiny`;
     for (const s of ['g', 'h', 'i']) await node(s);
@@ -127,3 +176,61 @@ describe('controller node slices', () => {
     assert.ok((await ours()).some((ev) => ev.reason === 'NoFreeSlice' && ev.type === 'Warning' && ev.involvedObject.name === network));
   });
 });
+
+// The decision to free a slice, in process against the real API server, with caches that lag behind it: an
+// IPPool written after the informers' snapshot must keep its slice.
+describe('freeing a slice is confirmed against the API, not the caches', () => {
+  let ns: Namespace;
+  let client: ApiClient;
+  before(async () => {
+    ns = await createNamespace(await controlPlane(), 'slcfree');
+    client = new ApiClient(await loadEndpoint(ns.kubeconfig), { timeoutMs: 10_000 });
+  });
+  after(async () => {
+    client.close();
+    await apiRequest(ns.cp, 'DELETE', `/apis/k8s.cni.cncf.io/v1/namespaces/${ns.name}/network-attachment-definitions`);
+    await api(ns.cp, 'DELETE', `/api/v1/namespaces/${ns.name}/pods?gracePeriodSeconds=0`);
+    await ns.cleanup();
+  });
+
+  test("a departed node's slice stays while its pool holds an address the pool cache has not seen", async () => {
+    const network = `${ns.name}-late`;
+    const slice = '10.90.0.0/28';
+    const poolName = `${network}-gone-node-${slice.replace('/', '-')}`;
+    await createNad(ns, 'latenet', { type: 'hereabouts', range: '10.90.0.0/24', node_slice_size: '/28', network_name: network });
+    const nadObject = await api(ns.cp, 'GET', `/apis/k8s.cni.cncf.io/v1/namespaces/${ns.name}/network-attachment-definitions/latenet`);
+    await ns.create('nodeslicepools', { apiVersion: GROUP, kind: 'NodeSlicePool', metadata: { name: network }, spec: { range: '10.90.0.0/24', sliceSize: '/28' }, status: { allocations: [{ nodeName: 'gone-node', sliceRange: slice }] } });
+    // Written after the caches' snapshot (which has no such pool): a pod of the departed node still holds .1.
+    const uid = await createPod(ns, 'late', { phase: 'Running' });
+    await createPool(ns, poolName, slice, { '1': allocation(ns, 'late', uid) });
+    const slices = new NodeSlices(client, { drainGraceMs: 0 });
+    const log = jsonLog({ level: 'error' });
+    const recorder = new EventRecorder(client, { identity: 'slcfree', log });
+    const pass = async () => {
+      const nsp = nodeSlicePoolView(await ns.get('nodeslicepools', network));
+      await slices.reconcile({
+        nads: new Map([[`${ns.name}/latenet`, nadView(nadObject)!]]),
+        nodes: new Map(),
+        nodeSlicePools: new Map([[`${ns.name}/${network}`, nsp]]),
+        pools: new Map(),
+        leading: () => true,
+        log,
+        events: recorder,
+      });
+    };
+    const entries = async () => ((await ns.get('nodeslicepools', network))!['status'] as { allocations: Entry[]; draining?: Entry[] });
+    await pass(); // marks the slice draining
+    await pass(); // would free it, were the caches believed
+    assert.deepEqual((await entries()).allocations, [{ nodeName: 'gone-node', sliceRange: slice }]);
+    assert.deepEqual((await entries()).draining, [{ nodeName: 'gone-node', sliceRange: slice, reason: 'NodeLeft' }]);
+    // Once the pool is empty in the API, the next pass frees the slice.
+    const current = (await ns.get('ippools', poolName))!;
+    await api(ns.cp, 'PUT', ns.path('ippools', poolName), { ...current, spec: { range: slice, allocations: {} } });
+    await pass();
+    assert.deepEqual(await entries(), { allocations: [{ nodeName: '', sliceRange: slice }], draining: [], ...conditionsOf(await entries()) });
+  });
+});
+
+function conditionsOf(status: object): object {
+  return 'conditions' in status ? { conditions: status.conditions } : {};
+}

@@ -1,13 +1,17 @@
 // Node-slice mode: each node allocates from the IPPool of the slice its NodeSlicePool assigns it, answers with the
 // whole range's mask, and in the steady state makes no read at all: one write per ADD, two with reservations.
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { CniError } from '../../../src/cni/errors.ts';
 import { assign } from '../../../src/ipam/assign.ts';
 import { checkCapacity } from '../../../src/ipam/capacity.ts';
+import { collectGarbage } from '../../../src/ipam/gc.ts';
 import { release } from '../../../src/ipam/release.ts';
 import { formatIP } from '../../../src/ip/address.ts';
-import { controlPlane, createNamespace, type Namespace } from '../../support/control-plane.ts';
+import { poolPaths } from '../../../src/store/local/paths.ts';
+import { api, controlPlane, createNamespace, type Namespace } from '../../support/control-plane.ts';
 import { testRange } from '../../support/memory-store.ts';
 import { kubeNetwork, openNode, poolView } from './harness.ts';
 
@@ -139,7 +143,7 @@ test('a network whose NodeSlicePool does not exist yet fails with code 11', asyn
 });
 
 for (const reservations of [false, true]) {
-  test(`steady-state ADD in node-slice mode: no GET, no LIST, ${reservations ? 'two writes' : 'one write'}; DEL one write more (reservations ${reservations ? 'on' : 'off'})`, async () => {
+  test(`steady-state ADD in node-slice mode: one GET (the NodeSlicePool), no LIST, ${reservations ? 'two writes' : 'one write'}; DEL one read more (reservations ${reservations ? 'on' : 'off'})`, async () => {
     const config = kubeNetwork(ns, [testRange('10.61.0.0/24')], { name: 'plain', nodeSliceSize: 28, enableOverlappingRanges: reservations });
     const warm = await openNode(ns, config, 'node-a');
     try {
@@ -147,11 +151,13 @@ for (const reservations of [false, true]) {
     } finally {
       await warm.close();
     }
-    // A new process on the same node: the slice assignment and the pool come from the node cache.
+    // A new process on the same node: the pool comes from the node cache; the NodeSlicePool is read (one GET: a
+    // slice may have moved or be draining since), the slice pool is not.
     const store = await openNode(ns, config, 'node-a');
     try {
       const pools = await store.resolvePools(config);
-      assert.equal(store.api.requests, 0);
+      assert.equal(store.api.requests, 1);
+      store.api.requests = 0;
       await assign(store, config, pod(`steady-${reservations}`), { pools });
       assert.equal(store.api.requests, reservations ? 2 : 1);
       await release(store, config, pod(`steady-${reservations}`), { pools });
@@ -173,5 +179,143 @@ test('STATUS with a slice pool reports an exhausted slice with code 50', async (
     await assert.rejects(checkCapacity(store, config, { pools }), (err: unknown) => err instanceof CniError && err.code === 50);
   } finally {
     await store.close();
+  }
+});
+
+// --- The slice lifecycle as the plugin sees it: the cached assignment follows the NodeSlicePool at once (no time
+// to live), a draining slice is never allocated from, and DEL finds an attachment in any slice pool this node held.
+
+const NSP = 'whereabouts.cni.cncf.io/v1alpha1';
+async function putNodeSlicePool(name: string, spec: { range: string; sliceSize: string }, status: Record<string, unknown>): Promise<void> {
+  const current = await ns.get('nodeslicepools', name);
+  const body = { apiVersion: NSP, kind: 'NodeSlicePool', metadata: { name, ...(current === undefined ? {} : { resourceVersion: (current['metadata'] as { resourceVersion: string }).resourceVersion }) }, spec, status };
+  if (current === undefined) await ns.create('nodeslicepools', body);
+  else await api(ns.cp, 'PUT', ns.path('nodeslicepools', name), body);
+}
+const isCode11 = (pattern: RegExp) => (err: unknown) => err instanceof CniError && err.code === 11 && pattern.test(err.message);
+async function resolveOn(node: string, config: ReturnType<typeof kubeNetwork>, purpose: 'allocate' | 'release' = 'allocate') {
+  const store = await openNode(ns, config, node);
+  try {
+    return (await store.resolvePools(config, { purpose })).map((p) => p.name);
+  } finally {
+    await store.close();
+  }
+}
+
+test('a new slice size reaches the plugin with the next request: the cached assignment is keyed to the NodeSlicePool, not to a time', async () => {
+  await putNodeSlicePool('resize', { range: '10.63.0.0/24', sliceSize: '/28' }, { allocations: [{ nodeName: 'node-a', sliceRange: '10.63.0.0/28' }] });
+  const by28 = kubeNetwork(ns, [testRange('10.63.0.0/24')], { name: 'attach', networkName: 'resize', nodeSliceSize: 28 });
+  const by27 = kubeNetwork(ns, [testRange('10.63.0.0/24')], { name: 'attach', networkName: 'resize', nodeSliceSize: 27 });
+  assert.deepEqual(await resolveOn('node-a', by28), ['resize-node-a-10.63.0.0-28']);
+  // The controller reslices by /27: node-a's old slice drains, it gets a new one.
+  await putNodeSlicePool('resize', { range: '10.63.0.0/24', sliceSize: '/27' }, {
+    allocations: [{ nodeName: 'node-a', sliceRange: '10.63.0.32/27' }],
+    draining: [{ nodeName: 'node-a', sliceRange: '10.63.0.0/28', reason: 'Resliced' }],
+  });
+  assert.deepEqual(await resolveOn('node-a', by27), ['resize-node-a-10.63.0.32-27']);
+  await assert.rejects(resolveOn('node-a', by28), isCode11(/^NodeSlicePool resize slices 10\.63\.0\.0\/24 by \/27, not 10\.63\.0\.0\/24 by \/28 as configured$/));
+});
+
+test('the plugin never allocates from a slice the controller moved or marked draining', async () => {
+  await putNodeSlicePool('moving', { range: '10.65.0.0/24', sliceSize: '/28' }, { allocations: [{ nodeName: 'node-a', sliceRange: '10.65.0.0/28' }] });
+  const config = kubeNetwork(ns, [testRange('10.65.0.0/24')], { name: 'attach', networkName: 'moving', nodeSliceSize: 28 });
+  assert.deepEqual(await resolveOn('node-a', config), ['moving-node-a-10.65.0.0-28']);
+  await putNodeSlicePool('moving', { range: '10.65.0.0/24', sliceSize: '/28' }, { allocations: [{ nodeName: '', sliceRange: '10.65.0.0/28' }, { nodeName: 'node-a', sliceRange: '10.65.0.16/28' }] });
+  assert.deepEqual(await resolveOn('node-a', config), ['moving-node-a-10.65.0.16-28']);
+  await putNodeSlicePool('moving', { range: '10.65.0.0/24', sliceSize: '/28' }, {
+    allocations: [{ nodeName: '', sliceRange: '10.65.0.0/28' }, { nodeName: 'node-a', sliceRange: '10.65.0.16/28' }],
+    draining: [{ nodeName: 'node-a', sliceRange: '10.65.0.16/28', reason: 'NodeLeft' }],
+  });
+  await assert.rejects(resolveOn('node-a', config), isCode11(/slice 10\.65\.0\.16\/28 of node node-a in NodeSlicePool moving is draining/));
+});
+
+for (const controllerKept of [true, false]) {
+  test(`DEL releases an attachment left in an old slice pool after a reslice (${controllerKept ? 'listed as draining' : 'known only to the node'})`, async () => {
+    const network = controllerKept ? 'olddel' : 'forgot';
+    const range = controllerKept ? '10.66.0.0/24' : '10.67.0.0/24';
+    const base = range.slice(0, range.lastIndexOf('.'));
+    await putNodeSlicePool(network, { range, sliceSize: '/28' }, { allocations: [{ nodeName: 'node-a', sliceRange: `${base}.0/28` }] });
+    const by28 = kubeNetwork(ns, [testRange(range)], { name: 'attach', networkName: network, nodeSliceSize: 28 });
+    const by27 = kubeNetwork(ns, [testRange(range)], { name: 'attach', networkName: network, nodeSliceSize: 27 });
+    const store = await openNode(ns, by28, 'node-a');
+    try {
+      const [got] = await assign(store, by28, pod(`old-${network}`), { pools: await store.resolvePools(by28) });
+      assert.equal(got && formatIP(got.address), `${base}.1`);
+    } finally {
+      await store.close();
+    }
+    await putNodeSlicePool(network, { range, sliceSize: '/27' }, {
+      allocations: [{ nodeName: 'node-a', sliceRange: `${base}.32/27` }],
+      ...(controllerKept ? { draining: [{ nodeName: 'node-a', sliceRange: `${base}.0/28`, reason: 'Resliced' }] } : {}),
+    });
+    if (controllerKept) {
+      // A node that lost its cache (a reboot): the NodeSlicePool alone must lead DEL to the old pool.
+      rmSync(poolPaths(join(ns.dir, 'nodes', 'node-a'), { network, name: '~nodeslice' }).data, { force: true });
+    } else {
+      // Pods keep coming: the node allocates from its new slice, and still remembers the old one.
+      const next = await openNode(ns, by27, 'node-a');
+      try {
+        const [got] = await assign(next, by27, pod(`new-${network}`), { pools: await next.resolvePools(by27) });
+        assert.equal(got && formatIP(got.address), `${base}.33`);
+      } finally {
+        await next.close();
+      }
+    }
+    const del = await openNode(ns, by27, 'node-a');
+    try {
+      const pools = await del.resolvePools(by27, { purpose: 'release' });
+      const released = await release(del, by27, pod(`old-${network}`), { pools });
+      assert.deepEqual(released.map(formatIP), [`${base}.1`]);
+    } finally {
+      await del.close();
+    }
+    assert.equal((await poolView(ns, `${network}-node-a-${base}.0-28`))?.allocations.size, 0);
+  });
+}
+
+test('GC collects an attachment left in an old slice pool after a reslice', async () => {
+  await putNodeSlicePool('oldgc', { range: '10.68.0.0/24', sliceSize: '/28' }, { allocations: [{ nodeName: 'node-a', sliceRange: '10.68.0.0/28' }] });
+  const by28 = kubeNetwork(ns, [testRange('10.68.0.0/24')], { name: 'attach', networkName: 'oldgc', nodeSliceSize: 28 });
+  const by27 = kubeNetwork(ns, [testRange('10.68.0.0/24')], { name: 'attach', networkName: 'oldgc', nodeSliceSize: 27 });
+  const store = await openNode(ns, by28, 'node-a');
+  try {
+    await assign(store, by28, pod('gc-old'), { pools: await store.resolvePools(by28) });
+  } finally {
+    await store.close();
+  }
+  await putNodeSlicePool('oldgc', { range: '10.68.0.0/24', sliceSize: '/27' }, {
+    allocations: [{ nodeName: 'node-a', sliceRange: '10.68.0.32/27' }],
+    draining: [{ nodeName: 'node-a', sliceRange: '10.68.0.0/28', reason: 'Resliced' }],
+  });
+  // The runtime's cache is gone too (a reboot): only the NodeSlicePool leads GC to the old pool.
+  rmSync(poolPaths(join(ns.dir, 'nodes', 'node-a'), { network: 'oldgc', name: '~nodeslice' }).data, { force: true });
+  const gc = await openNode(ns, by27, 'node-a');
+  try {
+    const report = await collectGarbage(gc, by27, [], { pools: await gc.resolvePools(by27, { purpose: 'release' }) });
+    assert.deepEqual(report.released.map((r) => formatIP(r.address)), ['10.68.0.1']);
+  } finally {
+    await gc.close();
+  }
+});
+
+test('DEL finds an attachment in a slice pool known only from the node pool cache (no slice memory, no draining list)', async () => {
+  await putNodeSlicePool('upgraded', { range: '10.69.0.0/24', sliceSize: '/28' }, { allocations: [{ nodeName: 'node-a', sliceRange: '10.69.0.0/28' }] });
+  const by28 = kubeNetwork(ns, [testRange('10.69.0.0/24')], { name: 'attach', networkName: 'upgraded', nodeSliceSize: 28 });
+  const by27 = kubeNetwork(ns, [testRange('10.69.0.0/24')], { name: 'attach', networkName: 'upgraded', nodeSliceSize: 27 });
+  const store = await openNode(ns, by28, 'node-a');
+  try {
+    await assign(store, by28, pod('cached-only'), { pools: await store.resolvePools(by28) });
+  } finally {
+    await store.close();
+  }
+  // Resliced by a controller that keeps no draining list, on a node whose slice memory is gone (or never was).
+  await putNodeSlicePool('upgraded', { range: '10.69.0.0/24', sliceSize: '/27' }, { allocations: [{ nodeName: 'node-a', sliceRange: '10.69.0.32/27' }], draining: [] });
+  rmSync(poolPaths(join(ns.dir, 'nodes', 'node-a'), { network: 'upgraded', name: '~nodeslice' }).data, { force: true });
+  const del = await openNode(ns, by27, 'node-a');
+  try {
+    const released = await release(del, by27, pod('cached-only'), { pools: await del.resolvePools(by27, { purpose: 'release' }) });
+    assert.deepEqual(released.map(formatIP), ['10.69.0.1']);
+  } finally {
+    await del.close();
   }
 });

@@ -1,7 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { assignSlices } from '../../../src/controller/slice-assign.ts';
-import { groupByNetwork, sliceSpecOf } from '../../../src/controller/slice-spec.ts';
+import { parseControllerFlags } from '../../../src/controller/flags.ts';
+import { decideNodeSlicePool } from '../../../src/controller/slice-decide.ts';
+import { groupByNetwork, sliceSpecOf, type SliceSpec } from '../../../src/controller/slice-spec.ts';
 import { parseCidr } from '../../../src/ip/cidr.ts';
 
 const nad = (name: string, ipam: Record<string, unknown>) => ({ metadata: { namespace: 'default', name }, spec: { config: JSON.stringify({ cniVersion: '1.0.0', name: `${name}-conf`, type: 'macvlan', ipam }) } });
@@ -27,24 +29,83 @@ test('groupByNetwork() reports NADs of one network that disagree and drops the n
 });
 
 test('assignSlices() gives each new node the lowest never-used slice', () => {
-  const d = assignSlices(parseCidr('10.0.0.0/16'), 24, [], ['n2', 'n1'], () => true);
+  const d = assignSlices(parseCidr('10.0.0.0/16'), 24, [], ['n2', 'n1'], []);
   assert.deepEqual(d.entries, [{ nodeName: 'n1', sliceRange: '10.0.0.0/24' }, { nodeName: 'n2', sliceRange: '10.0.1.0/24' }]);
 });
 
-test('assignSlices() frees a departed node only when its pool is empty, and reuses freed slices last', () => {
-  const current = [{ nodeName: 'gone', sliceRange: '10.0.0.0/25' }, { nodeName: 'busy-gone', sliceRange: '10.0.0.128/25' }];
-  const held = assignSlices(parseCidr('10.0.0.0/24'), 25, current, [], (e) => e.nodeName !== 'busy-gone');
-  assert.deepEqual(held.entries, [{ nodeName: '', sliceRange: '10.0.0.0/25' }, { nodeName: 'busy-gone', sliceRange: '10.0.0.128/25' }]);
-  const reused = assignSlices(parseCidr('10.0.0.0/24'), 25, held.entries, ['new'], () => false);
-  assert.deepEqual(reused.entries[0], { nodeName: 'new', sliceRange: '10.0.0.0/25' });
+test('assignSlices() reuses freed slices last and never hands out a slice overlapping blocked space', () => {
+  const current = [{ nodeName: '', sliceRange: '10.0.0.0/25' }];
+  const reused = assignSlices(parseCidr('10.0.0.0/24'), 25, current, ['new'], []);
+  assert.deepEqual(reused.entries, [{ nodeName: '', sliceRange: '10.0.0.0/25' }, { nodeName: 'new', sliceRange: '10.0.0.128/25' }]);
+  const blocked = assignSlices(parseCidr('10.0.0.0/24'), 25, [], ['x', 'y'], [parseCidr('10.0.0.16/28')]);
+  assert.deepEqual(blocked.entries, [{ nodeName: 'x', sliceRange: '10.0.0.128/25' }]);
+  assert.deepEqual(blocked.starved, ['y']);
 });
 
 test('assignSlices() reports nodes left without a slice', () => {
-  const d = assignSlices(parseCidr('10.0.0.0/24'), 25, [], ['a', 'b', 'c'], () => true);
+  const d = assignSlices(parseCidr('10.0.0.0/24'), 25, [], ['a', 'b', 'c'], []);
   assert.deepEqual(d.starved, ['c']);
 });
 
 test('assignSlices() slices an IPv6 /48 into /64s without listing them all', () => {
-  const d = assignSlices(parseCidr('fd00:1::/48'), 64, [], ['n1'], () => true);
+  const d = assignSlices(parseCidr('fd00:1::/48'), 64, [], ['n1'], []);
   assert.deepEqual(d.entries, [{ nodeName: 'n1', sliceRange: 'fd00:1::/64' }]);
+});
+
+// The lifecycle of a slice (assigned -> draining -> free), decided on the NodeSlicePool object.
+const spec = (range: string, sliceSize: number): SliceSpec => ({ network: 'n', networkNamed: true, range: parseCidr(range), sliceSize, source: 'ns/nad' });
+const plan = (s: SliceSpec, liveNodes: string[], confirmed: (e: { nodeName: string; sliceRange: string }) => boolean) =>
+  ({ spec: s, namespace: 'ns', owners: [], liveNodes, canFree: confirmed, conditionsPersist: false });
+const object = (range: string, sliceSize: string, allocations: unknown[], draining?: unknown[]) => ({
+  metadata: { name: 'n', namespace: 'ns' },
+  spec: { range, sliceSize },
+  status: { allocations, ...(draining === undefined ? {} : { draining }) },
+});
+type Status = { allocations: Array<{ nodeName: string; sliceRange: string }>; draining?: Array<{ nodeName: string; sliceRange: string; reason: string }> };
+const statusOf = (o: Record<string, unknown> | undefined): Status => (o?.['status'] ?? {}) as Status;
+const decide = (p: ReturnType<typeof plan>, current: Record<string, unknown>) => decideNodeSlicePool(p, { resliced: false, sentConditions: false })(current);
+
+test('a reslice keeps the old slices draining and assigns new slices only where no draining slice lies', () => {
+  const before = object('10.0.0.0/24', '/28', [{ nodeName: 'a', sliceRange: '10.0.0.0/28' }, { nodeName: 'b', sliceRange: '10.0.0.16/28' }, { nodeName: '', sliceRange: '10.0.0.32/28' }]);
+  const after = statusOf(decide(plan(spec('10.0.0.0/24', 26), ['a', 'b'], () => false), before));
+  assert.deepEqual(after.draining, [
+    { nodeName: 'a', sliceRange: '10.0.0.0/28', reason: 'Resliced' },
+    { nodeName: 'b', sliceRange: '10.0.0.16/28', reason: 'Resliced' },
+  ]);
+  assert.deepEqual(after.allocations, [{ nodeName: 'a', sliceRange: '10.0.0.64/26' }, { nodeName: 'b', sliceRange: '10.0.0.128/26' }]);
+});
+
+test('a draining slice leaves only once its pool is confirmed empty, and its space is handed out again', () => {
+  const draining = [{ nodeName: 'a', sliceRange: '10.0.0.0/28', reason: 'Resliced' }, { nodeName: 'b', sliceRange: '10.0.0.16/28', reason: 'Resliced' }];
+  const before = object('10.0.0.0/24', '/26', [{ nodeName: 'a', sliceRange: '10.0.0.64/26' }, { nodeName: 'b', sliceRange: '10.0.0.128/26' }], draining);
+  const one = statusOf(decide(plan(spec('10.0.0.0/24', 26), ['a', 'b', 'c'], (e) => e.nodeName === 'a'), before));
+  assert.deepEqual(one.draining, [draining[1]], "b's old slice still holds addresses");
+  assert.equal(one.allocations.find((e) => e.nodeName === 'c')?.sliceRange, '10.0.0.192/26', 'not 10.0.0.0/26: it overlaps b\'s draining slice');
+  const two = statusOf(decide(plan(spec('10.0.0.0/24', 26), ['a', 'b', 'c', 'd'], () => true), object('10.0.0.0/24', '/26', one.allocations, one.draining)));
+  assert.deepEqual(two.draining, []);
+  assert.equal(two.allocations.find((e) => e.nodeName === 'd')?.sliceRange, '10.0.0.0/26');
+});
+
+test("a departed node's slice drains (still named to it) and is freed only once its pool is confirmed empty", () => {
+  const before = object('10.0.0.0/24', '/25', [{ nodeName: 'gone', sliceRange: '10.0.0.0/25' }, { nodeName: 'here', sliceRange: '10.0.0.128/25' }]);
+  const held = statusOf(decide(plan(spec('10.0.0.0/24', 25), ['here', 'new'], () => false), before));
+  assert.deepEqual(held.allocations, [{ nodeName: 'gone', sliceRange: '10.0.0.0/25' }, { nodeName: 'here', sliceRange: '10.0.0.128/25' }]);
+  assert.deepEqual(held.draining, [{ nodeName: 'gone', sliceRange: '10.0.0.0/25', reason: 'NodeLeft' }]);
+  const freed = statusOf(decide(plan(spec('10.0.0.0/24', 25), ['here'], () => true), object('10.0.0.0/24', '/25', held.allocations, held.draining)));
+  assert.deepEqual(freed.allocations, [{ nodeName: '', sliceRange: '10.0.0.0/25' }, { nodeName: 'here', sliceRange: '10.0.0.128/25' }]);
+  assert.deepEqual(freed.draining, []);
+});
+
+test('a node that comes back before its slice drained keeps its slice', () => {
+  const before = object('10.0.0.0/24', '/25', [{ nodeName: 'back', sliceRange: '10.0.0.0/25' }], [{ nodeName: 'back', sliceRange: '10.0.0.0/25', reason: 'NodeLeft' }]);
+  const after = statusOf(decide(plan(spec('10.0.0.0/24', 25), ['back'], () => false), before));
+  assert.deepEqual(after.allocations, [{ nodeName: 'back', sliceRange: '10.0.0.0/25' }]);
+  assert.deepEqual(after.draining, []);
+});
+
+test('--slice-drain-grace defaults to 60s and reads a Go duration', () => {
+  const defaults = parseControllerFlags([]);
+  const set = parseControllerFlags(['--slice-drain-grace', '5s']);
+  assert.ok(defaults !== 'help' && set !== 'help');
+  assert.deepEqual([defaults.sliceDrainGraceMs, set.sliceDrainGraceMs], [60_000, 5000]);
 });

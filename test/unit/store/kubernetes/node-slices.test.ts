@@ -3,26 +3,32 @@ import assert from 'node:assert/strict';
 import { CniError } from '../../../../src/cni/errors.ts';
 import { formatCidr, parseCidr } from '../../../../src/ip/cidr.ts';
 import { formatIP } from '../../../../src/ip/address.ts';
-import { assignmentOf, NoSliceError, sliceRange } from '../../../../src/store/kubernetes/node-slices.ts';
+import { sliceRange, slicingOf } from '../../../../src/store/kubernetes/node-slices.ts';
 import { testRange } from '../../../support/memory-store.ts';
 
 const nsp = (allocations: unknown[]) => ({ spec: { range: '10.0.0.0/24', sliceSize: '/28' }, status: { allocations } });
 const ip = (value: bigint) => formatIP({ family: 4, value });
 
-test('assignmentOf() finds the slice of the node', () => {
-  const found = assignmentOf(nsp([{ nodeName: 'a', sliceRange: '10.0.0.0/28' }, { nodeName: 'b', sliceRange: '10.0.0.16/28' }]), 'net', 'b');
-  assert.deepEqual([formatCidr(found.range), formatCidr(found.slice)], ['10.0.0.0/24', '10.0.0.16/28']);
-});
-
-test('assignmentOf() without a slice for the node is code 11 naming node and pool', () => {
-  assert.throws(
-    () => assignmentOf(nsp([{ nodeName: '', sliceRange: '10.0.0.0/28' }]), 'net', 'c'),
-    (err: unknown) => err instanceof NoSliceError && err.code === 11 && err.message === 'no slice assigned to node c in NodeSlicePool net yet',
+test('slicingOf() finds the slice of the node and the slices it has draining', () => {
+  const found = slicingOf(
+    { ...nsp([{ nodeName: 'a', sliceRange: '10.0.0.0/28' }, { nodeName: 'b', sliceRange: '10.0.0.16/28' }]), status: {
+      allocations: [{ nodeName: 'a', sliceRange: '10.0.0.0/28' }, { nodeName: 'b', sliceRange: '10.0.0.16/28' }],
+      draining: [{ nodeName: 'b', sliceRange: '10.0.0.32/27', reason: 'Resliced' }, { nodeName: 'a', sliceRange: '10.0.0.64/27', reason: 'Resliced' }],
+    } },
+    'net',
+    'b',
   );
+  assert.deepEqual([formatCidr(found.range), found.sliceSize, found.slice && formatCidr(found.slice), found.draining.map(formatCidr)], ['10.0.0.0/24', 28, '10.0.0.16/28', ['10.0.0.32/27']]);
+  assert.equal(found.tracksDraining, true);
 });
 
-test('assignmentOf() rejects a slice outside the range', () => {
-  assert.throws(() => assignmentOf(nsp([{ nodeName: 'a', sliceRange: '10.9.0.0/28' }]), 'net', 'a'), (err: unknown) => err instanceof CniError && err.code === 999);
+test('slicingOf() of a Whereabouts object: no draining list, and no slice for a node it does not name', () => {
+  const found = slicingOf(nsp([{ nodeName: '', sliceRange: '10.0.0.0/28' }]), 'net', 'c');
+  assert.deepEqual([found.slice, found.draining, found.tracksDraining], [undefined, [], false]);
+});
+
+test('slicingOf() rejects an assigned slice outside the range', () => {
+  assert.throws(() => slicingOf(nsp([{ nodeName: 'a', sliceRange: '10.9.0.0/28' }]), 'net', 'a'), (err: unknown) => err instanceof CniError && err.code === 999);
 });
 
 test('sliceRange() leaves out the slice network and broadcast addresses, as Whereabouts does', () => {
