@@ -181,6 +181,23 @@ describe('Helm chart deploy/helm/hereabouts', () => {
     assert.deepEqual(rules.find((r) => r.resources.includes('leases') && r.resourceNames !== undefined)?.resourceNames, ['ipam-lease']);
   });
 
+  test('a controller.flags key that is no flag of the executable fails the rendering, naming it', () => {
+    assert.throws(() => template(helmBin, { controller: { flags: { 'reconcile-intervall': '1m' } } }), /controller\.flags\.reconcile-intervall is not a flag of hereabouts controller/);
+  });
+
+  test('replicas, update strategy, grace period and SELinux options', () => {
+    const objects = template(helmBin, {
+      controller: { replicas: 3 },
+      node: { updateStrategy: { type: 'OnDelete' }, terminationGracePeriodSeconds: 30, seLinuxOptions: { type: 'spc_t' } },
+    });
+    assert.equal(find(objects, 'Deployment', 'hereabouts-controller').spec['replicas'], 3);
+    assert.deepEqual(find(objects, 'DaemonSet', 'hereabouts-node').spec['updateStrategy'], { type: 'OnDelete' });
+    const pod = nodePod(objects) as PodTemplate & { spec: { terminationGracePeriodSeconds?: number } };
+    assert.equal(pod.spec.terminationGracePeriodSeconds, 30);
+    assert.deepEqual(pod.spec.containers[0]!.securityContext?.['seLinuxOptions'], { type: 'spc_t' });
+    assert.equal(nodePod(defaults).spec.containers[0]!.securityContext?.['seLinuxOptions'], undefined);
+  });
+
   test('empty metrics-addr and health-addr drop the ports, the scrape annotations and the probes; a ServiceMonitor then refuses', () => {
     const objects = template(helmBin, { controller: { flags: { 'metrics-addr': '', 'health-addr': '' } } });
     const pod = controllerPod(objects);
@@ -285,7 +302,7 @@ describe('Helm chart deploy/helm/hereabouts', () => {
         namespace: ns.name,
         image: { repository: 'registry.example/hereabouts', tag: '1.2.3', pullPolicy: 'Always', pullSecrets: [{ name: 'regcred' }] },
         migration: { enabled: false },
-        node: { tolerations: [{ key: 'ipam', operator: 'Exists' }], nodeSelector: { 'kubernetes.io/os': 'linux' }, priorityClassName: '', seLinuxOptions: { type: 'spc_t' } },
+        node: { tolerations: [{ key: 'ipam', operator: 'Exists' }], nodeSelector: { 'kubernetes.io/os': 'linux' }, priorityClassName: '', seLinuxOptions: { type: 'spc_t' }, updateStrategy: { type: 'OnDelete' } },
         controller: { replicas: 3, priorityClassName: '', flags: { 'leader-elect-name': 'ipam', 'log-level': 'debug', 'health-addr': '' } },
       }, '--skip-crds');
       dryRun(yaml);
