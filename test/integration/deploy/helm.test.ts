@@ -181,8 +181,25 @@ describe('Helm chart deploy/helm/hereabouts', () => {
     assert.deepEqual(rules.find((r) => r.resources.includes('leases') && r.resourceNames !== undefined)?.resourceNames, ['ipam-lease']);
   });
 
-  test('a controller.flags key that is no flag of the executable fails the rendering, naming it', () => {
-    assert.throws(() => template(helmBin, { controller: { flags: { 'reconcile-intervall': '1m' } } }), /controller\.flags\.reconcile-intervall is not a flag of hereabouts controller/);
+  test('a controller.flags key that is no flag of the executable fails the rendering, naming it (schema, and the template without it)', () => {
+    const typo = { controller: { flags: { 'reconcile-intervall': '1m' } } };
+    assert.throws(() => template(helmBin, typo), /additional properties 'reconcile-intervall' not allowed/);
+    assert.throws(() => template(helmBin, typo, '--skip-schema-validation'), /controller\.flags\.reconcile-intervall is not a flag of hereabouts controller/);
+  });
+
+  test('values.schema.json refuses values of the wrong type or unknown keys, naming them', () => {
+    for (const [values, message] of [
+      [{ image: { pullPolicy: 'Sometimes' } }, /\/image\/pullPolicy/],
+      [{ controller: { replicas: 'two' } }, /\/controller\/replicas/],
+      [{ controller: { flags: { 'cleanup-terminating': 'yes' } } }, /\/controller\/flags\/cleanup-terminating/],
+      [{ controller: { flags: { 'log-level': 'verbose' } } }, /\/controller\/flags\/log-level/],
+      [{ node: { hostPaths: { cniBinDir: 'opt/cni/bin' } } }, /\/node\/hostPaths\/cniBinDir/],
+      [{ monitoring: { serviceMonitr: { enabled: true } } }, /serviceMonitr/],
+    ] as const) {
+      assert.throws(() => template(helmBin, values), message, JSON.stringify(values));
+    }
+    // Durations may be numbers (bare seconds), as `--set controller.flags.lease-duration=30` makes them.
+    assert.ok(commandOf(controllerPod(template(helmBin, { controller: { flags: { 'lease-duration': 30 } } }))).includes('--lease-duration=30'));
   });
 
   test('replicas, update strategy, grace period and SELinux options', () => {
