@@ -10,6 +10,8 @@ command -v ip >/dev/null 2>&1 || need+=(iproute2)
 command -v etcd >/dev/null 2>&1 || need+=(etcd-server)
 command -v openssl >/dev/null 2>&1 || need+=(openssl)
 command -v ping >/dev/null 2>&1 || need+=(iputils-ping)
+# promtool checks and unit-tests the alert rules (deploy/monitoring/).
+command -v promtool >/dev/null 2>&1 || need+=(prometheus)
 if ((${#need[@]})); then
   if [ "$(id -u)" = 0 ]; then
     echo "setup: installing Debian packages: ${need[*]}"

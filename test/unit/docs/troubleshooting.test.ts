@@ -1,0 +1,29 @@
+// docs/troubleshooting.md explains every CNI error code the plugin can return: each CniCode that some module of
+// src/ raises has a row in its table, and the table lists no code that nothing raises.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { CniCode } from '../../../src/cni/errors.ts';
+import { repoRoot } from '../../support/paths.ts';
+
+function sources(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory() ? sources(join(dir, e.name)) : e.name.endsWith('.ts') ? [join(dir, e.name)] : [],
+  );
+}
+
+test('every CNI error code raised in src/ has a row in docs/troubleshooting.md, and no other code does', () => {
+  const code = Object.entries(CniCode) as Array<[string, number]>;
+  const used = new Set<number>();
+  for (const file of sources(join(repoRoot, 'src'))) {
+    if (file.endsWith(join('cni', 'errors.ts'))) continue;
+    const text = readFileSync(file, 'utf8');
+    for (const [name, value] of code) if (new RegExp(`CniCode\\.${name}\\b`).test(text)) used.add(value);
+  }
+  // Config errors are raised through configError() (code 7), in src/cni/errors.ts itself.
+  if (sources(join(repoRoot, 'src')).some((f) => /\bconfigError\(/.test(readFileSync(f, 'utf8')))) used.add(CniCode.InvalidNetworkConfig);
+  const doc = readFileSync(join(repoRoot, 'docs', 'troubleshooting.md'), 'utf8');
+  const rows = new Set([...doc.matchAll(/^\| (\d+) \|/gm)].map((m) => Number(m[1])));
+  assert.deepEqual([...rows].sort((a, b) => a - b), [...used].sort((a, b) => a - b));
+});
