@@ -95,7 +95,8 @@ export class NodeSlices {
     const namespace = this.#api.namespace;
     const owners = sources.filter((s) => s.startsWith(`${namespace}/`)).map((s) => input.nads.get(s)).filter((n): n is NadView => n !== undefined);
     const cached = input.nodeSlicePools.get(`${namespace}/${spec.network}`);
-    const confirmed = await this.#drain.confirmEmpty(spec, cached?.draining ?? [], input);
+    const version = cached === undefined ? undefined : { uid: cached.uid, generation: cached.generation };
+    const confirmed = await this.#drain.confirmEmpty(spec, cached?.draining ?? [], { ...input, version });
     const canFree = (entry: SliceEntry): boolean => confirmed.has(sliceKey(entry));
     const plan = { spec, namespace, owners, liveNodes: [...input.nodes.keys()], canFree, conditionsPersist: this.#conditionsPersist };
     const choice: SliceChoice = { resliced: false, sentConditions: false };

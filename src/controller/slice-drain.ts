@@ -3,8 +3,10 @@
 // allocation. The pool cache is not enough: it may not have seen a plugin's last write yet.
 import { monotonicMs } from '../clock.ts';
 import type { ApiClient } from '../store/kubernetes/api.ts';
-import { isObject } from '../store/kubernetes/pool-object.ts';
-import { getObject } from '../store/kubernetes/resources.ts';
+import type { Cidr } from '../ip/cidr.ts';
+import { isObject, rangeText, RETIRED_ANNOTATION, retiredValue } from '../store/kubernetes/pool-object.ts';
+import { API_VERSION, createObject, getObject, mergePatch } from '../store/kubernetes/resources.ts';
+import type { SliceVersion } from '../store/store.ts';
 import { poolName } from '../store/names.ts';
 import { errorText, type Log } from './log.ts';
 import { cidrOrUndefined, type PoolView } from './pool-view.ts';
@@ -30,11 +32,15 @@ export class DrainConfirmer {
     this.#graceMs = graceMs;
   }
 
-  /** The keys (sliceKey) of the draining slices whose IPPool is confirmed empty now. */
+  /**
+   * The keys (sliceKey) of the draining slices whose IPPool is confirmed empty now, and retired: marked (conditional
+   * on the empty version read) so that an ADD which read the slice as its own before it drained, and stalled past
+   * the grace, can no longer claim there. A missing pool is created retired for the same reason.
+   */
   async confirmEmpty(
     spec: SliceSpec,
     draining: readonly DrainingEntry[],
-    input: { readonly pools: ReadonlyMap<string, PoolView>; readonly log: Log },
+    input: { readonly pools: ReadonlyMap<string, PoolView>; readonly log: Log; readonly version: SliceVersion | undefined },
   ): Promise<Set<string>> {
     const confirmed = new Set<string>();
     const now = monotonicMs();
@@ -44,31 +50,38 @@ export class DrainConfirmer {
       seen.add(key);
       const since = this.#since.get(key) ?? now;
       this.#since.set(key, since);
-      if (now - since < this.#graceMs) continue;
+      if (now - since < this.#graceMs || input.version === undefined) continue;
       const slice = cidrOrUndefined(d.sliceRange);
       if (slice === undefined || d.nodeName === '') continue; // names no pool: it stays until an operator removes it
       const name = poolName(slice, { ...(spec.networkNamed ? { networkName: spec.network } : {}), node: d.nodeName });
       // The cache already sees addresses there: no need to ask.
       if ((input.pools.get(`${this.#api.namespace}/${name}`)?.allocations.size ?? 0) > 0) continue;
-      if (await this.#emptyInApi(name, input.log)) confirmed.add(sliceKey(d));
+      if (await this.#retireIfEmpty(name, slice, input.version, input.log)) confirmed.add(sliceKey(d));
     }
     for (const key of this.#since.keys()) if (key.startsWith(`${spec.network} `) && !seen.has(key)) this.#since.delete(key);
     return confirmed;
   }
 
-  async #emptyInApi(pool: string, log: Log): Promise<boolean> {
-    let object: unknown;
+  async #retireIfEmpty(pool: string, slice: Cidr, version: SliceVersion, log: Log): Promise<boolean> {
     try {
-      object = await getObject(this.#api, 'ippools', pool);
+      const object = await getObject(this.#api, 'ippools', pool);
+      const annotations = { [RETIRED_ANNOTATION]: retiredValue(version) };
+      if (object === undefined) {
+        const body = { apiVersion: API_VERSION, kind: 'IPPool', metadata: { name: pool, annotations }, spec: { range: rangeText(slice), allocations: {} } };
+        return (await createObject(this.#api, 'ippools', body)).kind === 'created';
+      }
+      // Anything unexpected counts as holding addresses: the slice keeps draining rather than risk a duplicate.
+      const metadata = isObject(object) ? object['metadata'] : undefined;
+      const spec = isObject(object) ? object['spec'] : undefined;
+      const resourceVersion = isObject(metadata) ? metadata['resourceVersion'] : undefined;
+      if (!isObject(spec) || typeof resourceVersion !== 'string') return false;
+      const allocations = spec['allocations'];
+      if (!(allocations === undefined || (isObject(allocations) && Object.keys(allocations).length === 0))) return false;
+      // A plugin write since the read (a late claim) makes this 409: the slice keeps draining.
+      return (await mergePatch(this.#api, 'ippools', pool, { metadata: { resourceVersion, annotations } })).kind === 'patched';
     } catch (err) {
-      log.warning(`cannot read IPPool ${pool} to confirm it is empty; its slice keeps draining: ${errorText(err)}`);
+      log.warning(`cannot confirm IPPool ${pool} empty and retire it; its slice keeps draining: ${errorText(err)}`);
       return false;
     }
-    if (object === undefined) return true;
-    // Anything unexpected counts as holding addresses: the slice keeps draining rather than risk a duplicate.
-    const spec = isObject(object) ? object['spec'] : undefined;
-    if (!isObject(spec)) return false;
-    const allocations = spec['allocations'];
-    return allocations === undefined || (isObject(allocations) && Object.keys(allocations).length === 0);
   }
 }

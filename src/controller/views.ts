@@ -30,6 +30,8 @@ export function reservationView(object: unknown): ReservationView {
 }
 
 export interface NodeSlicePoolView extends ObjectRef {
+  /** metadata.generation: the version a retired slice pool records (0 when absent). */
+  readonly generation: number;
   readonly range: string;
   readonly sliceSize: string;
   readonly entries: readonly SliceEntry[];
@@ -66,6 +68,7 @@ export function nodeSlicePoolView(object: unknown): NodeSlicePoolView {
   const owners = Array.isArray(meta['ownerReferences']) ? meta['ownerReferences'] : [];
   return {
     ...refOf(meta),
+    generation: typeof meta['generation'] === 'number' ? meta['generation'] : 0,
     range: str(spec['range']),
     sliceSize: String(spec['sliceSize'] ?? ''),
     entries: entriesOf(status),

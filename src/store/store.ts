@@ -25,6 +25,16 @@ export interface PoolRef {
   readonly range: RangeConfig;
   /** Prefix length of the results: a node-slice pool answers with the whole range's mask, not the slice's. */
   readonly resultPrefix?: number;
+  /**
+   * A node-slice pool to allocate from: the NodeSlicePool (uid, generation) that assigned its slice to this node. A
+   * claim is refused in a pool the controller retired at or after that version (see docs/safety.md).
+   */
+  readonly assignedIn?: SliceVersion;
+}
+
+export interface SliceVersion {
+  readonly uid: string;
+  readonly generation: number;
 }
 
 export interface PoolChange {

@@ -14,7 +14,7 @@ import { messageOf } from '../local/fs-errors.ts';
 import type { AllocationRecord, Allocations, Plan, PoolChange, PoolRef } from '../store.ts';
 import type { ApiClient } from './api.ts';
 import { mayHaveApplied, toCniError } from './errors.ts';
-import { allocationsPatch, decodePoolObject, newPoolObject, type PoolState } from './pool-object.ts';
+import { allocationsPatch, decodePoolObject, newPoolObject, refusesClaim, type PoolState } from './pool-object.ts';
 import { dropCreated, followRecord, handOver, releaseReservation, reserve, type Held } from './reservations.ts';
 import { createObject, getObject, mergePatch } from './resources.ts';
 import { CONFLICT, retryOnConflict } from './retry.ts';
@@ -104,6 +104,15 @@ export async function commitPool<T>(ctx: CommitContext, pool: PoolRef, plan: Pla
       }
       const change = stamped(planned.change, ctx.node);
       const claim = change.claim;
+      if (claim !== undefined && refusesClaim(state.retired, pool.assignedIn)) {
+        if (!state.fresh) {
+          state = await fetchPool(ctx, pool);
+          continue;
+        }
+        throw new CniError(CniCode.TryAgainLater, `IPPool ${pool.name} was retired: its node slice was released after this request read it`, {
+          details: 'the next ADD reads this node\'s current slice',
+        });
+      }
       if (claim !== undefined && ctx.reservations && !created.has(claim.address) && !adopted.has(claim.address)) {
         if (!state.fresh && options.trustInitial !== true) {
           state = await fetchPool(ctx, pool); // reserve only what this plan can commit
@@ -124,7 +133,8 @@ export async function commitPool<T>(ctx: CommitContext, pool: PoolRef, plan: Pla
       options.beforeWrite?.();
       let written: PoolState | typeof CONFLICT;
       try {
-        written = await writePool(ctx, pool, state, next);
+        // A slice assigned again after its pool was retired: the claim lifts the mark in the same conditional write.
+        written = await writePool(ctx, pool, state, next, { unretire: claim !== undefined && state.retired !== undefined });
       } catch (err) {
         // The write may have landed: its claim's reservation must then stay, or an overlapping range could reuse it.
         if (claim !== undefined && mayHaveApplied(err)) created.delete(claim.address);
@@ -164,7 +174,13 @@ export async function commitPool<T>(ctx: CommitContext, pool: PoolRef, plan: Pla
 }
 
 /** Creates the pool (first write) or merge-patches it conditionally; CONFLICT when someone else wrote first. */
-async function writePool(ctx: CommitContext, pool: PoolRef, state: PoolState, next: Allocations): Promise<PoolState | typeof CONFLICT> {
+async function writePool(
+  ctx: CommitContext,
+  pool: PoolRef,
+  state: PoolState,
+  next: Allocations,
+  options: { unretire: boolean },
+): Promise<PoolState | typeof CONFLICT> {
   const warn = (msg: string) => ctx.log.warning(msg);
   if (state.resourceVersion === undefined) {
     const created = await createObject(ctx.api, 'ippools', newPoolObject(pool, ctx.api.namespace, next));
@@ -172,7 +188,7 @@ async function writePool(ctx: CommitContext, pool: PoolRef, state: PoolState, ne
     ctx.log.debug(`IPPool ${pool.name}: created`);
     return decodePoolObject(created.object, pool, warn);
   }
-  const patch = allocationsPatch(pool.range.cidr, state.allocations, next, state.resourceVersion);
+  const patch = allocationsPatch(pool.range.cidr, state.allocations, next, state.resourceVersion, options);
   const result = await mergePatch(ctx.api, 'ippools', pool.name, patch);
   // Gone: deleted since we read it; the re-read finds it missing and the next write creates it again.
   if (result.kind !== 'patched') return CONFLICT;

@@ -41,6 +41,7 @@ export class NoSliceError extends CniError {
 export interface NodeSlicing {
   /** metadata.generation (it moves with every change of spec or status: the CRD has no status subresource). */
   readonly generation: number | undefined;
+  readonly uid: string | undefined;
   /** spec.range: the whole range that is sliced. */
   readonly range: Cidr;
   readonly sliceSize: number;
@@ -82,7 +83,9 @@ export async function nodeSlicePools(ctx: SliceContext, config: NetworkConfig, p
   const slicing = slicingOf(object, network.name, ctx.node, memory);
   const slice = usableSlice(slicing, config, network.name, ctx.node);
   remember(ctx, network.name, memory, slicing, [slice]);
-  return [slicePool(ctx.node, network, config, slice)];
+  const pool = slicePool(ctx.node, network, config, slice);
+  const { uid, generation } = slicing;
+  return [uid === undefined || generation === undefined ? pool : { ...pool, assignedIn: { uid, generation } }];
 }
 
 /** The slice ADD may allocate from: the configured slicing's, this node's, not draining. */
@@ -198,10 +201,12 @@ export function slicingOf(object: unknown, name: string, node: string, memory?: 
     throw new CniError(CniCode.Internal, `NodeSlicePool ${name} has no valid spec.sliceSize (${JSON.stringify(sizeText)}) for ${formatCidr(range)}`);
   }
   const generation = isObject(metadata) && typeof metadata['generation'] === 'number' ? metadata['generation'] : undefined;
+  const uid = isObject(metadata) && typeof metadata['uid'] === 'string' ? metadata['uid'] : undefined;
   const tracksDraining = isObject(status) && Array.isArray(status['draining']);
   if (memory !== undefined && generation !== undefined && memory.generation === generation && memory.sliceSize === sliceSize && memory.range === formatCidr(range)) {
     return {
       generation,
+      uid,
       range,
       sliceSize,
       ...(memory.slice === undefined ? {} : { slice: masked(parseCidr(memory.slice)) }),
@@ -216,7 +221,7 @@ export function slicingOf(object: unknown, name: string, node: string, memory?: 
   const slice = assigned === undefined ? undefined : sliceOf(assigned, range, { name, node, within: true });
   // A draining slice may be of an earlier range or slice size.
   const draining = mineIn(isObject(status) ? status['draining'] : undefined).map((text) => sliceOf(text, range, { name, node, within: false }));
-  return { generation, range, sliceSize, ...(slice === undefined ? {} : { slice }), draining, tracksDraining };
+  return { generation, uid, range, sliceSize, ...(slice === undefined ? {} : { slice }), draining, tracksDraining };
 }
 
 function sliceOf(text: unknown, range: Cidr, where: { name: string; node: string; within: boolean }): Cidr {

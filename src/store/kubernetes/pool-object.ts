@@ -5,7 +5,7 @@
 import { CniCode, CniError } from '../../cni/errors.ts';
 import { formatCidr, lastOf, masked, networkOf, parseCidr, type Cidr } from '../../ip/cidr.ts';
 import { decodeRecord, encodeRecord } from '../local/pool-file.ts';
-import type { AllocationRecord, Allocations, PoolRef } from '../store.ts';
+import type { AllocationRecord, Allocations, PoolRef, SliceVersion } from '../store.ts';
 import { API_VERSION } from './resources.ts';
 
 export interface PoolState {
@@ -14,6 +14,32 @@ export interface PoolState {
   readonly resourceVersion?: string;
   /** Read from the API in this update, rather than from the node cache. */
   readonly fresh: boolean;
+  /** The controller retired this node-slice pool: its slice was released at this NodeSlicePool version. */
+  readonly retired?: SliceVersion;
+}
+
+/** The annotation the controller puts on a drained node-slice pool before its slice goes back to the free list. */
+export const RETIRED_ANNOTATION = 'hereabouts.cni.cncf.io/retired';
+
+/** "<NodeSlicePool uid>/<generation>": the value of RETIRED_ANNOTATION. */
+export function retiredValue(version: SliceVersion): string {
+  return `${version.uid}/${version.generation}`;
+}
+
+function retiredOf(metadata: Record<string, unknown>): SliceVersion | undefined {
+  const annotations = metadata['annotations'];
+  const value = isObject(annotations) ? annotations[RETIRED_ANNOTATION] : undefined;
+  if (typeof value !== 'string') return undefined;
+  const m = /^(.*)\/(\d+)$/.exec(value);
+  // An unreadable mark still retires the pool: refusing an ADD is safe, guessing is not.
+  return m?.[1] === undefined || m[2] === undefined ? { uid: value, generation: Number.MAX_SAFE_INTEGER } : { uid: m[1], generation: Number(m[2]) };
+}
+
+/** True when a claim planned from the slice assignment `assignedIn` may not land in a pool retired as `retired`. */
+export function refusesClaim(retired: SliceVersion | undefined, assignedIn: SliceVersion | undefined): boolean {
+  if (retired === undefined) return false;
+  // Assigned by a NodeSlicePool written after the retirement (or by a new incarnation of it): the slice came back.
+  return assignedIn === undefined || (assignedIn.uid === retired.uid && assignedIn.generation <= retired.generation);
 }
 
 /** The record kept for an entry that is not {id, podref, ifname} strings: its address stays taken. */
@@ -38,7 +64,8 @@ export function decodePoolObject(object: unknown, pool: PoolRef, warn: (msg: str
   }
   checkRange(spec['range'], pool, where);
   const allocations = decodeAllocations(spec['allocations'] ?? {}, pool.range.cidr, { where, warn, strict: false });
-  return { allocations, resourceVersion, fresh: true };
+  const retired = isObject(metadata) ? retiredOf(metadata) : undefined;
+  return { allocations, resourceVersion, fresh: true, ...(retired === undefined ? {} : { retired }) };
 }
 
 function checkRange(value: unknown, pool: PoolRef, where: string): void {
@@ -117,7 +144,7 @@ function stampCreated(allocations: Record<string, Record<string, string>>): Reco
  * The merge patch from `current` to `next`, conditional on `resourceVersion`: removed offsets become null, new and
  * rewritten ones carry the modelled fields (null clears one that was dropped). Unchanged entries are not sent.
  */
-export function allocationsPatch(range: Cidr, current: Allocations, next: Allocations, resourceVersion: string): unknown {
+export function allocationsPatch(range: Cidr, current: Allocations, next: Allocations, resourceVersion: string, options: { unretire?: boolean } = {}): unknown {
   const base = networkOf(range);
   const changes: Record<string, Record<string, string | null> | null> = {};
   for (const address of current.keys()) {
@@ -132,5 +159,6 @@ export function allocationsPatch(range: Cidr, current: Allocations, next: Alloca
     else for (const field of ['podUid', 'node']) entry[field] ??= null;
     changes[String(address - base)] = entry;
   }
-  return { metadata: { resourceVersion }, spec: { allocations: changes } };
+  const metadata = options.unretire === true ? { resourceVersion, annotations: { [RETIRED_ANNOTATION]: null } } : { resourceVersion };
+  return { metadata, spec: { allocations: changes } };
 }

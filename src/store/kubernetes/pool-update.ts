@@ -49,6 +49,7 @@ export async function updatePool<T>(ctx: WriteContext, pool: PoolRef, plan: Plan
 }
 
 function persist(paths: PoolPaths, pool: PoolRef, scope: CacheScope, state: PoolState, lock: HeldLock): void {
-  if (state.resourceVersion === undefined) dropCachedPool(paths);
+  // A retired pool is never served from the cache, which does not record the mark.
+  if (state.resourceVersion === undefined || state.retired !== undefined) dropCachedPool(paths);
   else writeCachedPool(paths, pool, scope, { allocations: state.allocations, resourceVersion: state.resourceVersion }, lock);
 }
