@@ -10,7 +10,7 @@
 // Usage: node scripts/bench/peer.ts [--no-build] [--single N] [--burst N] [--nodes N] [--concurrency N]
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { cpus } from 'node:os';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, fstatSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, readSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -144,18 +144,29 @@ interface AuditEvent {
 }
 
 let auditOffset = 0;
-/** Audit events since the last call, by plugin (User-Agent). */
+/** Audit events since the last call, by plugin (User-Agent); reads only what was appended. */
 function auditSince(): Map<Plugin, AuditEvent[]> {
-  const buffer = existsSync(auditLog) ? readFileSync(auditLog) : Buffer.alloc(0);
   const out = new Map<Plugin, AuditEvent[]>([['hereabouts', []], ['whereabouts', []]]);
-  for (const line of buffer.subarray(auditOffset).toString('utf8').split('\n')) {
+  if (!existsSync(auditLog)) return out;
+  const fd = openSync(auditLog, 'r');
+  let text: string;
+  try {
+    const size = fstatSync(fd).size;
+    const buffer = Buffer.alloc(size - auditOffset);
+    readSync(fd, buffer, 0, buffer.length, auditOffset);
+    const complete = buffer.lastIndexOf(0x0a) + 1; // a line being written stays for the next call
+    text = buffer.subarray(0, complete).toString('utf8');
+    auditOffset += complete;
+  } finally {
+    closeSync(fd);
+  }
+  for (const line of text.split('\n')) {
     if (line === '') continue;
     const event = JSON.parse(line) as AuditEvent;
     const agent = event.userAgent ?? '';
     if (agent.startsWith('hereabouts/')) out.get('hereabouts')?.push(event);
     else if (agent.startsWith('whereabouts/')) out.get('whereabouts')?.push(event);
   }
-  auditOffset = buffer.length;
   return out;
 }
 
@@ -202,25 +213,40 @@ async function single(tools: Tools, spaces: Record<Plugin, Namespace>): Promise<
   const net: NetOptions = { name: 'single', range: '10.60.0.0/16', slices: false };
   const hl = join(work, 'host-local');
   const hlConf = JSON.stringify({ cniVersion: '0.4.0', name: 'bench-hl', type: 'bridge', ipam: { type: 'host-local', ranges: [[{ subnet: '10.61.0.0/16' }]], dataDir: hl } });
+  const hereabouts = (i: number) =>
+    measured(tools, hereaboutsBin, cniEnv('single-node', `hereabouts-s-${i}`, true), request('hereabouts', spaces.hereabouts, 'single-node', net)).then((r) => checked(r, 'hereabouts ADD'));
   const cases: Array<{ label: string; plugin?: Plugin; run: (round: number) => Promise<Run> }> = [
     { label: '`node -e 0` (embedded Node)', run: () => measured(tools, embeddedNode, {}, '').then((r) => checked(r, 'node')) },
     ...(existsSync(hostLocal)
       ? [{ label: 'host-local ADD (Debian)', run: (i: number) => measured(tools, hostLocal, cniEnv('n', `hl-${i}`), hlConf).then((r) => checked(r, 'host-local ADD')) }]
       : []),
-    ...(['hereabouts', 'whereabouts'] as const).map((plugin) => ({
-      label: `${plugin} ADD (Kubernetes store)`,
-      plugin,
-      run: (i: number) => measured(tools, binary(plugin, tools), cniEnv('single-node', `${plugin}-s-${i}`, plugin === 'hereabouts'), request(plugin, spaces[plugin], 'single-node', net)).then((r) => checked(r, `${plugin} ADD`)),
-    })),
+    { label: 'hereabouts ADD (Kubernetes store)', plugin: 'hereabouts', run: hereabouts },
+    {
+      label: 'hereabouts ADD, full TLS handshake (stored session removed first)',
+      plugin: 'hereabouts',
+      run: (i: number) => {
+        forgetTlsSessions(join(spaces.hereabouts.dir, 'nodes', 'single-node'));
+        return hereabouts(10_000 + i);
+      },
+    },
+    {
+      label: 'whereabouts ADD (Kubernetes store)',
+      plugin: 'whereabouts',
+      run: (i: number) =>
+        measured(tools, tools.whereabouts, cniEnv('single-node', `whereabouts-s-${i}`), request('whereabouts', spaces.whereabouts, 'single-node', net)).then((r) => checked(r, 'whereabouts ADD')),
+    },
   ];
   const warmup = 2;
   for (const c of cases) for (let i = 0; i < warmup; i++) await c.run(-1 - i);
   auditSince();
   const samples = cases.map((): Run[] => []);
+  const requests = cases.map((): AuditEvent[] => []);
   for (let round = 0; round < singleRounds; round++) {
-    for (const [i, c] of cases.entries()) samples[i]?.push(await c.run(round));
+    for (const [i, c] of cases.entries()) {
+      samples[i]?.push(await c.run(round));
+      if (c.plugin !== undefined) requests[i]?.push(...(auditSince().get(c.plugin) ?? []));
+    }
   }
-  const audit = auditSince();
   const base = quantile(samples[0]?.map((r) => r.cpuMs) ?? [], 0.5);
   console.log(`\n### One call at a time (${singleRounds} rounds, interleaved, after ${warmup} warm-up calls each; shared pool, reservations on)\n`);
   table(
@@ -228,17 +254,17 @@ async function single(tools: Tools, spaces: Record<Plugin, Namespace>): Promise<
     cases.map((c, i) => {
       const runs = samples[i] ?? [];
       const cpu = quantile(runs.map((r) => r.cpuMs), 0.5);
-      const events = c.plugin === undefined ? undefined : (audit.get(c.plugin) ?? []);
-      const requests = events === undefined ? '' : `${f(events.length / singleRounds, 1)}: ${byKind(events, singleRounds)}`;
-      return [c.label, `${f(quantile(runs.map((r) => r.wallMs), 0.5))} ms`, `${f(quantile(runs.map((r) => r.wallMs), 0.9))} ms`, `${f(cpu)} ms`, `${f(cpu / base, 2)}x`, requests];
+      const events = c.plugin === undefined ? undefined : (requests[i] ?? []);
+      const perAdd = events === undefined ? '' : `${f(events.length / singleRounds, 1)}: ${byKind(events, singleRounds)}`;
+      return [c.label, `${f(quantile(runs.map((r) => r.wallMs), 0.5))} ms`, `${f(quantile(runs.map((r) => r.wallMs), 0.9))} ms`, `${f(cpu)} ms`, `${f(cpu / base, 2)}x`, perAdd];
     }),
   );
-  const index = cases.findIndex((c) => c.plugin === 'hereabouts');
-  breakdown(samples[index] ?? []);
+  breakdown('stored TLS session', samples[cases.findIndex((c) => c.plugin === 'hereabouts')] ?? []);
+  breakdown('full TLS handshake', samples[cases.findIndex((c) => c.label.includes('full TLS'))] ?? []);
 }
 
 /** Medians of hereabouts' own timings (HEREABOUTS_TIMINGS=1), by step. */
-function breakdown(runs: readonly Run[]): void {
+function breakdown(what: string, runs: readonly Run[]): void {
   const steps = new Map<string, { wall: number[]; cpu: number[] }>();
   for (const run of runs) {
     const line = run.stderr.split('\n').find((l) => l.startsWith('hereabouts-timings '));
@@ -250,8 +276,14 @@ function breakdown(runs: readonly Run[]): void {
       steps.set(step.label, s);
     }
   }
-  console.log('\nhereabouts ADD, where the time goes (medians; CPU of all threads as the process sees it, so the exit is not in it):\n');
+  console.log(`\nhereabouts ADD (${what}), where the time goes (HEREABOUTS_TIMINGS=1; medians; CPU of all threads as the process sees it, so the process teardown is not in it):\n`);
   table(['step', 'wall p50', 'CPU p50', 'runs'], [...steps].map(([label, s]) => [label, `${f(quantile(s.wall, 0.5))} ms`, `${f(quantile(s.cpu, 0.5))} ms`, String(s.wall.length)]));
+}
+
+/** Removes the node's stored TLS session tickets (src/store/kubernetes/tls-session.ts), so the next call does a full handshake. */
+function forgetTlsSessions(cacheDir: string): void {
+  const dir = join(cacheDir, '.connection');
+  for (const name of existsSync(dir) ? readdirSync(dir) : []) if (name.endsWith('.tls-session')) unlinkSync(join(dir, name));
 }
 
 // --- 2. bursts
