@@ -42,6 +42,8 @@ export class ApiClient {
   readonly endpoint: ApiEndpoint;
   /** Requests sent by this process, for the debug log and the benchmarks. */
   requests = 0;
+  /** How the last new TLS connection was set up: a full handshake, or resumed from a stored session. */
+  lastHandshake: 'full' | 'resumed' | undefined;
   readonly #timeoutMs: number;
   readonly #sessions: TlsSessionStore | undefined;
   /** The stored TLS session, read once per process (undefined: none, or not read yet). */
@@ -114,7 +116,7 @@ export class ApiClient {
         request.destroy();
         fail(`no answer from ${this.endpoint.server} within ${timeoutMs} ms`);
       }, timeoutMs);
-      if (sessions !== undefined || timingsEnabled) request.on('socket', (socket) => this.#watchTls(socket, sessions));
+      request.on('socket', (socket) => this.#watchTls(socket, sessions));
       request.on('finish', () => {
         sent = true;
       });
@@ -127,7 +129,8 @@ export class ApiClient {
   #watchTls(socket: Socket, sessions: TlsSessionStore | undefined): void {
     if (!(socket instanceof TLSSocket) || socket.readyState === 'open') return; // a kept-alive connection
     socket.once('secureConnect', () => {
-      if (timingsEnabled) mark(`connect + TLS (${socket.isSessionReused() ? 'resumed' : 'full'} handshake)`);
+      this.lastHandshake = socket.isSessionReused() ? 'resumed' : 'full';
+      if (timingsEnabled) mark(`connect + TLS (${this.lastHandshake} handshake)`);
     });
     if (sessions === undefined) return;
     socket.on('session', (ticket: Buffer) => {
