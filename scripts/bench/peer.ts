@@ -225,8 +225,16 @@ async function single(tools: Tools, spaces: Record<Plugin, Namespace>): Promise<
       label: 'hereabouts ADD, full TLS handshake (stored session removed first)',
       plugin: 'hereabouts',
       run: (i: number) => {
-        forgetTlsSessions(join(spaces.hereabouts.dir, 'nodes', 'single-node'));
+        forgetConnections(join(spaces.hereabouts.dir, 'nodes', 'single-node'), '.tls-session');
         return hereabouts(10_000 + i);
+      },
+    },
+    {
+      label: 'hereabouts ADD, connection cache cleared first (kubeconfig through the client, as before the cache)',
+      plugin: 'hereabouts',
+      run: (i: number) => {
+        forgetConnections(join(spaces.hereabouts.dir, 'nodes', 'single-node'), '.json');
+        return hereabouts(20_000 + i);
       },
     },
     {
@@ -261,6 +269,7 @@ async function single(tools: Tools, spaces: Record<Plugin, Namespace>): Promise<
   );
   breakdown('stored TLS session', samples[cases.findIndex((c) => c.plugin === 'hereabouts')] ?? []);
   breakdown('full TLS handshake', samples[cases.findIndex((c) => c.label.includes('full TLS'))] ?? []);
+  breakdown('connection cache cleared', samples[cases.findIndex((c) => c.label.includes('cache cleared'))] ?? []);
 }
 
 /** Medians of hereabouts' own timings (HEREABOUTS_TIMINGS=1), by step. */
@@ -280,10 +289,14 @@ function breakdown(what: string, runs: readonly Run[]): void {
   table(['step', 'wall p50', 'CPU p50', 'runs'], [...steps].map(([label, s]) => [label, `${f(quantile(s.wall, 0.5))} ms`, `${f(quantile(s.cpu, 0.5))} ms`, String(s.wall.length)]));
 }
 
-/** Removes the node's stored TLS session tickets (src/store/kubernetes/tls-session.ts), so the next call does a full handshake. */
-function forgetTlsSessions(cacheDir: string): void {
+/**
+ * Removes the node's stored TLS sessions ('.tls-session': the next call does a full handshake) or resolved
+ * connections ('.json': the next call resolves the kubeconfig through the Kubernetes client), see
+ * src/store/kubernetes/tls-session.ts and endpoint-cache.ts.
+ */
+function forgetConnections(cacheDir: string, suffix: '.tls-session' | '.json'): void {
   const dir = join(cacheDir, '.connection');
-  for (const name of existsSync(dir) ? readdirSync(dir) : []) if (name.endsWith('.tls-session')) unlinkSync(join(dir, name));
+  for (const name of existsSync(dir) ? readdirSync(dir) : []) if (name.endsWith(suffix)) unlinkSync(join(dir, name));
 }
 
 // --- 2. bursts
