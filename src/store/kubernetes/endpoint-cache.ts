@@ -16,7 +16,7 @@ import { join, resolve } from 'node:path';
 import type { ApiEndpoint } from './kubeconfig.ts';
 
 export const ENTRY_FORMAT = 1;
-/** A kubeconfig larger than this is not cached (kubeconfig.ts reports on it). */
+/** A kubeconfig (or a file it names) larger than this is not cached: kubeconfig.ts decides about it. */
 const MAX_KUBECONFIG_BYTES = 1 << 20;
 export const CONNECTION_DIR = '.connection';
 
@@ -67,11 +67,20 @@ const defaultResolver: Resolver = {
   },
 };
 
-/** The endpoint of `kubeconfig`, from the node cache under `cacheDir` when it is still valid. */
-export async function loadEndpointCached(kubeconfig: string, cacheDir: string, resolver: Resolver = defaultResolver): Promise<CachedEndpoint> {
+/**
+ * The endpoint of `kubeconfig`, from the node cache under `cacheDir` when it is still valid. `scope` names whatever
+ * else the slow path's answer depends on (e.g. how far the config that named this kubeconfig is trusted): entries
+ * of different scopes never stand in for each other.
+ */
+export async function loadEndpointCached(
+  kubeconfig: string,
+  cacheDir: string,
+  resolver: Resolver = defaultResolver,
+  scope = '',
+): Promise<CachedEndpoint> {
   const read = readKubeconfig(kubeconfig);
   if (read === undefined) return { endpoint: await resolver.load(kubeconfig), outcome: 'uncacheable' };
-  const entryFile = join(cacheDir, CONNECTION_DIR, `${sha256(resolve(kubeconfig)).slice(0, 32)}.json`);
+  const entryFile = join(cacheDir, CONNECTION_DIR, `${sha256(`${scope}\0${resolve(kubeconfig)}`).slice(0, 32)}.json`);
   const cached = readEntry(entryFile, read.identity);
   if (cached !== undefined) {
     const endpoint = endpointOf(cached);
@@ -157,7 +166,7 @@ export function endpointOf(recipe: Recipe): ApiEndpoint | undefined {
   try {
     const options: RequestOptions = { headers: {} };
     const material = (m: Material | undefined): Buffer | undefined =>
-      m === undefined ? undefined : 'file' in m ? readFileSync(m.file) : Buffer.from(m.data, 'base64');
+      m === undefined ? undefined : 'file' in m ? readBounded(m.file) : Buffer.from(m.data, 'base64');
     const ca = material(recipe.ca);
     const cert = material(recipe.cert);
     const key = material(recipe.key);
@@ -168,7 +177,7 @@ export function endpointOf(recipe: Recipe): ApiEndpoint | undefined {
     if (recipe.servername !== undefined) options.servername = recipe.servername;
     const auth = recipe.auth;
     if (auth !== undefined) {
-      const token = 'token' in auth ? auth.token : readFileSync(auth.tokenFile, 'utf8');
+      const token = 'token' in auth ? auth.token : readBounded(auth.tokenFile).toString('utf8');
       (options.headers as Record<string, string>)['Authorization'] = `Bearer ${token}`.trim();
     }
     const agent = recipe.server.startsWith('http:')
@@ -177,6 +186,18 @@ export function endpointOf(recipe: Recipe): ApiEndpoint | undefined {
     return { server: recipe.server, namespace: recipe.namespace, requestOptions: { ...options, agent }, agent };
   } catch {
     return undefined;
+  }
+}
+
+/** A regular file of at most MAX_KUBECONFIG_BYTES; anything else throws (and the slow path reports on it). */
+function readBounded(file: string): Buffer {
+  const fd = openSync(file, 'r');
+  try {
+    const st = fstatSync(fd);
+    if (!st.isFile() || st.size > MAX_KUBECONFIG_BYTES) throw new RangeError(`${file}: not a regular file of at most 1 MiB`);
+    return readFileSync(fd);
+  } finally {
+    closeSync(fd);
   }
 }
 

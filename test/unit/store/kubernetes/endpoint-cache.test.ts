@@ -142,3 +142,16 @@ test('exec plugins are never cached: every call goes through kubeconfig.ts', asy
   }
   assert.throws(() => readdirSync(join(cacheDir, CONNECTION_DIR)), /ENOENT/);
 });
+
+test('entries of another scope (e.g. another trust level of the naming config) never stand in', async () => {
+  const { file, cacheDir } = setup('      token: t');
+  const outcome = async (scope: string) => {
+    const r = await loadEndpointCached(file, cacheDir, counting(), scope);
+    r.endpoint.agent.destroy();
+    return r.outcome;
+  };
+  assert.equal(await outcome('operator'), 'miss');
+  assert.equal(await outcome('tenant'), 'miss');
+  assert.equal(await outcome('operator'), 'hit');
+  assert.equal(await outcome('tenant'), 'hit');
+});
