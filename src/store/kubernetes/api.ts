@@ -3,8 +3,12 @@
 import type { IncomingMessage } from 'node:http';
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
+import type { Socket } from 'node:net';
+import { TLSSocket } from 'node:tls';
 import { buildInfo } from '../../cli/build-info.ts';
 import type { ApiEndpoint } from './kubeconfig.ts';
+import { mark, timingsEnabled } from './timings.ts';
+import type { TlsSessionStore } from './tls-session.ts';
 
 /** The API server answered (any status). */
 export interface ApiResponse {
@@ -38,11 +42,19 @@ export class ApiClient {
   readonly endpoint: ApiEndpoint;
   /** Requests sent by this process, for the debug log and the benchmarks. */
   requests = 0;
+  /** How the last new TLS connection was set up: a full handshake, or resumed from a stored session. */
+  lastHandshake: 'full' | 'resumed' | undefined;
   readonly #timeoutMs: number;
+  readonly #sessions: TlsSessionStore | undefined;
+  /** The stored TLS session, read once per process (undefined: none, or not read yet). */
+  #session: Buffer | undefined;
+  #sessionLoaded = false;
 
-  constructor(endpoint: ApiEndpoint, options: { timeoutMs: number }) {
+  /** `tlsSessions`: keep the server's TLS session ticket there so that the next process resumes (tls-session.ts). */
+  constructor(endpoint: ApiEndpoint, options: { timeoutMs: number; tlsSessions?: TlsSessionStore }) {
     this.endpoint = endpoint;
     this.#timeoutMs = options.timeoutMs;
+    this.#sessions = options.tlsSessions;
   }
 
   get namespace(): string {
@@ -64,6 +76,11 @@ export class ApiClient {
       headers['Content-Length'] = payload.length;
     }
     const send = url.protocol === 'http:' ? httpRequest : httpsRequest;
+    const sessions = url.protocol === 'https:' ? this.#sessions : undefined;
+    if (sessions !== undefined && !this.#sessionLoaded) {
+      this.#sessionLoaded = true;
+      this.#session = sessions.load();
+    }
     this.requests++;
     return new Promise((resolve, reject) => {
       let sent = false;
@@ -75,7 +92,8 @@ export class ApiClient {
         const ambiguous = sent && req.method !== 'GET';
         reject(new ApiUnreachableError(`${req.method} ${url.pathname}: ${why}`, { ambiguous, cause }));
       };
-      const request = send(url, { ...base, method: req.method, headers }, (res: IncomingMessage) => {
+      const session = sessions === undefined ? undefined : this.#session;
+      const request = send(url, { ...base, method: req.method, headers, ...(session === undefined ? {} : { session }) }, (res: IncomingMessage) => {
         const chunks: Buffer[] = [];
         res.on('data', (chunk: Buffer) => chunks.push(chunk));
         res.on('error', (err) => fail(`response aborted: ${err.message}`, err));
@@ -90,6 +108,7 @@ export class ApiClient {
           }
           settled = true;
           clearTimeout(timer);
+          if (timingsEnabled) mark(`${req.method} ${resourceOf(url.pathname)} -> ${res.statusCode ?? 0}`);
           resolve({ status: res.statusCode ?? 0, body });
         });
       });
@@ -97,6 +116,7 @@ export class ApiClient {
         request.destroy();
         fail(`no answer from ${this.endpoint.server} within ${timeoutMs} ms`);
       }, timeoutMs);
+      request.on('socket', (socket) => this.#watchTls(socket, sessions));
       request.on('finish', () => {
         sent = true;
       });
@@ -105,9 +125,31 @@ export class ApiClient {
     });
   }
 
+  /** A new TLS connection: time its handshake, and keep the ticket of a full handshake for the next process. */
+  #watchTls(socket: Socket, sessions: TlsSessionStore | undefined): void {
+    if (!(socket instanceof TLSSocket) || socket.readyState === 'open') return; // a kept-alive connection
+    socket.once('secureConnect', () => {
+      this.lastHandshake = socket.isSessionReused() ? 'resumed' : 'full';
+      if (timingsEnabled) mark(`connect + TLS (${this.lastHandshake} handshake)`);
+    });
+    if (sessions === undefined) return;
+    socket.on('session', (ticket: Buffer) => {
+      if (socket.isSessionReused() && this.#session !== undefined) return; // the stored ticket still works
+      this.#session = ticket;
+      sessions.save(ticket);
+    });
+  }
+
   close(): void {
     this.endpoint.agent.destroy();
   }
+}
+
+/** "ippools" of /apis/g/v/namespaces/ns/ippools/name, for the timings. */
+function resourceOf(path: string): string {
+  const parts = path.split('/');
+  const i = parts.indexOf('namespaces');
+  return (i >= 0 ? parts[i + 2] : parts.at(-1)) ?? path;
 }
 
 /** The `reason` and `message` of a Kubernetes Status body, for errors. */

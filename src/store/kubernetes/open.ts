@@ -3,9 +3,11 @@
 import type { Logger } from '../../cni/log.ts';
 import type { DatastoreConfig, NetworkConfig } from '../../config/types.ts';
 import { ApiClient } from './api.ts';
-import { loadEndpoint } from './kubeconfig.ts';
+import { loadEndpointCached } from './endpoint-cache.ts';
 import { KubernetesStore, type KubernetesStoreOptions } from './kubernetes-store.ts';
 import { resolveNodeName } from './node-name.ts';
+import { mark } from './timings.ts';
+import { TlsSessionStore } from './tls-session.ts';
 
 /** Per-request timeout of the API calls (Whereabouts uses 10 s as well). */
 export const REQUEST_TIMEOUT_MS = 10_000;
@@ -29,10 +31,16 @@ export async function openKubernetesStore(
     ...(options.env === undefined ? {} : { env: options.env }),
     ...(config.ipam.configurationPath === undefined ? {} : { configurationPath: config.ipam.configurationPath }),
   });
-  const endpoint = await loadEndpoint(datastore.kubeconfig);
-  options.log.debug(`kubernetes store: ${endpoint.server}, namespace ${endpoint.namespace}, node ${node.name} (from ${node.from})`);
+  mark('process start, config');
+  // The resolved connection is cached in the node cache: the Kubernetes client is loaded only on a miss.
+  const { endpoint, outcome } = await loadEndpointCached(datastore.kubeconfig, datastore.cacheDir);
+  mark(`kubeconfig (${outcome})`);
+  options.log.debug(
+    `kubernetes store: ${endpoint.server}, namespace ${endpoint.namespace}, node ${node.name} (from ${node.from}), kubeconfig cache ${outcome}`,
+  );
   const { requestTimeoutMs, ...tuning } = options.tuning ?? {};
-  const api = new ApiClient(endpoint, { timeoutMs: requestTimeoutMs ?? REQUEST_TIMEOUT_MS });
+  const tlsSessions = new TlsSessionStore(datastore.cacheDir, endpoint.server, endpoint.requestOptions);
+  const api = new ApiClient(endpoint, { timeoutMs: requestTimeoutMs ?? REQUEST_TIMEOUT_MS, tlsSessions });
   return new KubernetesStore({
     ...tuning,
     api,

