@@ -203,7 +203,8 @@ export class Cluster {
         return this.#deletePod(step.pod, step.graceful);
       case 'pod-evict': {
         const pod = this.#live(step.pod);
-        if (pod === undefined) return 'skip';
+        // A pod already being deleted for a disruption keeps that condition: evicting it again changes nothing.
+        if (pod === undefined || (pod.terminating && pod.disruption !== undefined)) return 'skip';
         const condition = { type: 'DisruptionTarget', status: 'True', reason: step.reason, message: `model: ${step.reason}`, lastTransitionTime: new Date().toISOString().replace(/\.\d+Z$/, 'Z') };
         await this.#patchPod(pod.name, { status: { conditions: [condition] } }, true);
         pod.disruption = step.reason;
