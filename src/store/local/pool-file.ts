@@ -39,8 +39,9 @@ export function decodePool(text: string, file: string, range: Cidr): Map<bigint,
   if (doc['range'] !== expected) {
     throw corrupt(`range is ${JSON.stringify(doc['range'])}, expected ${JSON.stringify(expected)}`);
   }
-  const allocations = doc['allocations'] ?? {};
-  if (!isObject(allocations)) throw corrupt('"allocations" is not an object');
+  // Missing or null is not "empty": we always write the key, so its absence means the file is not what we wrote.
+  const allocations = doc['allocations'];
+  if (!isObject(allocations)) throw corrupt(`"allocations" is not an object (it is ${kindOf(allocations)})`);
   const base = networkOf(range);
   const size = lastOf(range) - base;
   const out = new Map<bigint, AllocationRecord>();
@@ -98,6 +99,12 @@ export function encodeRecord(record: AllocationRecord): Record<string, string> {
   if (record.podUid !== undefined) out['podUid'] = record.podUid;
   if (record.node !== undefined) out['node'] = record.node;
   return out;
+}
+
+function kindOf(value: unknown): string {
+  if (value === undefined) return 'missing';
+  if (value === null) return 'null';
+  return Array.isArray(value) ? 'a list' : `a ${typeof value}`;
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {
