@@ -74,6 +74,7 @@ const cases: Case[] = [
   { name: 'enable_overlapping_ranges that is not a boolean', code: 7, msg: /enable_overlapping_ranges/, stdin: (c) => ipam(c, { enable_overlapping_ranges: 'yes' }) },
   { name: 'an unknown log_level', code: 7, msg: /log_level/, stdin: (c) => ipam(c, { log_level: 'loud' }) },
   { name: 'ipRanges that is not a list', code: 7, msg: /ipRanges/, stdin: (c) => ({ ...c, ipam: { ...without(c.ipam, 'range'), ipRanges: { range: '10.1.0.0/24' } } }) },
+  { name: 'the same range twice in ipRanges', code: 7, msg: /ipRanges\[0\]\.range "10\.1\.0\.0\/24" overlaps ipam\.range/, stdin: (c) => ipam(c, { ipRanges: [{ range: '10.1.0.0/24' }] }) },
   { name: 'an A-B/len range mixing families', code: 7, msg: /range/, stdin: (c) => ipam(c, { range: '10.1.0.1-fd00::5/24' }) },
   { name: 'a runtimeConfig ip that is not an IP', code: 7, msg: /not-an-ip/, stdin: (c) => ({ ...c, runtimeConfig: { ips: ['not-an-ip'] } }) },
   { name: 'a missing configuration_path file', code: 7, msg: /configuration_path/, stdin: (c, s) => ipam(c, { configuration_path: join(s, 'nope.conf') }) },
