@@ -54,10 +54,11 @@ export async function assign(
   const pools = poolsFor(config, options);
   const requests = requestsByPool(config, pools);
   const granted: Array<{ readonly pool: PoolRef; readonly outcome: Granted }> = [];
+  const createdAt = new Date().toISOString(); // wall clock on purpose: compared by GC in later processes
   for (const [index, pool] of pools.entries()) {
     try {
-      const requested = requests.get(index);
-      const outcome = await store.update(pool, planAssign(pool, attachment, requested?.value));
+      const requested = requests.get(index)?.value;
+      const outcome = await store.update(pool, planAssign(pool, attachment, { createdAt, ...(requested === undefined ? {} : { requested }) }));
       if (outcome.kind === 'exhausted') {
         throw new CniError(CniCode.RangeExhausted, `range ${describeRange(pool.range)} has no free address`, {
           details: `pool ${pool.name}`,
@@ -88,21 +89,29 @@ export async function assign(
   }));
 }
 
+export interface PlanAssignOptions {
+  /** The address asked for (runtimeConfig.ips, args.cni.ips, CNI_ARGS IP=). */
+  readonly requested?: bigint;
+  /** Stamped on claimed and rewritten records (GC spares young records). */
+  readonly createdAt: string;
+}
+
 /** The decision for one pool; pure, as the Store requires. Releases nothing: see planGiveUp. */
-export function planAssign(pool: PoolRef, attachment: Attachment, requested?: bigint): Plan<AssignOutcome> {
+export function planAssign(pool: PoolRef, attachment: Attachment, options: PlanAssignOptions): Plan<AssignOutcome> {
+  const { requested, createdAt } = options;
   return (current, refused) => {
     const owned = heldBy(current, attachment);
     const held = owned[0];
     const others = (address: bigint): bigint[] => owned.filter((a) => a !== address);
     if (held !== undefined && (requested === undefined || requested === held)) {
-      return refreshed(current, held, attachment, others(held));
+      return refreshed(current, held, { attachment, createdAt, gaveUp: others(held) });
     }
     let address: bigint | undefined;
     if (requested !== undefined) {
       const verdict = checkRequested(pool.range, current, refused, requested);
       const heldAlready = !verdict.ok && verdict.reason === 'taken' && verdict.holder !== undefined;
       if (heldAlready && isSameOwner(verdict.holder, attachment)) {
-        return refreshed(current, requested, attachment, others(requested));
+        return refreshed(current, requested, { attachment, createdAt, gaveUp: others(requested) });
       }
       if (!verdict.ok) {
         return { change: null, value: { kind: 'refused', address: requested, reason: refusalReason(pool, verdict) } };
@@ -113,7 +122,7 @@ export function planAssign(pool: PoolRef, attachment: Attachment, requested?: bi
       if (address === undefined) return { change: null, value: { kind: 'exhausted' } };
     }
     // A pod that asks for a new address gives up the one its earlier sandbox held here, once every range granted.
-    const change: PoolChange = { claim: { address, record: recordFor(attachment) } };
+    const change: PoolChange = { claim: { address, record: recordFor(attachment, createdAt) } };
     return { change, value: { kind: 'assigned', address, claimed: true, gaveUp: owned } };
   };
 }
@@ -129,15 +138,25 @@ export function planGiveUp(attachment: Attachment, granted: bigint, gaveUp: read
   };
 }
 
-/** An idempotent ADD records the new container id (and pod UID); nothing to write when nothing changed. */
-function refreshed(current: Allocations, address: bigint, attachment: Attachment, gaveUp: bigint[]): Planned<AssignOutcome> {
+interface Refresh {
+  readonly attachment: Attachment;
+  readonly createdAt: string;
+  readonly gaveUp: bigint[];
+}
+
+/**
+ * An idempotent ADD records the new container id (and pod UID), stamped anew: the new container may be missing from
+ * a GC snapshot taken just before. Nothing to write when nothing changed.
+ */
+function refreshed(current: Allocations, address: bigint, refresh: Refresh): Planned<AssignOutcome> {
   const old = current.get(address);
-  const value = { kind: 'assigned', address, claimed: false, gaveUp } as const;
+  const value = { kind: 'assigned', address, claimed: false, gaveUp: refresh.gaveUp } as const;
   if (old === undefined) return { change: null, value };
+  const { attachment } = refresh;
   const podUid = attachment.podUid ?? old.podUid;
   const { containerId, podRef } = attachment;
   if (old.containerId === containerId && old.podRef === podRef && old.podUid === podUid) return { change: null, value };
-  const record = { ...old, containerId, podRef, ...(podUid === undefined ? {} : { podUid }) };
+  const record = { ...old, containerId, podRef, ...(podUid === undefined ? {} : { podUid }), createdAt: refresh.createdAt };
   return { change: { update: [{ address, record }] }, value: { ...value, previous: old } };
 }
 

@@ -31,12 +31,14 @@ export function heldBy(current: Allocations, attachment: Attachment): bigint[] {
   return owned.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
 }
 
-export function recordFor(attachment: Attachment): AllocationRecord {
+/** The record of a new allocation (or of a container taking over its pod's address), stamped with `createdAt`. */
+export function recordFor(attachment: Attachment, createdAt: string): AllocationRecord {
   return {
     containerId: attachment.containerId,
     ifname: attachment.ifname,
     podRef: attachment.podRef,
     ...(attachment.podUid === undefined ? {} : { podUid: attachment.podUid }),
+    createdAt,
   };
 }
 

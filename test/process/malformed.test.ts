@@ -72,6 +72,7 @@ const cases: Case[] = [
   { name: 'the kubernetes datastore without a kubeconfig', code: 7, msg: /kubeconfig/, stdin: (c) => ({ ...c, ipam: without(c.ipam, 'datastore') }) },
   { name: 'a relative data_dir', code: 7, msg: /data_dir/, stdin: (c) => ipam(c, { data_dir: 'relative/dir' }) },
   { name: 'enable_overlapping_ranges that is not a boolean', code: 7, msg: /enable_overlapping_ranges/, stdin: (c) => ipam(c, { enable_overlapping_ranges: 'yes' }) },
+  { name: 'a negative gc_grace_seconds', code: 7, msg: /gc_grace_seconds/, stdin: (c) => ipam(c, { gc_grace_seconds: -1 }) },
   { name: 'an unknown log_level', code: 7, msg: /log_level/, stdin: (c) => ipam(c, { log_level: 'loud' }) },
   { name: 'ipRanges that is not a list', code: 7, msg: /ipRanges/, stdin: (c) => ({ ...c, ipam: { ...without(c.ipam, 'range'), ipRanges: { range: '10.1.0.0/24' } } }) },
   { name: 'the same range twice in ipRanges', code: 7, msg: /ipRanges\[0\]\.range "10\.1\.0\.0\/24" overlaps ipam\.range/, stdin: (c) => ipam(c, { ipRanges: [{ range: '10.1.0.0/24' }] }) },

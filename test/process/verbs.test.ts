@@ -148,7 +148,7 @@ describe('CNI verbs on the local store', () => {
   });
 
   test('GC releases every attachment missing from cni.dev/valid-attachments', async () => {
-    const conf = network({ range: '10.10.0.0/24' }, '1.1.0');
+    const conf = network({ range: '10.10.0.0/24', gc_grace_seconds: 0 }, '1.1.0');
     for (const id of ['keep', 'drop-1', 'drop-2']) ok(await call('ADD', conf, id));
     const gc = await runCni(
       bin,
@@ -162,8 +162,18 @@ describe('CNI verbs on the local store', () => {
     assert.equal((await call('CHECK', { ...conf, prevResult: { cniVersion: '1.1.0', ips: [{ address: '10.10.0.1/24' }] } }, 'keep')).code, 0);
   });
 
+  // The runtime may take its snapshot of valid attachments before an ADD commits: that ADD is not garbage.
+  test('GC spares an allocation younger than gc_grace_seconds (default 300 s) though it is not in the valid list', async () => {
+    const conf = network({ range: '10.10.1.0/24' }, '1.1.0');
+    ok(await call('ADD', conf, 'after-snapshot'));
+    const gc = await runCni(bin, { command: 'GC', path: '/usr/lib/cni' }, { ...conf, 'cni.dev/valid-attachments': [] });
+    assert.equal(gc.code, 0, gc.stdout + gc.stderr);
+    const check = { ...conf, prevResult: { cniVersion: '1.1.0', ips: [{ address: '10.10.1.1/24' }] } };
+    assert.equal((await call('CHECK', check, 'after-snapshot')).code, 0, 'the young allocation is still held');
+  });
+
   test('GC accepts the cni.dev/attachments spelling too', async () => {
-    const conf = network({ range: '10.11.0.0/24' }, '1.1.0');
+    const conf = network({ range: '10.11.0.0/24', gc_grace_seconds: 0 }, '1.1.0');
     ok(await call('ADD', conf, 'stale'));
     const gc = await runCni(bin, { command: 'GC', path: '/usr/lib/cni' }, { ...conf, 'cni.dev/attachments': [] });
     assert.equal(gc.code, 0, gc.stdout);

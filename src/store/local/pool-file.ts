@@ -80,17 +80,18 @@ function rangeText(range: Cidr): string {
 
 export function decodeRecord(value: unknown): AllocationRecord | undefined {
   if (!isObject(value)) return undefined;
-  const { id, podref, ifname, podUid, node } = value;
+  const { id, podref, ifname, podUid, node, createdAt } = value;
   // Whereabouts before 0.7 wrote no ifname; podref may be absent for non-Kubernetes runtimes.
   if (typeof id !== 'string') return undefined;
   if (!isOptionalString(podref) || !isOptionalString(ifname)) return undefined;
-  if (!isOptionalString(podUid) || !isOptionalString(node)) return undefined;
+  if (!isOptionalString(podUid) || !isOptionalString(node) || !isOptionalString(createdAt)) return undefined;
   return {
     containerId: id,
     podRef: podref ?? '',
     ifname: ifname ?? '',
     ...(podUid === undefined ? {} : { podUid }),
     ...(node === undefined ? {} : { node }),
+    ...(createdAt === undefined ? {} : { createdAt }),
   };
 }
 
@@ -98,6 +99,7 @@ export function encodeRecord(record: AllocationRecord): Record<string, string> {
   const out: Record<string, string> = { id: record.containerId, podref: record.podRef, ifname: record.ifname };
   if (record.podUid !== undefined) out['podUid'] = record.podUid;
   if (record.node !== undefined) out['node'] = record.node;
+  if (record.createdAt !== undefined) out['createdAt'] = record.createdAt;
   return out;
 }
 

@@ -25,18 +25,17 @@ test('assign() takes the first free address of each range, range first then ipRa
   assert.deepEqual(assigned.map((a) => a.claimed), [true, true]);
 });
 
-test('assign() records container id, pod, ifname and pod UID', async () => {
+test('assign() records container id, pod, ifname, pod UID and when it was written', async () => {
   const store = new MemoryStore();
   const config = testNetwork([v4]);
+  const before = Date.now();
   await assign(store, config, pod);
   const [pool] = poolRefs(config);
   assert.ok(pool !== undefined);
-  assert.deepEqual((await store.read(pool)).get(parseIP('10.0.0.1').value), {
-    containerId: 'c1',
-    ifname: 'eth0',
-    podRef: 'default/pod1',
-    podUid: 'uid-1',
-  });
+  const { createdAt, ...record } = (await store.read(pool)).get(parseIP('10.0.0.1').value) ?? {};
+  assert.deepEqual(record, { containerId: 'c1', ifname: 'eth0', podRef: 'default/pod1', podUid: 'uid-1' });
+  const at = Date.parse(createdAt ?? '');
+  assert.ok(at >= before - 1 && at <= Date.now(), `createdAt ${createdAt}`);
 });
 
 test('assign() is idempotent for the same pod and ifname, recording the new container id', async () => {
@@ -168,10 +167,13 @@ test('assign() moves a pod to a newly requested address, releasing its old one',
 });
 
 /** Every pool of the config as [pool name, address, record] rows, to compare whole stores before and after. */
-async function snapshot(store: MemoryStore, config: ReturnType<typeof testNetwork>) {
+async function snapshot(store: MemoryStore, config: ReturnType<typeof testNetwork>, withCreatedAt = true) {
   const rows: unknown[] = [];
   for (const pool of poolRefs(config)) {
-    for (const [address, record] of await store.read(pool)) rows.push([pool.name, formatIP({ family: pool.range.cidr.family, value: address }), record]);
+    for (const [address, record] of await store.read(pool)) {
+      const { createdAt: _, ...rest } = record;
+      rows.push([pool.name, formatIP({ family: pool.range.cidr.family, value: address }), withCreatedAt ? record : rest]);
+    }
   }
   return rows;
 }
@@ -205,7 +207,7 @@ test('assign() releases the old address only after every range succeeded', async
   const warnings: string[] = [];
   const assigned = await assign(store, config, { ...pod, containerId: 'c2' }, { warn: (m) => warnings.push(m) });
   assert.deepEqual(texts(assigned), ['10.0.0.5', 'fd00::1']);
-  assert.deepEqual(await snapshot(store, config), [
+  assert.deepEqual(await snapshot(store, config, false), [
     ['10.0.0.0-29', '10.0.0.5', { containerId: 'c2', ifname: 'eth0', podRef: 'default/pod1', podUid: 'uid-1' }],
     ['fd00---120', 'fd00::1', { containerId: 'c2', ifname: 'eth0', podRef: 'default/pod1', podUid: 'uid-1' }],
   ]);
