@@ -1,6 +1,5 @@
 // The embedded store (`"datastore": "local"`): `<data_dir>/<network>/<pool>.json`, every read-modify-write under
-// the pool's file lock, every write crash-safe. Imports stay on node:fs, node:path and proper-lockfile: this is
-// the CNI hot path.
+// the pool's file lock, every write crash-safe. Imports stay on node:fs and node:path: this is the CNI hot path.
 import { chmodSync, closeSync, mkdirSync, openSync, unlinkSync, writeSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { CniCode, CniError } from '../../cni/errors.ts';
@@ -8,7 +7,7 @@ import type { Allocations, Plan, PoolRef, Store } from '../store.ts';
 import { KeyedQueue } from '../keyed-queue.ts';
 import { applyChange } from './apply-change.ts';
 import { messageOf } from './fs-errors.ts';
-import { acquirePoolLock, DEFAULT_LOCK_TIMING, type LockTiming } from './lock.ts';
+import { acquirePoolLock, DEFAULT_LOCK_TIMING, type LockLog, type LockTiming } from './lock.ts';
 import { poolPaths } from './paths.ts';
 import { encodePool, readPoolFile, writePoolFile } from './pool-file.ts';
 
@@ -18,6 +17,8 @@ export const DEFAULT_DATA_DIR = '/var/lib/cni/hereabouts';
 export interface LocalStoreOptions {
   /** Lock staleness and wait budget; defaults suit ~200 concurrent CNI processes on one node. */
   readonly lock?: Partial<LockTiming>;
+  /** Where lock waits and takeovers are reported. */
+  readonly log?: LockLog;
 }
 
 const NOTHING_REFUSED: ReadonlySet<bigint> = new Set();
@@ -26,12 +27,14 @@ export class LocalStore implements Store {
   readonly node: undefined = undefined;
   readonly dataDir: string;
   readonly #timing: LockTiming;
-  /** In-process queue per pool: proper-lockfile excludes processes, this spares our own callers its polling. */
+  readonly #log: LockLog | undefined;
+  /** In-process queue per pool: the file lock excludes processes, this spares our own callers its polling. */
   readonly #queue = new KeyedQueue();
 
   constructor(dataDir: string, options: LocalStoreOptions = {}) {
     this.dataDir = resolve(dataDir);
     this.#timing = { ...DEFAULT_LOCK_TIMING, ...options.lock };
+    this.#log = options.log;
   }
 
   async update<T>(pool: PoolRef, plan: Plan<T>): Promise<T> {
@@ -42,7 +45,7 @@ export class LocalStore implements Store {
       } catch (err) {
         throw new CniError(CniCode.IoFailure, `cannot create ${paths.networkDir}: ${messageOf(err)}`, { cause: err });
       }
-      const lock = await acquirePoolLock(paths, this.#timing);
+      const lock = await acquirePoolLock(paths, this.#timing, this.#log === undefined ? {} : { log: this.#log });
       try {
         const current = readPoolFile(paths.data, pool.range.cidr);
         // Nothing else writes this pool while we hold the lock: the plan runs once and nothing is refused.
