@@ -13,7 +13,7 @@ export async function openStore(config: NetworkConfig, options: OpenStoreOptions
   if (datastore.kind === 'local') {
     // Lazy even here: VERSION and config errors must not pay for the store.
     const { LocalStore } = await import('./local/local-store.ts');
-    return new LocalStore(datastore.dataDir, { log: options.log });
+    return new LocalStore(datastore.dataDir, { log: options.log, reservations: config.ipam.enableOverlappingRanges });
   }
   const { openKubernetesStore } = await import('./kubernetes/open.ts');
   return openKubernetesStore(config, datastore, options);
