@@ -86,3 +86,13 @@ test('without enable_overlapping_ranges nothing is reserved', async () => {
   assert.equal(await store.update(narrow, claimFirst(narrow, 'podB')), '10.80.0.1');
   assert.equal(existsSync(join(dataDir, 'net1', 'reservations')), false);
 });
+
+test('a re-ADD by a new container rewrites the reservation (and writes one that was missing)', async () => {
+  const dataDir = tempDataDir();
+  await new LocalStore(dataDir, { reservations: false }).update(wide, claimFirst(wide, 'old')); // no reservation
+  const store = new LocalStore(dataDir, { reservations: true });
+  await store.update(wide, () => ({ change: { update: [{ address: ip('10.80.0.1'), record: rec('new') }] }, value: undefined }));
+  const file = join(dataDir, 'net1', 'reservations', '10.80.0.1');
+  assert.equal(JSON.parse(readFileSync(file, 'utf8')).containerid, 'new');
+  assert.equal(await store.update(narrow, claimFirst(narrow, 'podB')), '10.80.0.2');
+});
