@@ -222,3 +222,10 @@ test('parseNetworkConfig() rejects overlapping (not identical) ranges in one req
 test('parseNetworkConfig() accepts disjoint ranges of one family and one range per family', () => {
   assert.equal(parse({ ipRanges: [{ range: '10.0.0.0/25' }, { range: '10.0.0.128/25' }, { range: 'fd00::/64' }] }).ipam.ranges.length, 3);
 });
+
+test('parseNetworkConfig() defaults gc_grace_seconds to 300 and takes a non-negative integer', () => {
+  assert.equal(parse({ range: '10.0.0.0/24' }).ipam.gcGraceSeconds, 300);
+  assert.equal(parse({ range: '10.0.0.0/24', gc_grace_seconds: 0 }).ipam.gcGraceSeconds, 0);
+  rejects(() => parse({ range: '10.0.0.0/24', gc_grace_seconds: -5 }), /ipam\.gc_grace_seconds must be a non-negative integer, got -5/);
+  rejects(() => parse({ range: '10.0.0.0/24', gc_grace_seconds: '60' }), /ipam\.gc_grace_seconds/);
+});
