@@ -83,6 +83,14 @@ test('GC releases the allocations of this node missing from cni.dev/valid-attach
   assert.deepEqual([...((await poolView(ns, '10.94.0.0-24'))?.allocations.values() ?? [])].map((e) => e['id']), ['c-keep']);
 });
 
+test('GC spares an allocation younger than gc_grace_seconds (its createdAt in the IPPool) though it is not in the valid list', async () => {
+  const c = conf({ name: 'v-gc-young', range: '10.94.1.0/24' });
+  assert.equal((await call('ADD', c, 'c-young')).code, 0);
+  const gc = await call('GC', { ...c, 'cni.dev/valid-attachments': [] });
+  assert.equal(gc.code, 0, gc.stdout);
+  assert.deepEqual([...((await poolView(ns, '10.94.1.0-24'))?.allocations.values() ?? [])].map((e) => e['id']), ['c-young']);
+});
+
 test('STATUS succeeds while the API serves, also once the range is exhausted (ADD fails with code 100)', async () => {
   const c = conf({ name: 'v-status', range: '10.95.0.0/30' });
   assert.equal((await call('STATUS', c)).code, 0);
