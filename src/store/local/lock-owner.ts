@@ -79,8 +79,16 @@ export function decodeOwner(text: string): LockOwner | undefined {
   };
 }
 
+export interface LivenessOptions {
+  /**
+   * The lock belongs to another user and we are not root: with /proc mounted hidepid, that user's processes are
+   * invisible, so a missing pid proves nothing.
+   */
+  readonly pidsMayBeHidden?: boolean;
+}
+
 /** Whether the recorded holder still runs, judged from this process. */
-export function liveness(owner: LockOwner): Liveness {
+export function liveness(owner: LockOwner, options: LivenessOptions = {}): Liveness {
   const me = selfIdentity();
   if (owner.boot !== undefined && me.boot !== undefined && owner.boot !== me.boot) {
     return { state: 'dead', why: `pid ${owner.pid} held it before the last boot` };
@@ -95,7 +103,10 @@ export function liveness(owner: LockOwner): Liveness {
   } catch (err) {
     return { state: 'unknown', why: `cannot read /proc/${owner.pid}/stat (${errorCode(err) ?? 'unparsable'})` };
   }
-  if (stat === 'gone') return { state: 'dead', why: `pid ${owner.pid} has exited` };
+  if (stat === 'gone') {
+    if (options.pidsMayBeHidden === true) return { state: 'unknown', why: `pid ${owner.pid} of another user is not visible` };
+    return { state: 'dead', why: `pid ${owner.pid} has exited` };
+  }
   if (stat.start !== owner.start) return { state: 'dead', why: `pid ${owner.pid} has exited (the pid now belongs to another process)` };
   if (stat.state === 'Z' || stat.state === 'X') return { state: 'dead', why: `pid ${owner.pid} has exited (zombie)` };
   return { state: 'alive' };

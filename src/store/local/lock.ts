@@ -152,7 +152,8 @@ function judge(seen: Exclude<Seen, { kind: 'gone' }>, timing: LockTiming): Verdi
     const what = seen.stat.isDirectory() ? 'a lock directory (an older hereabouts)' : 'a lock without an owner record';
     return fresh ? { kind: 'live', holder: what } : { kind: 'stale-by-age', why: `${what}, cannot judge its holder` };
   }
-  const alive = liveness(seen.owner);
+  const uid = process.getuid?.();
+  const alive = liveness(seen.owner, { pidsMayBeHidden: uid !== undefined && uid !== 0 && seen.stat.uid !== uid });
   if (alive.state === 'alive') return { kind: 'live', holder: `${describeOwner(seen.owner)} (running)` };
   if (alive.state === 'dead') return { kind: 'dead', why: alive.why };
   return fresh

@@ -135,3 +135,10 @@ test('the lock file names its holder: pid, start time, pid namespace and boot', 
   assert.deepEqual([owner.pid, owner.start, owner.pidns, owner.boot], [process.pid, startOf(process.pid), pidns, bootId]);
   await lock.release();
 });
+
+test('liveness() calls a missing pid unknown (not dead) when another user\'s processes may be hidden from us', async () => {
+  const { liveness } = await import('../../../src/store/local/lock-owner.ts');
+  const owner = { pid: exitedPid(), start: '1', pidns, boot: bootId, token: 't' };
+  assert.equal(liveness(owner).state, 'dead');
+  assert.equal(liveness(owner, { pidsMayBeHidden: true }).state, 'unknown');
+});
