@@ -263,7 +263,7 @@ test('two store instances in one process exclude each other through the file loc
   assert.equal((await stores[0]?.read(v4Pool))?.size, 40);
 });
 
-test('a stale lock left by a dead process is reclaimed after the stale window', async () => {
+test('a lock directory left by an older hereabouts is taken over once older than the stale window', async () => {
   const dataDir = tempDataDir();
   const lock = join(dataDir, 'net1', '10.0.0.0-24.json.lock');
   mkdirSync(lock, { recursive: true });
