@@ -33,6 +33,8 @@ import type {
 
 export const DEFAULT_DATA_DIR = '/var/lib/cni/hereabouts';
 export const DEFAULT_CACHE_DIR = '/var/lib/cni/hereabouts/cache';
+/** GC spares allocations younger than this: an ADD may commit after the runtime's valid-attachments snapshot. */
+export const DEFAULT_GC_GRACE_SECONDS = 300;
 const LOG_LEVELS: readonly LogLevel[] = ['debug', 'verbose', 'info', 'warning', 'error', 'panic'];
 // CNI network names (spec): alphanumerics first, then alphanumerics, '_', '.', '-'.
 const CNI_NAME = /^[a-zA-Z0-9][a-zA-Z0-9_.-]*$/;
@@ -88,6 +90,7 @@ export function parseNetworkConfig(request: Json, options: ParseOptions): Networ
     ...(networkName === undefined ? {} : { networkName }),
     ...(nodeSliceSize === undefined ? {} : { nodeSliceSize }),
     enableOverlappingRanges: optionalBoolean(ipam, 'enable_overlapping_ranges', 'ipam.') ?? true,
+    gcGraceSeconds: optionalCount(ipam, 'gc_grace_seconds', 'ipam.') ?? DEFAULT_GC_GRACE_SECONDS,
     datastore: datastoreOf(ipam),
     ...optionalKey('logFile', absolutePath(ipam, 'log_file')),
     logLevel: logLevelOf(ipam),

@@ -5,7 +5,7 @@ import { configError } from '../cni/errors.ts';
 import { describeValue } from '../cni/quote.ts';
 import { formatIP, type IPAddress } from '../ip/address.ts';
 import { mergeBlocks, type Block } from '../ip/block.ts';
-import { contains, formatCidr } from '../ip/cidr.ts';
+import { contains, formatCidr, networkOf, type Cidr } from '../ip/cidr.ts';
 import { clampSpan, parseExcludeText, parseRangeText, usableSpan, type ParsedRange } from '../ip/range.ts';
 import type { RangeConfig } from './types.ts';
 import { isObject, optionalIP, optionalList, type Json } from './fields.ts';
@@ -15,21 +15,43 @@ export interface RangesOutcome {
   readonly warnings: string[];
 }
 
-/** `range` first (with the top-level bounds and excludes), then each `ipRanges` entry. */
+/**
+ * `range` first (with the top-level bounds and excludes), then each `ipRanges` entry. Ranges whose CIDRs overlap
+ * are refused: a range is one pool and a request takes one address per range, so the same pool twice would return
+ * one address twice, and overlapping pools could hand one address to both entries.
+ */
 export function buildRanges(ipam: Json, gateway: IPAddress | undefined): RangesOutcome {
   const warnings: string[] = [];
   const ranges: RangeConfig[] = [];
-  if (ipam['range'] !== undefined && ipam['range'] !== null && ipam['range'] !== '') {
-    ranges.push(buildRange(ipam, 'ipam.', gateway, warnings));
-  }
+  const keys: string[] = [];
+  const add = (obj: Json, path: string): void => {
+    const range = buildRange(obj, path, gateway, warnings);
+    const key = `${path}range ${describeValue(obj['range'])}`;
+    const clash = ranges.findIndex((other) => overlaps(other.cidr, range.cidr));
+    if (clash >= 0) {
+      throw configError(
+        `${key} overlaps ${keys[clash] ?? 'another range'}: one request takes one address per range, ` +
+          'so ranges in one request must not overlap',
+      );
+    }
+    ranges.push(range);
+    keys.push(key);
+  };
+  if (ipam['range'] !== undefined && ipam['range'] !== null && ipam['range'] !== '') add(ipam, 'ipam.');
   const list = optionalList(ipam, 'ipRanges', 'ipam.') ?? [];
   list.forEach((entry, i) => {
     const path = `ipam.ipRanges[${i}].`;
     if (!isObject(entry)) throw configError(`${path.slice(0, -1)} must be an object, got ${describeValue(entry)}`);
     if (entry['range'] === undefined) throw configError(`${path}range is required`);
-    ranges.push(buildRange(entry, path, gateway, warnings));
+    add(entry, path);
   });
   return { ranges, warnings };
+}
+
+/** Two prefixes overlap exactly when one contains the other's network address. */
+function overlaps(a: Cidr, b: Cidr): boolean {
+  if (a.family !== b.family) return false;
+  return contains(a, { family: b.family, value: networkOf(b) }) || contains(b, { family: a.family, value: networkOf(a) });
 }
 
 function buildRange(obj: Json, path: string, gateway: IPAddress | undefined, warnings: string[]): RangeConfig {

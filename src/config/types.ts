@@ -68,6 +68,8 @@ export interface IpamConfig {
   /** `node_slice_size` as a prefix length. */
   readonly nodeSliceSize?: number;
   readonly enableOverlappingRanges: boolean;
+  /** `gc_grace_seconds`: GC spares allocations written less than this long ago. */
+  readonly gcGraceSeconds: number;
   readonly datastore: DatastoreConfig;
   readonly logFile?: string;
   readonly logLevel: LogLevel;

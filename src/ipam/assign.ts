@@ -5,12 +5,12 @@ import { freeFrom } from '../allocator/free-from.ts';
 import { checkRequested } from '../allocator/check-requested.ts';
 import { CniCode, CniError } from '../cni/errors.ts';
 import type { NetworkConfig, RangeConfig } from '../config/types.ts';
-import type { IPAddress } from '../ip/address.ts';
+import { formatIP, type IPAddress } from '../ip/address.ts';
 import { formatCidr } from '../ip/cidr.ts';
 import { describeValue } from '../ip/range.ts';
-import type { Allocations, Plan, PoolChange, PoolRef, Store } from '../store/store.ts';
+import type { AllocationRecord, Allocations, Plan, Planned, PoolChange, PoolRef, Store } from '../store/store.ts';
 import { heldBy, isSameAttachment, isSameOwner, recordFor, type Attachment } from './attachment.ts';
-import { combineErrors } from './errors.ts';
+import { combineErrors, messageOf } from './errors.ts';
 import { poolsFor, type PoolsOption } from './pools.ts';
 import { refusalReason, requestsByPool, unavailable } from './requested.ts';
 
@@ -23,23 +23,44 @@ export interface Assigned {
 }
 
 export type AssignOutcome =
-  | { readonly kind: 'assigned'; readonly address: bigint; readonly claimed: boolean }
+  | {
+      readonly kind: 'assigned';
+      readonly address: bigint;
+      readonly claimed: boolean;
+      /** The record an idempotent ADD rewrote (restored if a later range fails). */
+      readonly previous?: AllocationRecord;
+      /** Other addresses this pod+ifname holds in the pool (a move to a requested address): released last. */
+      readonly gaveUp: readonly bigint[];
+    }
   | { readonly kind: 'exhausted' }
   | { readonly kind: 'refused'; readonly address: bigint; readonly reason: string };
 
+type Granted = Extract<AssignOutcome, { kind: 'assigned' }>;
+
+export interface AssignOptions extends PoolsOption {
+  /** Told when an address given up by a move could not be released (the ADD still succeeded; GC reclaims it). */
+  readonly warn?: (msg: string) => void;
+}
+
+/**
+ * All or nothing: first every range grants its address (claims, or refreshes what the pod holds), and only when all
+ * did are the addresses a move gave up released. A failure undoes the claims and refreshes already made, so every
+ * pool is left as it was; nothing was released yet.
+ */
 export async function assign(
   store: Store,
   config: NetworkConfig,
   attachment: Attachment,
-  options: PoolsOption = {},
+  options: AssignOptions = {},
 ): Promise<Assigned[]> {
   const pools = poolsFor(config, options);
   const requests = requestsByPool(config, pools);
-  const assigned: Assigned[] = [];
+  const granted: Array<{ readonly pool: PoolRef; readonly outcome: Granted }> = [];
+  const createdAt = new Date().toISOString(); // wall clock on purpose: compared by GC in later processes
   for (const [index, pool] of pools.entries()) {
     try {
-      const requested = requests.get(index);
-      const outcome = await store.update(pool, planAssign(pool, attachment, requested?.value));
+      const requested = requests.get(index)?.value;
+      const outcome = await store.update(pool, planAssign(pool, attachment, { createdAt, ...(requested === undefined ? {} : { requested }) }));
       if (outcome.kind === 'exhausted') {
         throw new CniError(CniCode.RangeExhausted, `range ${describeRange(pool.range)} has no free address`, {
           details: `pool ${pool.name}`,
@@ -48,31 +69,51 @@ export async function assign(
       if (outcome.kind === 'refused') {
         throw unavailable({ family: pool.range.cidr.family, value: outcome.address }, outcome.reason);
       }
-      const address = { family: pool.range.cidr.family, value: outcome.address };
-      assigned.push({ pool, range: pool.range, address, claimed: outcome.claimed });
+      granted.push({ pool, outcome });
     } catch (err) {
-      throw await rollBack(store, attachment, assigned, err);
+      throw await rollBack(store, attachment, granted, err);
     }
   }
-  return assigned;
+  for (const { pool, outcome } of granted) {
+    if (outcome.gaveUp.length === 0) continue;
+    try {
+      await store.update(pool, planGiveUp(attachment, outcome.address, outcome.gaveUp));
+    } catch (err) {
+      const list = outcome.gaveUp.map((value) => formatIP({ family: pool.range.cidr.family, value })).join(', ');
+      options.warn?.(`pool ${pool.name}: could not release ${list}, given up for a requested address: ${messageOf(err)}`);
+    }
+  }
+  return granted.map(({ pool, outcome }) => ({
+    pool,
+    range: pool.range,
+    address: { family: pool.range.cidr.family, value: outcome.address },
+    claimed: outcome.claimed,
+  }));
 }
 
-/** The decision for one pool; pure, as the Store requires. */
-export function planAssign(pool: PoolRef, attachment: Attachment, requested?: bigint): Plan<AssignOutcome> {
+export interface PlanAssignOptions {
+  /** The address asked for (runtimeConfig.ips, args.cni.ips, CNI_ARGS IP=). */
+  readonly requested?: bigint;
+  /** Stamped on claimed and rewritten records (GC spares young records). */
+  readonly createdAt: string;
+}
+
+/** The decision for one pool; pure, as the Store requires. Releases nothing: see planGiveUp. */
+export function planAssign(pool: PoolRef, attachment: Attachment, options: PlanAssignOptions): Plan<AssignOutcome> {
+  const { requested, createdAt } = options;
   return (current, refused, hints) => {
-    const held = heldBy(current, attachment);
+    const owned = heldBy(current, attachment);
+    const held = owned[0];
+    const others = (address: bigint): bigint[] => owned.filter((a) => a !== address);
     if (held !== undefined && (requested === undefined || requested === held)) {
-      const change = refreshRecord(current, held, attachment);
-      return { change, value: { kind: 'assigned', address: held, claimed: false } };
+      return refreshed(current, held, { attachment, createdAt, gaveUp: others(held) });
     }
-    const record = recordFor(attachment);
     let address: bigint | undefined;
     if (requested !== undefined) {
       const verdict = checkRequested(pool.range, current, refused, requested);
       const heldAlready = !verdict.ok && verdict.reason === 'taken' && verdict.holder !== undefined;
       if (heldAlready && isSameOwner(verdict.holder, attachment)) {
-        const change = refreshRecord(current, requested, attachment);
-        return { change, value: { kind: 'assigned', address: requested, claimed: false } };
+        return refreshed(current, requested, { attachment, createdAt, gaveUp: others(requested) });
       }
       if (!verdict.ok) {
         return { change: null, value: { kind: 'refused', address: requested, reason: refusalReason(pool, verdict) } };
@@ -84,10 +125,9 @@ export function planAssign(pool: PoolRef, attachment: Attachment, requested?: bi
         (hints?.spread === undefined ? firstFree(pool.range, current, refused) : freeFrom(pool.range, current, refused, hints.spread));
       if (address === undefined) return { change: null, value: { kind: 'exhausted' } };
     }
-    // A pod that asks for a new address gives up the one its earlier sandbox held in this range.
-    const claim = { address, record };
-    const change: PoolChange = held === undefined ? { claim } : { claim, release: [held] };
-    return { change, value: { kind: 'assigned', address, claimed: true } };
+    // A pod that asks for a new address gives up the one its earlier sandbox held here, once every range granted.
+    const change: PoolChange = { claim: { address, record: recordFor(attachment, createdAt) } };
+    return { change, value: { kind: 'assigned', address, claimed: true, gaveUp: owned } };
   };
 }
 
@@ -103,38 +143,67 @@ function preferredFree(range: RangeConfig, current: Allocations, refused: Readon
   return best;
 }
 
-/** An idempotent ADD records the new container id (and pod UID); nothing to write when nothing changed. */
-function refreshRecord(current: Allocations, address: bigint, attachment: Attachment): PoolChange | null {
-  const old = current.get(address);
-  if (old === undefined) return null;
-  const podUid = attachment.podUid ?? old.podUid;
-  const { containerId, podRef } = attachment;
-  if (old.containerId === containerId && old.podRef === podRef && old.podUid === podUid) return null;
-  const record = { ...old, containerId, podRef, ...(podUid === undefined ? {} : { podUid }) };
-  return { update: [{ address, record }] };
+/** Releases what a move gave up, if the pod still holds it there (never the address it was just granted). */
+export function planGiveUp(attachment: Attachment, granted: bigint, gaveUp: readonly bigint[]): Plan<void> {
+  return (current) => {
+    const release = gaveUp.filter((address) => {
+      const record = current.get(address);
+      return address !== granted && record !== undefined && isSameOwner(record, attachment);
+    });
+    return { change: release.length === 0 ? null : { release }, value: undefined };
+  };
 }
 
+interface Refresh {
+  readonly attachment: Attachment;
+  readonly createdAt: string;
+  readonly gaveUp: bigint[];
+}
+
+/**
+ * An idempotent ADD records the new container id (and pod UID), stamped anew: the new container may be missing from
+ * a GC snapshot taken just before. Nothing to write when nothing changed.
+ */
+function refreshed(current: Allocations, address: bigint, refresh: Refresh): Planned<AssignOutcome> {
+  const old = current.get(address);
+  const value = { kind: 'assigned', address, claimed: false, gaveUp: refresh.gaveUp } as const;
+  if (old === undefined) return { change: null, value };
+  const { attachment } = refresh;
+  const podUid = attachment.podUid ?? old.podUid;
+  const { containerId, podRef } = attachment;
+  if (old.containerId === containerId && old.podRef === podRef && old.podUid === podUid) return { change: null, value };
+  const record = { ...old, containerId, podRef, ...(podUid === undefined ? {} : { podUid }), createdAt: refresh.createdAt };
+  return { change: { update: [{ address, record }] }, value: { ...value, previous: old } };
+}
+
+/** Undoes what the granted ranges changed: claims are released, rewritten records restored, if still ours. */
 async function rollBack(
   store: Store,
   attachment: Attachment,
-  assigned: readonly Assigned[],
+  granted: ReadonlyArray<{ readonly pool: PoolRef; readonly outcome: Granted }>,
   cause: unknown,
 ): Promise<unknown> {
   const failures: unknown[] = [];
-  for (const { pool, address, claimed } of assigned) {
-    if (!claimed) continue;
+  for (const { pool, outcome } of granted) {
+    if (!outcome.claimed && outcome.previous === undefined) continue;
     try {
-      await store.update(pool, (current) => {
-        const record = current.get(address.value);
-        const ours = record !== undefined && isSameAttachment(record, attachment);
-        return { change: ours ? { release: [address.value] } : null, value: undefined };
-      });
+      await store.update(pool, planUndo(attachment, outcome));
     } catch (err) {
       failures.push(err);
     }
   }
   if (failures.length === 0) return cause;
   return combineErrors('ADD failed and rolling back its claims failed too', [cause, ...failures]);
+}
+
+function planUndo(attachment: Attachment, outcome: Granted): Plan<void> {
+  return (current) => {
+    const record = current.get(outcome.address);
+    if (record === undefined || !isSameAttachment(record, attachment)) return { change: null, value: undefined };
+    if (outcome.claimed) return { change: { release: [outcome.address] }, value: undefined };
+    if (outcome.previous === undefined) return { change: null, value: undefined };
+    return { change: { update: [{ address: outcome.address, record: outcome.previous }] }, value: undefined };
+  };
 }
 
 function describeRange(range: RangeConfig): string {

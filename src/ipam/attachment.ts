@@ -24,21 +24,21 @@ export function isSameOwner(record: AllocationRecord, attachment: Attachment): b
   return samePod || record.containerId === attachment.containerId;
 }
 
-/** The lowest address this attachment already holds in the pool. */
-export function heldBy(current: Allocations, attachment: Attachment): bigint | undefined {
-  let lowest: bigint | undefined;
-  for (const [address, record] of current) {
-    if (isSameOwner(record, attachment) && (lowest === undefined || address < lowest)) lowest = address;
-  }
-  return lowest;
+/** Every address this pod+ifname (or container+ifname) holds in the pool, lowest first. */
+export function heldBy(current: Allocations, attachment: Attachment): bigint[] {
+  const owned: bigint[] = [];
+  for (const [address, record] of current) if (isSameOwner(record, attachment)) owned.push(address);
+  return owned.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
 }
 
-export function recordFor(attachment: Attachment): AllocationRecord {
+/** The record of a new allocation (or of a container taking over its pod's address), stamped with `createdAt`. */
+export function recordFor(attachment: Attachment, createdAt: string): AllocationRecord {
   return {
     containerId: attachment.containerId,
     ifname: attachment.ifname,
     podRef: attachment.podRef,
     ...(attachment.podUid === undefined ? {} : { podUid: attachment.podUid }),
+    createdAt,
   };
 }
 

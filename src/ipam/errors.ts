@@ -10,3 +10,7 @@ export function combineErrors(summary: string, errors: readonly unknown[]): unkn
   const parts = errors.map((err) => (err instanceof Error ? err.message : String(err)));
   return new CniError(code, `${summary}: ${parts.join('; ')}`, { cause: new AggregateError(errors, summary) });
 }
+
+export function messageOf(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}

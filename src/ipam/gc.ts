@@ -39,9 +39,10 @@ export async function collectGarbage(
   };
   const released: Collected[] = [];
   const errors: unknown[] = [];
+  const spare = { nowMs: Date.now(), graceMs: config.ipam.gcGraceSeconds * 1000 };
   for (const pool of poolsFor(config, options)) {
     try {
-      const gone = await store.update(pool, planCollect(keep, store.node));
+      const gone = await store.update(pool, planCollect(keep, store.node, spare));
       for (const [value, record] of gone) {
         released.push({ pool, address: { family: pool.range.cidr.family, value }, record });
       }
@@ -52,16 +53,30 @@ export async function collectGarbage(
   return { released, errors };
 }
 
+/** Records written less than `graceMs` before `nowMs` (wall clock: createdAt was stamped by another process). */
+export interface Spare {
+  readonly nowMs: number;
+  readonly graceMs: number;
+}
+
 /**
  * Only records made by this node are candidates: with a shared (Kubernetes) pool, another node's allocations are
  * not in this runtime's list, and a record without a node (written by Whereabouts) cannot be placed, so it is
- * left to the controller. On the local store (no node) every record is this node's.
+ * left to the controller. On the local store (no node) every record is this node's. Young records are spared: an
+ * ADD may have committed after the runtime took its snapshot of the valid attachments.
  */
-export function planCollect(keep: Keep, node: string | undefined): Plan<Array<[bigint, AllocationRecord]>> {
+export function planCollect(keep: Keep, node: string | undefined, spare: Spare): Plan<Array<[bigint, AllocationRecord]>> {
   const kept = (record: AllocationRecord): boolean =>
-    keep.attachments.has(attachmentKey(record)) || keep.containers.has(record.containerId);
+    keep.attachments.has(attachmentKey(record)) || keep.containers.has(record.containerId) || isYoung(record, spare);
   return (current) => {
     const gone = [...current].filter(([, record]) => record.node === node && !kept(record));
     return { change: gone.length === 0 ? null : { release: gone.map(([address]) => address) }, value: gone };
   };
+}
+
+/** A record without a readable createdAt (written before it was recorded, or by Whereabouts) is not young. */
+function isYoung(record: AllocationRecord, spare: Spare): boolean {
+  if (spare.graceMs <= 0 || record.createdAt === undefined) return false;
+  const created = Date.parse(record.createdAt);
+  return Number.isFinite(created) && spare.nowMs - created < spare.graceMs;
 }

@@ -11,9 +11,9 @@ export interface OpenStoreOptions {
 export async function openStore(config: NetworkConfig, options: OpenStoreOptions): Promise<Store> {
   const datastore = config.ipam.datastore;
   if (datastore.kind === 'local') {
-    // Lazy even here: VERSION and config errors must not pay for proper-lockfile.
+    // Lazy even here: VERSION and config errors must not pay for the store.
     const { LocalStore } = await import('./local/local-store.ts');
-    return new LocalStore(datastore.dataDir);
+    return new LocalStore(datastore.dataDir, { log: options.log, reservations: config.ipam.enableOverlappingRanges });
   }
   const { openKubernetesStore } = await import('./kubernetes/open.ts');
   return openKubernetesStore(config, datastore, options);

@@ -10,6 +10,8 @@ export interface AllocationRecord {
   readonly podUid?: string;
   /** The node that made the allocation (Kubernetes store); absent on the local store. */
   readonly node?: string;
+  /** When the record was written for its container (RFC 3339); GC spares young records. Absent in old records. */
+  readonly createdAt?: string;
 }
 
 /** Current allocations of one pool, keyed by absolute address value (not offset). */

@@ -1,5 +1,5 @@
 // Many plugin processes at once on one network, as kubelet does when a node fills up: unique addresses, clean
-// release, and a process killed while holding the pool lock delays the others by at most the stale window.
+// release, and a process killed while holding the pool lock is taken over at once (its lock names a dead pid).
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -11,7 +11,8 @@ import { embeddedNode, repoRoot, requireBinary } from '../support/paths.ts';
 
 const bin = requireBinary();
 const PROCESSES = Number(process.env['HEREABOUTS_CONCURRENT_PROCESSES'] ?? 200);
-const STALE_MS = 10_000; // DEFAULT_LOCK_TIMING.staleMs of the local store
+/** Far below DEFAULT_LOCK_TIMING.staleMs (10 s): a dead holder is recognised, not waited out. */
+const PROMPT_MS = 3_000;
 
 function conf(dataDir: string): Record<string, unknown> {
   return { cniVersion: '1.0.0', name: 'burst', type: 'bridge', ipam: { type: 'hereabouts', datastore: 'local', data_dir: dataDir, range: '10.50.0.0/16' } };
@@ -58,7 +59,7 @@ describe('concurrent plugin processes on one network', { timeout: 600_000 }, () 
     }
   });
 
-  test('a process SIGKILLed while holding the pool lock delays the next ADD by at most the stale window', async () => {
+  test('a process SIGKILLed while holding the pool lock is taken over at once, not after a stale window', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'hab-kill-'));
     try {
       assert.equal((await call('ADD', dataDir, 0)).code, 0); // creates the pool
@@ -81,7 +82,7 @@ describe('concurrent plugin processes on one network', { timeout: 600_000 }, () 
       const out = await waiting;
       const delay = Date.now() - killedAt;
       assert.equal(out.code, 0, out.stdout + out.stderr);
-      assert.ok(delay <= STALE_MS + 3_000, `ADD finished ${delay} ms after the kill (stale window ${STALE_MS} ms)`);
+      assert.ok(delay <= PROMPT_MS, `ADD finished ${delay} ms after the kill`);
       assert.equal(addressOf(out), '10.50.0.2/16', 'no duplicate of the first address');
     } finally {
       rmSync(dataDir, { recursive: true, force: true });

@@ -1,7 +1,7 @@
 // Every CNI verb against the packaged executable on the local store, with the exact JSON expected on stdout.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runCni, type CniOutcome } from '../support/cni.ts';
@@ -148,7 +148,7 @@ describe('CNI verbs on the local store', () => {
   });
 
   test('GC releases every attachment missing from cni.dev/valid-attachments', async () => {
-    const conf = network({ range: '10.10.0.0/24' }, '1.1.0');
+    const conf = network({ range: '10.10.0.0/24', gc_grace_seconds: 0 }, '1.1.0');
     for (const id of ['keep', 'drop-1', 'drop-2']) ok(await call('ADD', conf, id));
     const gc = await runCni(
       bin,
@@ -162,8 +162,18 @@ describe('CNI verbs on the local store', () => {
     assert.equal((await call('CHECK', { ...conf, prevResult: { cniVersion: '1.1.0', ips: [{ address: '10.10.0.1/24' }] } }, 'keep')).code, 0);
   });
 
+  // The runtime may take its snapshot of valid attachments before an ADD commits: that ADD is not garbage.
+  test('GC spares an allocation younger than gc_grace_seconds (default 300 s) though it is not in the valid list', async () => {
+    const conf = network({ range: '10.10.1.0/24' }, '1.1.0');
+    ok(await call('ADD', conf, 'after-snapshot'));
+    const gc = await runCni(bin, { command: 'GC', path: '/usr/lib/cni' }, { ...conf, 'cni.dev/valid-attachments': [] });
+    assert.equal(gc.code, 0, gc.stdout + gc.stderr);
+    const check = { ...conf, prevResult: { cniVersion: '1.1.0', ips: [{ address: '10.10.1.1/24' }] } };
+    assert.equal((await call('CHECK', check, 'after-snapshot')).code, 0, 'the young allocation is still held');
+  });
+
   test('GC accepts the cni.dev/attachments spelling too', async () => {
-    const conf = network({ range: '10.11.0.0/24' }, '1.1.0');
+    const conf = network({ range: '10.11.0.0/24', gc_grace_seconds: 0 }, '1.1.0');
     ok(await call('ADD', conf, 'stale'));
     const gc = await runCni(bin, { command: 'GC', path: '/usr/lib/cni' }, { ...conf, 'cni.dev/attachments': [] });
     assert.equal(gc.code, 0, gc.stdout);
@@ -176,14 +186,24 @@ describe('CNI verbs on the local store', () => {
     assert.equal(out.stdout, '');
   });
 
-  test('STATUS fails with code 50 once the range is exhausted, and ADD with code 100', async () => {
+  // A runtime that honours STATUS would mark the node NetworkNotReady (and evict its pods) for a full range.
+  test('STATUS succeeds on an exhausted range: only ADD fails, with code 100', async () => {
     const conf = network({ range: '10.13.0.0/30' }, '1.1.0'); // two usable addresses
     ok(await call('ADD', conf, 'x1'));
     ok(await call('ADD', conf, 'x2'));
     const full = await call('ADD', conf, 'x3');
     assert.equal(full.json?.['code'], 100);
     const status = await runCni(bin, { command: 'STATUS', path: '/usr/lib/cni' }, conf);
-    assert.equal(status.json?.['code'], 50);
+    assert.equal(status.code, 0, status.stdout + status.stderr);
+    assert.equal(status.stdout, '');
+  });
+
+  test('STATUS fails with code 50 when data_dir cannot be written', async () => {
+    const conf = network({ range: '10.13.1.0/30' }, '1.1.0');
+    const ipam = conf['ipam'] as Record<string, unknown>;
+    writeFileSync(join(dir, 'not-a-dir'), '');
+    const status = await runCni(bin, { command: 'STATUS', path: '/usr/lib/cni' }, { ...conf, ipam: { ...ipam, data_dir: join(dir, 'not-a-dir', 'data') } });
+    assert.equal(status.json?.['code'], 50, status.stdout + status.stderr);
   });
 
   test('a requested address from runtimeConfig.ips is granted exactly', async () => {

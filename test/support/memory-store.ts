@@ -80,6 +80,8 @@ export interface TestNetworkOptions {
   readonly networkName?: string;
   readonly requestedIPs?: readonly string[];
   readonly addresses?: readonly string[];
+  /** gc_grace_seconds; 0 (collect at once) unless a test is about the grace period. */
+  readonly gcGraceSeconds?: number;
 }
 
 export function testNetwork(ranges: readonly RangeConfig[], options: TestNetworkOptions = {}): NetworkConfig {
@@ -93,6 +95,7 @@ export function testNetwork(ranges: readonly RangeConfig[], options: TestNetwork
       addresses: (options.addresses ?? []).map((text) => ({ address: parseCidr(text) })),
       ...(options.networkName === undefined ? {} : { networkName: options.networkName }),
       enableOverlappingRanges: true,
+      gcGraceSeconds: options.gcGraceSeconds ?? 0,
       datastore: { kind: 'local', dataDir: '/nonexistent' },
       logLevel: 'error',
     },

@@ -7,7 +7,8 @@ import { attachmentOf, poolsOf, type VerbContext } from './context.ts';
 
 export async function cmdAdd(ctx: VerbContext & { env: AddEnv }): Promise<ResultJson> {
   const { config, store, logger } = ctx;
-  const assigned = await assign(store, config, attachmentOf(ctx.env), await poolsOf(ctx, 'allocate'));
+  const options = { ...(await poolsOf(ctx, 'allocate')), warn: (msg: string) => logger.warning(msg) };
+  const assigned = await assign(store, config, attachmentOf(ctx.env), options);
   const ips: IpamResultIP[] = [
     ...config.ipam.addresses.map((s) => ({ address: s.address, ...(s.gateway === undefined ? {} : { gateway: s.gateway }) })),
     ...assigned.map((a) => ({

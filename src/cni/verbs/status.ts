@@ -1,7 +1,7 @@
-// STATUS (CNI 1.1): code 50 when an ADD could not be served now (store unusable or a range exhausted).
-import { checkCapacity } from '../../ipam/capacity.ts';
+// STATUS (CNI 1.1): code 50 only when the store cannot serve an ADD now; an exhausted range is not a failure.
+import { checkAvailable } from '../../ipam/availability.ts';
 import { poolsOf, type VerbContext } from './context.ts';
 
 export async function cmdStatus(ctx: VerbContext): Promise<void> {
-  await checkCapacity(ctx.store, ctx.config, await poolsOf(ctx, 'status'));
+  await checkAvailable(ctx.store, ctx.config, await poolsOf(ctx, 'status'));
 }

@@ -9,7 +9,7 @@ import type { Allocations, Plan, PoolRef, Store } from '../store.ts';
 import { KeyedQueue } from '../keyed-queue.ts';
 import type { ApiClient } from './api.ts';
 import { toCniError } from './errors.ts';
-import { nodeSlicePools } from './node-slices.ts';
+import { NoSliceError, nodeSlicePools } from './node-slices.ts';
 import { fetchPool, updatePool, type WriteContext } from './pool-update.ts';
 
 export interface KubernetesStoreOptions {
@@ -49,7 +49,7 @@ export class KubernetesStore implements Store {
   readonly #write: WriteContext;
   /** Pools read from the API during this process (STATUS reads each pool once for status() and read()). */
   readonly #fresh = new Map<string, Promise<Allocations>>();
-  /** In-process queue per pool: proper-lockfile excludes processes, this spares our own callers its polling. */
+  /** In-process queue per pool: the file lock excludes processes, this spares our own callers its polling. */
   readonly #queue = new KeyedQueue();
 
   constructor(options: KubernetesStoreOptions) {
@@ -81,6 +81,9 @@ export class KubernetesStore implements Store {
     try {
       return await nodeSlicePools({ api, node, cacheDir, scope, log }, config, purpose);
     } catch (err) {
+      // No slice for this node yet (or one that is moving) is no store failure: STATUS must not mark the node
+      // NetworkNotReady for it; ADD answers code 11 meanwhile.
+      if (purpose === 'status' && err instanceof NoSliceError) return [];
       if (purpose === 'status') throw asStatusError(err);
       throw err;
     }
@@ -88,7 +91,7 @@ export class KubernetesStore implements Store {
 
   update<T>(pool: PoolRef, plan: Plan<T>): Promise<T> {
     this.#fresh.delete(pool.name);
-    // proper-lockfile excludes other processes; this queue spares our own callers its polling.
+    // The file lock excludes other processes; this queue spares our own callers its polling.
     return this.#queue.run(pool.name, () => updatePool(this.#write, pool, plan));
   }
 

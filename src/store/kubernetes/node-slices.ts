@@ -93,10 +93,9 @@ function usableSlice(slicing: NodeSlicing, config: NetworkConfig, network: strin
   for (const range of config.ipam.ranges) {
     const configured = formatCidr(masked(range.cidr));
     if (configured !== formatCidr(slicing.range) || config.ipam.nodeSliceSize !== slicing.sliceSize) {
-      throw new CniError(
-        CniCode.TryAgainLater,
+      throw new NoSliceError(
         `NodeSlicePool ${network} slices ${formatCidr(slicing.range)} by /${slicing.sliceSize}, not ${configured} by /${config.ipam.nodeSliceSize} as configured`,
-        { details: 'the controller has not yet resliced the network after a configuration change' },
+        'the controller has not yet resliced the network after a configuration change',
       );
     }
   }

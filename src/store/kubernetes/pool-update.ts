@@ -31,7 +31,7 @@ export async function updatePool<T>(ctx: WriteContext, pool: PoolRef, plan: Plan
   } catch (err) {
     throw new CniError(CniCode.IoFailure, `cannot create cache directory ${paths.networkDir}: ${messageOf(err)}`, { cause: err });
   }
-  const lock = await acquirePoolLock(paths, ctx.lockTiming);
+  const lock = await acquirePoolLock(paths, ctx.lockTiming, { log: ctx.log });
   try {
     const cached = readCachedPool(paths, pool, ctx.scope, (msg) => ctx.log.warning(msg));
     return await commitPool(ctx, pool, plan, {

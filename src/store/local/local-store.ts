@@ -1,6 +1,5 @@
 // The embedded store (`"datastore": "local"`): `<data_dir>/<network>/<pool>.json`, every read-modify-write under
-// the pool's file lock, every write crash-safe. Imports stay on node:fs, node:path and proper-lockfile: this is
-// the CNI hot path.
+// the pool's file lock, every write crash-safe. Imports stay on node:fs and node:path: this is the CNI hot path.
 import { chmodSync, closeSync, mkdirSync, openSync, unlinkSync, writeSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { CniCode, CniError } from '../../cni/errors.ts';
@@ -8,9 +7,10 @@ import type { Allocations, Plan, PoolRef, Store } from '../store.ts';
 import { KeyedQueue } from '../keyed-queue.ts';
 import { applyChange } from './apply-change.ts';
 import { messageOf } from './fs-errors.ts';
-import { acquirePoolLock, DEFAULT_LOCK_TIMING, type LockTiming } from './lock.ts';
-import { poolPaths } from './paths.ts';
+import { acquirePoolLock, DEFAULT_LOCK_TIMING, type HeldLock, type LockLog, type LockTiming } from './lock.ts';
+import { poolPaths, type PoolPaths } from './paths.ts';
 import { encodePool, readPoolFile, writePoolFile } from './pool-file.ts';
+import { refreshReservation, reserve, unreserve, type ReservationContext } from './reservations.ts';
 
 export const DIR_MODE = 0o700;
 export const DEFAULT_DATA_DIR = '/var/lib/cni/hereabouts';
@@ -18,20 +18,26 @@ export const DEFAULT_DATA_DIR = '/var/lib/cni/hereabouts';
 export interface LocalStoreOptions {
   /** Lock staleness and wait budget; defaults suit ~200 concurrent CNI processes on one node. */
   readonly lock?: Partial<LockTiming>;
+  /** Where lock waits and takeovers are reported. */
+  readonly log?: LockLog;
+  /** enable_overlapping_ranges: reserve each claimed address so that pools of overlapping ranges refuse it. */
+  readonly reservations?: boolean;
 }
-
-const NOTHING_REFUSED: ReadonlySet<bigint> = new Set();
 
 export class LocalStore implements Store {
   readonly node: undefined = undefined;
   readonly dataDir: string;
   readonly #timing: LockTiming;
-  /** In-process queue per pool: proper-lockfile excludes processes, this spares our own callers its polling. */
+  readonly #log: LockLog | undefined;
+  readonly #reservations: boolean;
+  /** In-process queue per pool: the file lock excludes processes, this spares our own callers its polling. */
   readonly #queue = new KeyedQueue();
 
   constructor(dataDir: string, options: LocalStoreOptions = {}) {
     this.dataDir = resolve(dataDir);
     this.#timing = { ...DEFAULT_LOCK_TIMING, ...options.lock };
+    this.#log = options.log;
+    this.#reservations = options.reservations ?? false;
   }
 
   async update<T>(pool: PoolRef, plan: Plan<T>): Promise<T> {
@@ -42,20 +48,39 @@ export class LocalStore implements Store {
       } catch (err) {
         throw new CniError(CniCode.IoFailure, `cannot create ${paths.networkDir}: ${messageOf(err)}`, { cause: err });
       }
-      const lock = await acquirePoolLock(paths, this.#timing);
+      const lock = await acquirePoolLock(paths, this.#timing, this.#log === undefined ? {} : { log: this.#log });
       try {
-        const current = readPoolFile(paths.data, pool.range.cidr);
-        // Nothing else writes this pool while we hold the lock: the plan runs once and nothing is refused.
-        const planned = plan(current, NOTHING_REFUSED);
-        if (planned.change !== null) {
-          const next = applyChange(pool, current, planned.change);
-          writePoolFile(paths.data, paths.tempPrefix, encodePool(pool.range.cidr, next), () => lock.assertHeld());
-        }
-        return planned.value;
+        return this.#locked(pool, paths, lock, plan);
       } finally {
         await lock.release();
       }
     });
+  }
+
+  /** Nothing else writes this pool while we hold its lock; only a reservation held elsewhere makes the plan run again. */
+  #locked<T>(pool: PoolRef, paths: PoolPaths, lock: HeldLock, plan: Plan<T>): T {
+    const current = readPoolFile(paths.data, pool.range.cidr);
+    const refused = new Set<bigint>();
+    const ctx: ReservationContext = { dataDir: this.dataDir, timing: this.#timing, ...(this.#log === undefined ? {} : { log: this.#log }) };
+    for (;;) {
+      const planned = plan(current, refused);
+      const change = planned.change;
+      if (change === null) return planned.value;
+      const claim = change.claim;
+      // Reserved before the commit: a crash in between leaves a reservation the next claimer takes over, never an
+      // address committed without one.
+      if (this.#reservations && claim !== undefined && reserve(ctx, pool, claim.address, claim.record) === 'taken') {
+        refused.add(claim.address);
+        continue;
+      }
+      const next = applyChange(pool, current, change);
+      writePoolFile(paths.data, paths.tempPrefix, encodePool(pool.range.cidr, next), () => lock.assertHeld());
+      if (this.#reservations) {
+        for (const address of change.release ?? []) unreserve(ctx, pool, address);
+        for (const { address, record } of change.update ?? []) refreshReservation(ctx, pool, address, record);
+      }
+      return planned.value;
+    }
   }
 
   async read(pool: PoolRef): Promise<Allocations> {

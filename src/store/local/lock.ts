@@ -1,16 +1,27 @@
-// The per-pool file lock: proper-lockfile's mkdir lock, kept fresh by its mtime updates, plus a stale reclaim of
-// our own. proper-lockfile 4.1.2 reclaims a stale lock with stat + rmdir + mkdir, and two waiters that both saw
-// the stale lock can both end up holding it (moxystudio/node-proper-lockfile#121). So its own reclaim is switched
-// off (a huge `stale`) and a waiter that sees our lock go stale removes it only while holding a second, short
-// "reclaim" lock and after re-checking under it: one reclaimer at a time, and only a lock still stale goes.
-import { mkdirSync, realpathSync, rmdirSync, statSync, utimesSync } from 'node:fs';
-import lockfile from 'proper-lockfile';
+// The per-pool file lock. The lock is a file created atomically with its owner record in it (written to a temp
+// file, then hard-linked to the lock's name: link fails if anything is there), so it never exists without saying
+// who holds it. It is stale only when its holder is provably dead (lock-owner.ts): a live holder keeps it however
+// long it stalls (like flock), so the lock never has two holders, and a waiter that runs out of time answers code
+// 11. The holder re-reads the lock right before committing and aborts if it is no longer its own.
+//
+// Age is only a fallback, for a lock whose holder cannot be judged: one taken in another pid namespace, or a lock
+// without a readable owner record (a lock directory of an older hereabouts, a file torn by a power loss). Those
+// count as abandoned once their mtime is older than `staleMs`; holders refresh it, and a takeover says so in the log.
+//
+// Removing a stale lock is a read-then-unlink, so two waiters that both saw it stale could otherwise remove a lock
+// that one of them has just taken. A reclaimer first creates a claim file named after the stale lock's identity
+// (exclusive, like the lock itself), and re-reads the lock under it: one reclaimer per stale lock, and only a lock
+// still stale goes. A claim whose creator died is itself reclaimed the same way.
+import { linkSync, utimesSync, writeFileSync } from 'node:fs';
 import { CniCode, CniError } from '../../cni/errors.ts';
+import { monotonicMs, sleep } from '../../clock.ts';
 import { errorCode, messageOf } from './fs-errors.ts';
+import { describe, identityOf, inspect, judge, removeIfStill, removeTemp, tempBeside, unlinkQuietly } from './lock-files.ts';
+import { encodeOwner, newOwner, type LockOwner } from './lock-owner.ts';
 import type { PoolPaths } from './paths.ts';
 
 export interface LockTiming {
-  /** A lock whose mtime is older than this is abandoned (its holder died); the holder refreshes it at half. */
+  /** Age after which a lock whose holder cannot be judged (another pid namespace, no owner record) is abandoned. */
   readonly staleMs: number;
   /** Give up waiting for the lock after this long (CNI code 11, try again later). */
   readonly timeoutMs: number;
@@ -18,125 +29,165 @@ export interface LockTiming {
 
 export const DEFAULT_LOCK_TIMING: LockTiming = { staleMs: 10_000, timeoutMs: 30_000 };
 
-/**
- * The only calls proper-lockfile's sync API makes. Its adapter copies every property of the fs it is given, and on
- * node:fs that touches the lazy getters (promises, streams, watchers): half of Node loaded for nothing.
- */
-const lockFs = { mkdirSync, realpathSync, rmdirSync, statSync, utimesSync };
+export interface LockLog {
+  debug(msg: string): void;
+  warning(msg: string): void;
+}
 
-/** Effectively "never" for proper-lockfile's own (racy) stale reclaim. */
-const NEVER_STALE_MS = 365 * 24 * 3600 * 1000;
-const MIN_POLL_MS = 2;
-const MAX_POLL_MS = 50;
+export interface LockOptions {
+  readonly log?: LockLog;
+}
 
 export interface HeldLock {
-  /** Throws CniError 11 when the lock was lost (another process took it over); call right before committing. */
+  /** Throws CniError 11 unless the lock file still carries this holder's token; call right before committing. */
   assertHeld(): void;
   release(): Promise<void>;
 }
 
+const MIN_POLL_MS = 2;
+const MAX_POLL_MS = 50;
+const FILE_MODE = 0o600;
+
 /** Waits for the pool's lock (polling with jitter until timing.timeoutMs) and returns it held. */
-export async function acquirePoolLock(paths: PoolPaths, timing: LockTiming): Promise<HeldLock> {
-  const deadline = Date.now() + timing.timeoutMs;
-  for (let attempt = 0; ; attempt++) {
-    let lost: Error | undefined;
-    try {
-      // The sync API: plain synchronous syscalls, no libuv threadpool to start (and tear down) in a CNI process
-      // that lives for milliseconds. Waiting between attempts stays asynchronous (a timer).
-      const release = lockfile.lockSync(paths.data, {
-        fs: lockFs,
-        lockfilePath: paths.lock,
-        realpath: false,
-        stale: NEVER_STALE_MS,
-        update: Math.max(1000, Math.floor(timing.staleMs / 2)),
-        retries: 0,
-        onCompromised: (err) => {
-          lost = err;
-        },
-      });
-      return {
-        assertHeld() {
-          if (lost !== undefined) {
-            const msg = `lost the lock on ${paths.data} while holding it: ${lost.message}`;
-            throw new CniError(CniCode.TryAgainLater, msg, { cause: lost });
-          }
-        },
-        async release() {
-          try {
-            release();
-          } catch (err) {
-            // A lock already reported compromised is gone; there is nothing left to release.
-            if (lost === undefined || errorCode(err) !== 'ERELEASED') throw err;
-          }
-        },
-      };
-    } catch (err) {
-      if (errorCode(err) !== 'ELOCKED') {
-        throw new CniError(CniCode.IoFailure, `cannot lock pool file ${paths.data}: ${messageOf(err)}`, { cause: err });
-      }
-    }
-    if (reclaimIfStale(paths, timing)) continue;
-    if (Date.now() >= deadline) {
-      throw new CniError(
-        CniCode.TryAgainLater,
-        `timed out after ${timing.timeoutMs} ms waiting for the lock ${paths.lock}`,
-        { details: 'another process holds the pool lock; retry the request' },
-      );
-    }
-    await sleep(jitteredDelay(attempt, deadline));
-  }
-}
-
-/** Removes the lock when its holder stopped refreshing it; true when it did (retry at once). */
-function reclaimIfStale(paths: PoolPaths, timing: LockTiming): boolean {
-  if (!isStale(paths.lock, timing.staleMs)) return false;
-  let releaseReclaim: () => void;
+export async function acquirePoolLock(paths: PoolPaths, timing: LockTiming, options: LockOptions = {}): Promise<HeldLock> {
+  const deadline = monotonicMs() + timing.timeoutMs;
+  const attempts = new Attempts(paths, timing, options);
+  let announced = false;
   try {
-    releaseReclaim = lockfile.lockSync(paths.lock, {
-      fs: lockFs,
-      lockfilePath: `${paths.lock}.reclaim`,
-      realpath: false,
-      // Held for a stat and an rmdir; proper-lockfile's floor (2 s) is plenty.
-      stale: 2000,
-      retries: 0,
-      onCompromised: () => {},
-    });
-  } catch (err) {
-    if (errorCode(err) === 'ELOCKED') return false;
-    throw new CniError(CniCode.IoFailure, `cannot lock ${paths.lock}.reclaim: ${messageOf(err)}`, { cause: err });
-  }
-  try {
-    // Re-checked under the reclaim lock: nobody else removes lock directories meanwhile.
-    if (!isStale(paths.lock, timing.staleMs)) return false;
-    try {
-      rmdirSync(paths.lock);
-    } catch (err) {
-      if (errorCode(err) !== 'ENOENT') {
-        const msg = `cannot remove stale lock ${paths.lock}: ${messageOf(err)}`;
-        throw new CniError(CniCode.IoFailure, msg, { cause: err });
+    for (let attempt = 0; ; attempt++) {
+      const outcome = attempts.next();
+      if (outcome.kind === 'held') return outcome.lock;
+      if (!announced) {
+        options.log?.debug(`pool lock ${paths.lock} is held by ${outcome.holder}; waiting`);
+        announced = true;
       }
+      if (monotonicMs() >= deadline) {
+        throw new CniError(CniCode.TryAgainLater, `timed out after ${timing.timeoutMs} ms waiting for the lock ${paths.lock}`, {
+          details: `held by ${outcome.holder}; retry the request`,
+        });
+      }
+      await sleep(jitteredDelay(attempt, deadline));
     }
-    return true;
   } finally {
-    releaseReclaim();
+    attempts.dispose();
   }
 }
 
-function isStale(lockPath: string, staleMs: number): boolean {
+/** One attempt without waiting (a stale lock is still reclaimed): the lock, or undefined while someone live holds it. */
+export function tryAcquirePoolLock(paths: PoolPaths, timing: LockTiming, options: LockOptions = {}): HeldLock | undefined {
+  const attempts = new Attempts(paths, timing, options);
   try {
-    return statSync(lockPath).mtimeMs < Date.now() - staleMs;
-  } catch (err) {
-    if (errorCode(err) === 'ENOENT') return false;
-    throw new CniError(CniCode.IoFailure, `cannot stat lock ${lockPath}: ${messageOf(err)}`, { cause: err });
+    const outcome = attempts.next();
+    return outcome.kind === 'held' ? outcome.lock : undefined;
+  } finally {
+    attempts.dispose();
+  }
+}
+
+type Attempt = { readonly kind: 'held'; readonly lock: HeldLock } | { readonly kind: 'busy'; readonly holder: string };
+
+/** A holder found alive is looked up in /proc again only after this long: polling waiters stay cheap. */
+const RECHECK_ALIVE_MS = 100;
+
+/**
+ * The attempts of one acquisition. The owner record is written once to a temp file, and each attempt is a single
+ * link(2) of it to the lock's name; only a failed attempt reads the lock to judge its holder.
+ */
+class Attempts {
+  readonly #owner = newOwner();
+  readonly #temp: string;
+  #tempWritten = false;
+  #lastAlive: { readonly identity: string; readonly atMs: number; readonly holder: string } | undefined;
+  readonly paths: PoolPaths;
+  readonly timing: LockTiming;
+  readonly options: LockOptions;
+
+  constructor(paths: PoolPaths, timing: LockTiming, options: LockOptions) {
+    this.paths = paths;
+    this.timing = timing;
+    this.options = options;
+    this.#temp = tempBeside(paths.lock);
+  }
+
+  next(): Attempt {
+    const { paths, timing, options } = this;
+    // A few rounds: the lock may vanish or be reclaimed between our attempts to create it and to read it.
+    for (let round = 0; round < 3; round++) {
+      if (this.#link()) return { kind: 'held', lock: heldLock(paths, this.#owner, timing) };
+      const seen = inspect(paths.lock);
+      if (seen.kind === 'gone') continue;
+      const identity = identityOf(seen);
+      const last = this.#lastAlive;
+      if (last?.identity === identity && monotonicMs() - last.atMs < RECHECK_ALIVE_MS) return { kind: 'busy', holder: last.holder };
+      const verdict = judge(seen, timing);
+      if (verdict.kind === 'live') {
+        this.#lastAlive = { identity, atMs: monotonicMs(), holder: verdict.holder };
+        return { kind: 'busy', holder: verdict.holder };
+      }
+      if (verdict.kind === 'stale-by-age') {
+        options.log?.warning(`pool lock ${paths.lock}: ${verdict.why}; taking it over after ${timing.staleMs} ms without a refresh`);
+      } else {
+        options.log?.debug(`pool lock ${paths.lock}: ${verdict.why}; taking it over`);
+      }
+      if (!removeIfStill(paths.lock, seen, timing, 0)) return { kind: 'busy', holder: `a reclaimer of ${describe(seen)}` };
+    }
+    return { kind: 'busy', holder: 'other processes (it changed hands while we looked)' };
+  }
+
+  dispose(): void {
+    if (this.#tempWritten) removeTemp(this.#temp);
+  }
+
+  #link(): boolean {
+    try {
+      if (!this.#tempWritten) {
+        writeFileSync(this.#temp, encodeOwner(this.#owner), { mode: FILE_MODE, flag: 'wx' });
+        this.#tempWritten = true;
+      }
+      linkSync(this.#temp, this.paths.lock);
+      return true;
+    } catch (err) {
+      if (errorCode(err) === 'EEXIST') return false;
+      throw new CniError(CniCode.IoFailure, `cannot create lock ${this.paths.lock}: ${messageOf(err)}`, { cause: err });
+    }
+  }
+}
+
+function heldLock(paths: PoolPaths, owner: LockOwner, timing: LockTiming): HeldLock {
+  // Keeps the mtime fresh for waiters that can only judge by age (another pid namespace); never keeps us alive.
+  const refresh = setInterval(() => touch(paths.lock), Math.max(1000, Math.floor(timing.staleMs / 2)));
+  refresh.unref();
+  const ours = (): boolean => {
+    const now = inspect(paths.lock);
+    return now.kind === 'owner' && now.owner.token === owner.token;
+  };
+  return {
+    assertHeld() {
+      if (!ours()) {
+        throw new CniError(CniCode.TryAgainLater, `lost the lock ${paths.lock} while holding it; nothing was written`, {
+          details: 'another process took the lock over; retry the request',
+        });
+      }
+    },
+    async release() {
+      clearInterval(refresh);
+      // Never remove a lock that is no longer ours (only possible after an age-based takeover).
+      if (ours()) unlinkQuietly(paths.lock);
+    },
+  };
+}
+
+function touch(path: string): void {
+  const now = new Date();
+  try {
+    utimesSync(path, now, now);
+  } catch {
+    // The lock is gone or replaced; assertHeld() reports that where it matters, before a commit.
   }
 }
 
 function jitteredDelay(attempt: number, deadline: number): number {
   const cap = Math.min(MAX_POLL_MS, MIN_POLL_MS * 1.5 ** attempt);
   const delay = cap / 2 + Math.random() * (cap / 2);
-  return Math.max(0, Math.min(delay, deadline - Date.now()));
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
+  return Math.max(0, Math.min(delay, deadline - monotonicMs()));
 }

@@ -8,7 +8,7 @@ export interface PoolPaths {
   readonly networkDir: string;
   /** The pool file (IPPool-spec JSON). */
   readonly data: string;
-  /** proper-lockfile's lock directory; a sibling, so the pool file need not exist to be locked. */
+  /** The pool's lock file (lock.ts); a sibling, so the pool file need not exist to be locked. */
   readonly lock: string;
   /** Prefix of this pool's temporary files; starts with '.', which no escaped name does. */
   readonly tempPrefix: string;

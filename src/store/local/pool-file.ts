@@ -39,8 +39,9 @@ export function decodePool(text: string, file: string, range: Cidr): Map<bigint,
   if (doc['range'] !== expected) {
     throw corrupt(`range is ${JSON.stringify(doc['range'])}, expected ${JSON.stringify(expected)}`);
   }
-  const allocations = doc['allocations'] ?? {};
-  if (!isObject(allocations)) throw corrupt('"allocations" is not an object');
+  // Missing or null is not "empty": we always write the key, so its absence means the file is not what we wrote.
+  const allocations = doc['allocations'];
+  if (!isObject(allocations)) throw corrupt(`"allocations" is not an object (it is ${kindOf(allocations)})`);
   const base = networkOf(range);
   const size = lastOf(range) - base;
   const out = new Map<bigint, AllocationRecord>();
@@ -79,17 +80,18 @@ function rangeText(range: Cidr): string {
 
 export function decodeRecord(value: unknown): AllocationRecord | undefined {
   if (!isObject(value)) return undefined;
-  const { id, podref, ifname, podUid, node } = value;
+  const { id, podref, ifname, podUid, node, createdAt } = value;
   // Whereabouts before 0.7 wrote no ifname; podref may be absent for non-Kubernetes runtimes.
   if (typeof id !== 'string') return undefined;
   if (!isOptionalString(podref) || !isOptionalString(ifname)) return undefined;
-  if (!isOptionalString(podUid) || !isOptionalString(node)) return undefined;
+  if (!isOptionalString(podUid) || !isOptionalString(node) || !isOptionalString(createdAt)) return undefined;
   return {
     containerId: id,
     podRef: podref ?? '',
     ifname: ifname ?? '',
     ...(podUid === undefined ? {} : { podUid }),
     ...(node === undefined ? {} : { node }),
+    ...(createdAt === undefined ? {} : { createdAt }),
   };
 }
 
@@ -97,7 +99,14 @@ export function encodeRecord(record: AllocationRecord): Record<string, string> {
   const out: Record<string, string> = { id: record.containerId, podref: record.podRef, ifname: record.ifname };
   if (record.podUid !== undefined) out['podUid'] = record.podUid;
   if (record.node !== undefined) out['node'] = record.node;
+  if (record.createdAt !== undefined) out['createdAt'] = record.createdAt;
   return out;
+}
+
+function kindOf(value: unknown): string {
+  if (value === undefined) return 'missing';
+  if (value === null) return 'null';
+  return Array.isArray(value) ? 'a list' : `a ${typeof value}`;
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {

@@ -75,19 +75,29 @@ test('DEL releases the address and its reservation; a second DEL succeeds too', 
 });
 
 test('GC releases the allocations of this node missing from cni.dev/valid-attachments', async () => {
-  const c = conf({ name: 'v-gc', range: '10.94.0.0/24' });
+  const base = conf({ name: 'v-gc', range: '10.94.0.0/24' });
+  const c = { ...base, ipam: { ...(base['ipam'] as Record<string, unknown>), gc_grace_seconds: 0 } };
   for (const id of ['keep', 'drop']) assert.equal((await call('ADD', c, `c-${id}`)).code, 0);
   const gc = await call('GC', { ...c, 'cni.dev/valid-attachments': [{ containerID: 'c-keep', ifname: 'eth0' }] });
   assert.equal(gc.code, 0, gc.stdout);
   assert.deepEqual([...((await poolView(ns, '10.94.0.0-24'))?.allocations.values() ?? [])].map((e) => e['id']), ['c-keep']);
 });
 
-test('STATUS succeeds while the range has room and fails with code 50 once it is exhausted', async () => {
+test('GC spares an allocation younger than gc_grace_seconds (its createdAt in the IPPool) though it is not in the valid list', async () => {
+  const c = conf({ name: 'v-gc-young', range: '10.94.1.0/24' });
+  assert.equal((await call('ADD', c, 'c-young')).code, 0);
+  const gc = await call('GC', { ...c, 'cni.dev/valid-attachments': [] });
+  assert.equal(gc.code, 0, gc.stdout);
+  assert.deepEqual([...((await poolView(ns, '10.94.1.0-24'))?.allocations.values() ?? [])].map((e) => e['id']), ['c-young']);
+});
+
+test('STATUS succeeds while the API serves, also once the range is exhausted (ADD fails with code 100)', async () => {
   const c = conf({ name: 'v-status', range: '10.95.0.0/30' });
   assert.equal((await call('STATUS', c)).code, 0);
   for (const id of ['s1', 's2']) assert.equal((await call('ADD', c, id)).code, 0);
+  assert.equal((await call('ADD', c, 's3')).json?.['code'], 100);
   const status = await call('STATUS', c);
-  assert.equal(status.json?.['code'], 50, status.stdout);
+  assert.equal(status.code, 0, status.stdout);
 });
 
 test('STATUS fails with code 50 and ADD with code 11 when the API server is unreachable', async () => {

@@ -25,6 +25,7 @@ export function kubeNetwork(ns: Namespace, ranges: readonly RangeConfig[], optio
     ipam: {
       ...base.ipam,
       enableOverlappingRanges: options.enableOverlappingRanges ?? true,
+      gcGraceSeconds: 0,
       ...(options.nodeSliceSize === undefined ? {} : { nodeSliceSize: options.nodeSliceSize }),
       datastore: { kind: 'kubernetes', kubeconfig: options.kubeconfig ?? ns.kubeconfig, cacheDir: join(ns.dir, 'unused') },
     },

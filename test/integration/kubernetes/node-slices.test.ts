@@ -6,7 +6,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { CniError } from '../../../src/cni/errors.ts';
 import { assign } from '../../../src/ipam/assign.ts';
-import { checkCapacity } from '../../../src/ipam/capacity.ts';
+import { checkAvailable } from '../../../src/ipam/availability.ts';
 import { collectGarbage } from '../../../src/ipam/gc.ts';
 import { release } from '../../../src/ipam/release.ts';
 import { formatIP } from '../../../src/ip/address.ts';
@@ -107,13 +107,14 @@ test('a node without a slice fails with code 11 and says so', async () => {
   }
 });
 
-test('STATUS on a node without a slice fails with code 50', async () => {
+test('STATUS on a node without a slice passes: a missing slice is not a store failure (ADD says code 11)', async () => {
   const config = kubeNetwork(ns, [testRange('10.60.0.0/24')], { name: 'attach', networkName: 'slicenet', nodeSliceSize: 28 });
   const store = await openNode(ns, config, 'node-c');
   try {
+    assert.deepEqual(await store.resolvePools(config, { purpose: 'status' }), []);
     await assert.rejects(
-      store.resolvePools(config, { purpose: 'status' }),
-      (err: unknown) => err instanceof CniError && err.code === 50 && /no slice assigned to node node-c/.test(err.message),
+      store.resolvePools(config),
+      (err: unknown) => err instanceof CniError && err.code === 11 && /no slice assigned to node node-c/.test(err.message),
     );
   } finally {
     await store.close();
@@ -169,14 +170,14 @@ for (const reservations of [false, true]) {
   });
 }
 
-test('STATUS with a slice pool reports an exhausted slice with code 50', async () => {
+test('STATUS with a slice pool passes on an exhausted slice (exhaustion is not a STATUS failure)', async () => {
   const range = testRange('10.61.0.0/24', { start: '10.61.0.1', end: '10.61.0.2' });
   const config = kubeNetwork(ns, [range], { name: 'plain', nodeSliceSize: 28, enableOverlappingRanges: false });
   const store = await openNode(ns, config, 'node-a');
   try {
     const pools = await store.resolvePools(config);
     // warm-false and warm-true already hold .1 and .2 (and the steady pods were released)
-    await assert.rejects(checkCapacity(store, config, { pools }), (err: unknown) => err instanceof CniError && err.code === 50);
+    await checkAvailable(store, config, { pools });
   } finally {
     await store.close();
   }

@@ -6,7 +6,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { CniError } from '../../../src/cni/errors.ts';
 import { assign } from '../../../src/ipam/assign.ts';
-import { checkCapacity } from '../../../src/ipam/capacity.ts';
+import { checkAvailable } from '../../../src/ipam/availability.ts';
 import { collectGarbage } from '../../../src/ipam/gc.ts';
 import { release } from '../../../src/ipam/release.ts';
 import { verify } from '../../../src/ipam/verify.ts';
@@ -188,15 +188,15 @@ test("GC releases only this node's allocations that are not in the valid list", 
   }
 });
 
-test('STATUS passes while addresses are free and fails with code 50 once the range is exhausted', async () => {
+test('STATUS passes while the API serves, also once the range is exhausted (only ADD fails, with code 100)', async () => {
   const config = kubeNetwork(ns, [testRange('10.20.0.0/30')]); // .1 and .2
   const store = await openNode(ns, config, 'node-a');
   try {
-    await checkCapacity(store, config);
+    await checkAvailable(store, config);
     await assign(store, config, pod(15));
     await assign(store, config, pod(16));
-    await assert.rejects(checkCapacity(store, config), (err: unknown) => err instanceof CniError && err.code === 50);
     await assert.rejects(assign(store, config, pod(17)), (err: unknown) => err instanceof CniError && err.code === 100);
+    await checkAvailable(store, config);
   } finally {
     await store.close();
   }
@@ -208,7 +208,7 @@ test('STATUS fails with code 50 when the API server is unreachable', async () =>
   const config = kubeNetwork(ns, [testRange('10.21.0.0/24')], { kubeconfig });
   const store = await openNode(ns, config, 'node-a');
   try {
-    await assert.rejects(checkCapacity(store, config), (err: unknown) => err instanceof CniError && err.code === 50);
+    await assert.rejects(checkAvailable(store, config), (err: unknown) => err instanceof CniError && err.code === 50);
   } finally {
     await store.close();
   }

@@ -197,3 +197,35 @@ test('parseNetworkConfig() requires absolute data_dir and log_file paths', () =>
 test('parseNetworkConfig() rejects an invalid CNI network name', () => {
   assert.throws(() => parseNetworkConfig({ name: '../x', ipam: { type: 'hereabouts', range: '10.0.0.0/24' } }, noFlatFile), /name "\.\.\/x"/);
 });
+
+// One request takes one address per range, and a range is one pool: the same pool twice would return one address
+// twice, and overlapping pools would hand the same address to both entries.
+test('parseNetworkConfig() rejects the same range twice in ipRanges with code 7, naming both keys and the value', () => {
+  rejects(
+    () => parse({ ipRanges: [{ range: '10.0.0.0/24' }, { range: '10.0.0.0/24' }] }),
+    /ipam\.ipRanges\[1\]\.range "10\.0\.0\.0\/24" overlaps ipam\.ipRanges\[0\]\.range "10\.0\.0\.0\/24"/,
+  );
+});
+
+test('parseNetworkConfig() rejects ipRanges repeating range, even with other bounds', () => {
+  rejects(
+    () => parse({ range: '10.0.0.0/24', range_end: '10.0.0.99', ipRanges: [{ range: '10.0.0.0/24', range_start: '10.0.0.100' }] }),
+    /ipam\.ipRanges\[0\]\.range "10\.0\.0\.0\/24" overlaps ipam\.range "10\.0\.0\.0\/24"/,
+  );
+});
+
+test('parseNetworkConfig() rejects overlapping (not identical) ranges in one request', () => {
+  rejects(() => parse({ ipRanges: [{ range: '10.0.0.0/25' }, { range: '10.0.0.0/24' }] }), /ipRanges\[1\]\.range "10\.0\.0\.0\/24" overlaps ipam\.ipRanges\[0\]\.range "10\.0\.0\.0\/25"/);
+  rejects(() => parse({ ipRanges: [{ range: 'fd00::/64' }, { range: 'fd00::1:0/112' }] }), /overlaps/);
+});
+
+test('parseNetworkConfig() accepts disjoint ranges of one family and one range per family', () => {
+  assert.equal(parse({ ipRanges: [{ range: '10.0.0.0/25' }, { range: '10.0.0.128/25' }, { range: 'fd00::/64' }] }).ipam.ranges.length, 3);
+});
+
+test('parseNetworkConfig() defaults gc_grace_seconds to 300 and takes a non-negative integer', () => {
+  assert.equal(parse({ range: '10.0.0.0/24' }).ipam.gcGraceSeconds, 300);
+  assert.equal(parse({ range: '10.0.0.0/24', gc_grace_seconds: 0 }).ipam.gcGraceSeconds, 0);
+  rejects(() => parse({ range: '10.0.0.0/24', gc_grace_seconds: -5 }), /ipam\.gc_grace_seconds must be a non-negative integer, got -5/);
+  rejects(() => parse({ range: '10.0.0.0/24', gc_grace_seconds: '60' }), /ipam\.gc_grace_seconds/);
+});

@@ -25,18 +25,17 @@ test('assign() takes the first free address of each range, range first then ipRa
   assert.deepEqual(assigned.map((a) => a.claimed), [true, true]);
 });
 
-test('assign() records container id, pod, ifname and pod UID', async () => {
+test('assign() records container id, pod, ifname, pod UID and when it was written', async () => {
   const store = new MemoryStore();
   const config = testNetwork([v4]);
+  const before = Date.now();
   await assign(store, config, pod);
   const [pool] = poolRefs(config);
   assert.ok(pool !== undefined);
-  assert.deepEqual((await store.read(pool)).get(parseIP('10.0.0.1').value), {
-    containerId: 'c1',
-    ifname: 'eth0',
-    podRef: 'default/pod1',
-    podUid: 'uid-1',
-  });
+  const { createdAt, ...record } = (await store.read(pool)).get(parseIP('10.0.0.1').value) ?? {};
+  assert.deepEqual(record, { containerId: 'c1', ifname: 'eth0', podRef: 'default/pod1', podUid: 'uid-1' });
+  const at = Date.parse(createdAt ?? '');
+  assert.ok(at >= before - 1 && at <= Date.now(), `createdAt ${createdAt}`);
 });
 
 test('assign() is idempotent for the same pod and ifname, recording the new container id', async () => {
@@ -165,6 +164,71 @@ test('assign() moves a pod to a newly requested address, releasing its old one',
   const [pool] = poolRefs(config);
   assert.ok(pool !== undefined);
   assert.deepEqual([...(await store.read(pool)).keys()], [parseIP('10.0.0.5').value]);
+});
+
+/** Every pool of the config as [pool name, address, record] rows, to compare whole stores before and after. */
+async function snapshot(store: MemoryStore, config: ReturnType<typeof testNetwork>, withCreatedAt = true) {
+  const rows: unknown[] = [];
+  for (const pool of poolRefs(config)) {
+    for (const [address, record] of await store.read(pool)) {
+      const { createdAt: _, ...rest } = record;
+      rows.push([pool.name, formatIP({ family: pool.range.cidr.family, value: address }), withCreatedAt ? record : rest]);
+    }
+  }
+  return rows;
+}
+
+test('a failed ADD that moved a pod to a requested address leaves its old address held (every pool as before)', async () => {
+  const store = new MemoryStore();
+  const full = testRange('fd00::/128');
+  await assign(store, testNetwork([full]), { containerId: 'y', ifname: 'eth0', podRef: 'ns/y' });
+  await assign(store, testNetwork([v4]), pod); // 10.0.0.1
+  const config = testNetwork([v4, full], { requestedIPs: ['10.0.0.5'] });
+  const before = await snapshot(store, config);
+  await assert.rejects(assign(store, config, { ...pod, containerId: 'c2' }), cniError(100, /fd00::\/128/));
+  assert.deepEqual(await snapshot(store, config), before);
+});
+
+test('a failed ADD restores a record its idempotent refresh rewrote (every pool as before)', async () => {
+  const store = new MemoryStore();
+  const full = testRange('fd00::/128');
+  await assign(store, testNetwork([full]), { containerId: 'x', ifname: 'eth0', podRef: 'ns/x' });
+  await assign(store, testNetwork([v4]), pod);
+  const config = testNetwork([v4, full]);
+  const before = await snapshot(store, config);
+  await assert.rejects(assign(store, config, { ...pod, containerId: 'c2' }), cniError(100, /fd00::\/128/));
+  assert.deepEqual(await snapshot(store, config), before);
+});
+
+test('assign() releases the old address only after every range succeeded', async () => {
+  const store = new MemoryStore();
+  await assign(store, testNetwork([v4, v6]), pod);
+  const config = testNetwork([v4, v6], { requestedIPs: ['10.0.0.5'] });
+  const warnings: string[] = [];
+  const assigned = await assign(store, config, { ...pod, containerId: 'c2' }, { warn: (m) => warnings.push(m) });
+  assert.deepEqual(texts(assigned), ['10.0.0.5', 'fd00::1']);
+  assert.deepEqual(await snapshot(store, config, false), [
+    ['10.0.0.0-29', '10.0.0.5', { containerId: 'c2', ifname: 'eth0', podRef: 'default/pod1', podUid: 'uid-1' }],
+    ['fd00---120', 'fd00::1', { containerId: 'c2', ifname: 'eth0', podRef: 'default/pod1', podUid: 'uid-1' }],
+  ]);
+  assert.deepEqual(warnings, []);
+});
+
+test('assign() succeeds when releasing a given-up address fails, and says so (GC reclaims it)', async () => {
+  class BrokenThirdWrite extends MemoryStore {
+    calls = 0;
+    override async update<T>(pool: PoolRef, plan: Plan<T>): Promise<T> {
+      if (++this.calls === 3) throw new CniError(5, 'disk gone');
+      return super.update(pool, plan);
+    }
+  }
+  const store = new BrokenThirdWrite();
+  await assign(store, testNetwork([v4]), pod); // call 1
+  const warnings: string[] = [];
+  const config = testNetwork([v4], { requestedIPs: ['10.0.0.5'] });
+  // call 2 claims .5, call 3 (releasing .1) fails
+  assert.deepEqual(texts(await assign(store, config, { ...pod, containerId: 'c2' }, { warn: (m) => warnings.push(m) })), ['10.0.0.5']);
+  assert.match(warnings.join('\n'), /could not release 10\.0\.0\.1.*disk gone/);
 });
 
 test('assign() refuses a requested address held by another pod with code 101', async () => {

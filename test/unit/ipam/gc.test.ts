@@ -79,3 +79,34 @@ test('collectGarbage() reports a failing pool and still collects the others', as
   assert.equal(report.errors.length, 1);
   assert.deepEqual(report.released.map((r) => formatIP(r.address)), ['fd00::1']);
 });
+
+// An ADD may commit after the runtime took its valid-attachments snapshot: such an allocation is not garbage yet.
+test('collectGarbage() spares allocations younger than gc_grace_seconds', async () => {
+  const store = new MemoryStore();
+  const graced = testNetwork([testRange('10.0.0.0/28')], { gcGraceSeconds: 60 });
+  await assign(store, graced, att('just-added'));
+  const report = await collectGarbage(store, graced, []);
+  assert.deepEqual(report.released, []);
+  assert.equal((await store.read(pool)).size, 1);
+});
+
+test('collectGarbage() releases allocations older than gc_grace_seconds, and records without createdAt', async () => {
+  const store = new MemoryStore();
+  const graced = testNetwork([testRange('10.0.0.0/28')], { gcGraceSeconds: 60 });
+  const at = (secondsAgo: number) => new Date(Date.now() - secondsAgo * 1000).toISOString();
+  store.seed(pool, [
+    [parseIP('10.0.0.1').value, { containerId: 'old', ifname: 'eth0', podRef: 'ns/old', createdAt: at(61) }],
+    [parseIP('10.0.0.2').value, { containerId: 'young', ifname: 'eth0', podRef: 'ns/young', createdAt: at(50) }],
+    [parseIP('10.0.0.3').value, { containerId: 'legacy', ifname: 'eth0', podRef: 'ns/legacy' }],
+  ]);
+  const report = await collectGarbage(store, graced, []);
+  assert.deepEqual(report.released.map((r) => r.record.containerId), ['old', 'legacy']);
+});
+
+test('an idempotent ADD by a new container restarts the grace period of its record', async () => {
+  const store = new MemoryStore();
+  const graced = testNetwork([testRange('10.0.0.0/28')], { gcGraceSeconds: 60 });
+  store.seed(pool, [[parseIP('10.0.0.1').value, { containerId: 'c1', ifname: 'eth0', podRef: 'ns/p', createdAt: new Date(Date.now() - 3_600_000).toISOString() }]]);
+  await assign(store, graced, { containerId: 'c2', ifname: 'eth0', podRef: 'ns/p' });
+  assert.deepEqual((await collectGarbage(store, graced, [])).released, []);
+});

@@ -175,6 +175,11 @@ const corruptions: Array<[string, string, RegExp]> = [
   ['a non-numeric offset', '{"range":"10.0.0.0/24","allocations":{"x":{"id":"c"}}}', /allocation key "x"/],
   ['an offset past the range', '{"range":"10.0.0.0/24","allocations":{"256":{"id":"c"}}}', /allocation key "256"/],
   ['a record without id', '{"range":"10.0.0.0/24","allocations":{"5":{"podref":"a/b"}}}', /allocation 5/],
+  ['"allocations": null', '{"range":"10.0.0.0/24","allocations":null}', /"allocations" is not an object/],
+  ['no "allocations" key', '{"range":"10.0.0.0/24"}', /"allocations" is not an object/],
+  ['"allocations" as a list', '{"range":"10.0.0.0/24","allocations":[]}', /"allocations" is not an object/],
+  ['a null record', '{"range":"10.0.0.0/24","allocations":{"5":null}}', /allocation 5/],
+  ['JSON null', 'null', /not a JSON object/],
 ];
 
 for (const [what, content, pattern] of corruptions) {
@@ -258,7 +263,7 @@ test('two store instances in one process exclude each other through the file loc
   assert.equal((await stores[0]?.read(v4Pool))?.size, 40);
 });
 
-test('a stale lock left by a dead process is reclaimed after the stale window', async () => {
+test('a lock directory left by an older hereabouts is taken over once older than the stale window', async () => {
   const dataDir = tempDataDir();
   const lock = join(dataDir, 'net1', '10.0.0.0-24.json.lock');
   mkdirSync(lock, { recursive: true });
