@@ -10,6 +10,11 @@ command -v ip >/dev/null 2>&1 || need+=(iproute2)
 command -v etcd >/dev/null 2>&1 || need+=(etcd-server)
 command -v openssl >/dev/null 2>&1 || need+=(openssl)
 command -v ping >/dev/null 2>&1 || need+=(iputils-ping)
+# The cluster stage (scripts/cluster/): a node's runtime, and a static busybox for its workload image.
+command -v containerd >/dev/null 2>&1 || need+=(containerd)
+command -v runc >/dev/null 2>&1 || need+=(runc)
+[ -x /bin/busybox ] || need+=(busybox-static)
+command -v nsenter >/dev/null 2>&1 || need+=(util-linux)
 if ((${#need[@]})); then
   if [ "$(id -u)" = 0 ]; then
     echo "setup: installing Debian packages: ${need[*]}"

