@@ -59,6 +59,7 @@ echo "$dir" >"$OWNER"
 trap 'rc=$?; if [[ $rc -ne 0 ]]; then log "FAILED (exit $rc)"; for f in "$dir"/*.log; do echo "----- $f" >&2; tail -n 20 "$f" >&2; done; KEEP=1 "$here/stop.sh" "$dir" || true; fi' EXIT
 
 mapfile -t bins < <("$here/build.sh")
+((${#bins[@]} == 2)) || { log "scripts/cluster/build.sh failed"; exit 1; }
 k8s_bin=${bins[0]} multus_bin=${bins[1]}
 HEREABOUTS_IMAGE=ghcr.io/hereabouts/hereabouts:0.1.0 "$repo/scripts/image/build.sh" "$dir/images" >"$dir/images.list"
 t_build=$(date +%s.%N)
@@ -73,6 +74,16 @@ for d in etc/cni/net.d opt/cni/bin var/lib/cni run/netns run/containerd var/log/
 done
 iptables-save -t filter | grep -c '^:KUBE-' >"$dir/kube-chains.before" || true
 
+# kubelet's cgroupRoot must exist in every hierarchy; a new cpuset cgroup starts with no cpus or mems.
+for h in /sys/fs/cgroup/*/; do
+  [[ -d $h/hereabouts-cluster ]] && continue
+  mkdir "$h/hereabouts-cluster"
+  if [[ -f $h/cpuset.cpus ]]; then
+    cat "$h/cpuset.cpus" >"$h/hereabouts-cluster/cpuset.cpus"
+    cat "$h/cpuset.mems" >"$h/hereabouts-cluster/cpuset.mems"
+  fi
+done
+
 # --- host network: the apiserver address on lo, pinned-MAC bridges, FORWARD dropped on them.
 ip addr add "$API_IP/32" dev lo
 i=0
@@ -81,8 +92,8 @@ for br in $BRIDGES; do
   ip link add "$br" type bridge
   ip link set "$br" address "02:68:62:63:00:0$i" # locally administered; pinned, so ports never change it
   ip link set "$br" up
-  iptables -I FORWARD -i "$br" ! -o "$br" -j DROP -m comment --comment hereabouts-cluster
-  iptables -I FORWARD -o "$br" ! -i "$br" -j DROP -m comment --comment hereabouts-cluster
+  iptables -I FORWARD -i "$br" ! -o "$br" -m comment --comment hereabouts-cluster -j DROP
+  iptables -I FORWARD -o "$br" ! -i "$br" -m comment --comment hereabouts-cluster -j DROP
 done
 echo "$BRIDGES" >"$dir/bridges"
 

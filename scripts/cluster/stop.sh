@@ -55,8 +55,8 @@ for h in /sys/fs/cgroup/*/ /sys/fs/cgroup/; do
 done
 
 for br in $(cat "$dir/bridges" 2>/dev/null); do
-  while iptables -D FORWARD -i "$br" ! -o "$br" -j DROP -m comment --comment hereabouts-cluster 2>/dev/null; do :; done
-  while iptables -D FORWARD -o "$br" ! -i "$br" -j DROP -m comment --comment hereabouts-cluster 2>/dev/null; do :; done
+  while iptables -D FORWARD -i "$br" ! -o "$br" -m comment --comment hereabouts-cluster -j DROP 2>/dev/null; do :; done
+  while iptables -D FORWARD -o "$br" ! -i "$br" -m comment --comment hereabouts-cluster -j DROP 2>/dev/null; do :; done
   ip link del "$br" 2>/dev/null || true
 done
 rm -f "$dir/bridges"

@@ -82,6 +82,22 @@ describe('a real single-node cluster', () => {
     assert.ok(pods.some((p) => p.metadata.name === holder), `holder ${holder} is one of ${pods.map((p) => p.metadata.name).join(', ')}`);
   });
 
+  test('leader failover: the other replica takes the Lease when the leader\'s pod is deleted', async () => {
+    const lease = (): string | undefined => getJson<{ spec: { holderIdentity?: string } }>(c, ['-n', 'kube-system', 'lease', 'hereabouts-controller']).spec.holderIdentity || undefined;
+    const first = lease();
+    assert.ok(first !== undefined);
+    const other = podsOf('app.kubernetes.io/component=controller').find((p) => p.metadata.name !== first);
+    assert.ok(other, 'a standby replica');
+    kubectl(c, ['-n', 'kube-system', 'delete', 'pod', first, '--wait=false']);
+    // SIGTERM hands the lease back; the standby takes it at its next retry.
+    const next = await until('a new lease holder', 60_000, () => {
+      const holder = lease();
+      return holder !== undefined && holder !== first ? holder : undefined;
+    });
+    assert.equal(next, other.metadata.name);
+    kubectl(c, ['-n', 'kube-system', 'rollout', 'status', 'deployment/hereabouts-controller', '--timeout=180s']);
+  });
+
   test('pods on a macvlan NAD (hereabouts) and a bridge NAD (whereabouts, node_slice_size) get addresses and reach each other', async () => {
     kubectl(c, ['create', 'namespace', NS]);
     apply(c, [

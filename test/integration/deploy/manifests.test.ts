@@ -109,6 +109,7 @@ describe('deploy/ manifests', () => {
   test('the DaemonSet rolls by surging: the new installer is up before the old one (whose token the plugin uses) goes', () => {
     const strategy = find('DaemonSet', 'hereabouts-node').spec['updateStrategy'];
     assert.deepEqual(strategy, { type: 'RollingUpdate', rollingUpdate: { maxSurge: 1, maxUnavailable: 0 } });
+    assert.ok(Number(find('DaemonSet', 'hereabouts-node').spec['minReadySeconds']) >= 5, 'time to write the token before it counts as available');
   });
 
   test('both workloads select linux/amd64 nodes, the only platform the executable is built for', () => {
