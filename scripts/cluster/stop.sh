@@ -31,6 +31,14 @@ if [[ -f $dir/containerd.pid ]]; then
   mntns=$(readlink "/proc/$(<"$dir/containerd.pid")/ns/mnt" 2>/dev/null || true)
 fi
 kill_pidfile kubelet
+# The containers: every process in kubelet's cgroup tree (they have mount namespaces of their own, and outlive their
+# shims), killed until none is left.
+for ((round = 0; round < 50; round++)); do
+  mapfile -t pids < <(find /sys/fs/cgroup/pids/hereabouts-cluster -name cgroup.procs -exec cat {} + 2>/dev/null | sort -u)
+  ((${#pids[@]})) || break
+  kill -KILL "${pids[@]}" 2>/dev/null || true
+  sleep 0.2
+done
 kill_pidfile containerd
 # Shims and containers: every process left in that namespace (the host's own namespace is never it).
 if [[ -n $mntns && $mntns != "$(readlink /proc/1/ns/mnt)" ]]; then
@@ -61,9 +69,11 @@ for br in $(cat "$dir/bridges" 2>/dev/null); do
 done
 rm -f "$dir/bridges"
 ip addr del "$API_IP/32" dev lo 2>/dev/null || true
-# kubelet's canary chains, only when none existed before the cluster started.
+# kubelet's chains (canaries, KUBE-FIREWALL and the jumps to it), only when none existed before the cluster started.
 if [[ -f $dir/kube-chains.before && $(<"$dir/kube-chains.before") == 0 ]]; then
   for t in mangle nat filter; do
+    iptables-save -t "$t" 2>/dev/null | sed -n 's/^-A \([A-Z]*\) \(.*-j KUBE-.*\)$/\1 \2/p' | grep -v '^KUBE-' |
+      while read -r chain rule; do eval "iptables -t $t -D $chain $rule" 2>/dev/null || true; done || true
     for c in $(iptables-save -t "$t" 2>/dev/null | sed -n 's/^:\(KUBE-[^ ]*\) .*/\1/p'); do
       iptables -t "$t" -F "$c" 2>/dev/null || true
       iptables -t "$t" -X "$c" 2>/dev/null || true
