@@ -13,7 +13,7 @@
 # and FORWARD drops anything routed from or to the cluster's bridges. Machine quirks handled here: runc
 # cannot lower oom_score_adj (restrict_oom_score_adj), no dummy driver (an empty bridge is the macvlan
 # master), bridge MACs are pinned (a bridge otherwise takes its lowest port MAC and pods lose their
-# gateway's ARP entry), kubelet's kernel sysctls are put back once the node is Ready.
+# gateway's ARP entry), a veth port gives it carrier, kubelet's kernel sysctls are put back once the node is Ready.
 #
 # Env: HEREABOUTS_CLUSTER_TIMEOUT (seconds to wait for the node to be Ready, default 120).
 set -euo pipefail
@@ -95,7 +95,13 @@ for br in $BRIDGES; do
   iptables -I FORWARD -i "$br" ! -o "$br" -m comment --comment hereabouts-cluster -j DROP
   iptables -I FORWARD -o "$br" ! -i "$br" -m comment --comment hereabouts-cluster -j DROP
 done
-echo "$BRIDGES" >"$dir/bridges"
+# An empty bridge has no carrier, and macvlan links on it stay down: one veth port (both ends up, nothing behind
+# them) gives it carrier. The bridge's MAC is pinned, so the port does not change it.
+ip link add hbc-mvl0p type veth peer name hbc-mvl0q
+ip link set hbc-mvl0p master hbc-mvl0
+ip link set hbc-mvl0p up
+ip link set hbc-mvl0q up
+echo "$BRIDGES hbc-mvl0p" >"$dir/bridges"
 
 # --- control plane: static tokens for the components, the apiserver on the Service ClusterIP.
 tok() { openssl rand -hex 24; }

@@ -165,6 +165,31 @@ describe('a real single-node cluster', () => {
     await until('b\'s allocations released', 30_000, () => (mine('b').length === 0 ? true : undefined));
   });
 
+  test('a pod force-deleted while kubelet is stopped is cleaned by the controller, and the late DEL is harmless', async () => {
+    // An operator's knob: the controller leaves allocations younger than --pending-grace (5m) alone.
+    kubectl(c, ['-n', 'kube-system', 'patch', 'deployment', 'hereabouts-controller', '--type=json', '-p', JSON.stringify([{ op: 'add', path: '/spec/template/spec/containers/0/command/-', value: '--pending-grace=3s' }])]);
+    kubectl(c, ['-n', 'kube-system', 'rollout', 'status', 'deployment/hereabouts-controller', '--timeout=180s']);
+    apply(c, [workload('f')]);
+    await readyPod('f');
+    const others = mine('a').map((x) => x.ip).sort();
+    assert.equal(mine('f').length, 2);
+    const kubelet = Number(readFileSync(join(c.dir, 'kubelet.pid'), 'utf8'));
+    process.kill(kubelet, 'SIGSTOP');
+    try {
+      kubectl(c, ['-n', NS, 'delete', 'pod', 'f', '--grace-period=0', '--force']);
+      await until('the controller released f\'s allocations', 30_000, () => (mine('f').length === 0 ? true : undefined));
+    } finally {
+      process.kill(kubelet, 'SIGCONT');
+    }
+    // kubelet now stops the sandbox: CNI DEL for an allocation that is already gone.
+    await until('f\'s sandbox gone from the node', 60_000, () => {
+      const out = execFileSync('ctr', ['--address', c.containerdSocket, '-n', 'k8s.io', 'containers', 'ls', 'labels.io.kubernetes.pod.name==f'], { encoding: 'utf8' });
+      return out.trim().split('\n').length <= 1 ? true : undefined;
+    });
+    assert.equal(mine('f').length, 0);
+    assert.deepEqual(mine('a').map((x) => x.ip).sort(), others, 'a\'s addresses untouched');
+  });
+
   test('hereabouts status shows the truth: every allocation counted, none orphaned', () => {
     const held = allocations(c);
     const report = JSON.parse(
