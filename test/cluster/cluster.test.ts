@@ -8,7 +8,7 @@ import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync, readlinkSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { repoRoot } from '../support/paths.ts';
-import { allocations, apply, cluster, containerPid, getJson, inNetns, kubectl, networkStatus, podReady, stopCluster, until, type Cluster, type Pod } from './cluster.ts';
+import { allocations, apply, cluster, containerPid, getJson, inNetns, kubectl, kubectlAsync, networkStatus, nodeTokenStatus, podReady, stopCluster, until, type Cluster, type Pod } from './cluster.ts';
 
 const NS = 'hab-cluster';
 const BUSYBOX = 'hereabouts.local/busybox:1.35';
@@ -163,6 +163,61 @@ describe('a real single-node cluster', () => {
     assert.equal(mine('b').length, 2);
     kubectl(c, ['-n', NS, 'delete', 'pod', 'b', '--wait=true', '--timeout=120s']);
     await until('b\'s allocations released', 30_000, () => (mine('b').length === 0 ? true : undefined));
+  });
+
+  // While `during` runs: every 100 ms, the token the plugin would use right now must authenticate, and a pod is
+  // created every 2 s; then every pod must be Ready, with no failed sandbox on the way.
+  const noAddFails = async (prefix: string, during: () => Promise<void>): Promise<void> => {
+    const names: string[] = [];
+    const refused: string[] = [];
+    let done = false;
+    const probing = (async () => {
+      while (!done) {
+        const status = await nodeTokenStatus(c).catch((err: unknown) => String(err));
+        if (status !== 201) refused.push(`${new Date().toISOString()} ${status}`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    })();
+    const creating = (async () => {
+      while (!done || names.length < 3) {
+        const name = `${prefix}${names.length}`;
+        await kubectlAsync(c, ['run', name, '-n', NS, `--image=${BUSYBOX}`, '--image-pull-policy=Never', '--restart=Never', '--annotations=k8s.v1.cni.cncf.io/networks=mvl,brg', '--command', '--', '/bin/sleep', '100000']);
+        names.push(name);
+        await new Promise((r) => setTimeout(r, 2000));
+      }
+    })();
+    try {
+      await during();
+    } finally {
+      done = true;
+      await Promise.all([creating, probing]);
+    }
+    assert.deepEqual(refused, [], 'the token in hereabouts.d/token was refused');
+    for (const name of names) await readyPod(name);
+    const events = getJson<{ items: Array<{ reason: string; message: string; involvedObject: { name: string } }> }>(c, ['-n', NS, 'events']).items;
+    const failed = events.filter((e) => names.includes(e.involvedObject.name) && e.reason === 'FailedCreatePodSandBox');
+    assert.deepEqual(failed.map((e) => `${e.involvedObject.name}: ${e.message}`), []);
+    for (const name of names) assert.equal(mine(name).length, 2, name);
+    kubectl(c, ['-n', NS, 'delete', 'pod', ...names, '--wait=true', '--timeout=120s']);
+  };
+  const installerPod = (): string => podsOf('app.kubernetes.io/component=node').map((p) => p.metadata.name).join(',');
+
+  test('a rolling update of the DaemonSet fails no ADD (the new installer\'s token is written before the old one dies)', async () => {
+    const old = installerPod();
+    await noAddFails('r', async () => {
+      await kubectlAsync(c, ['-n', 'kube-system', 'rollout', 'restart', 'daemonset/hereabouts-node']);
+      await kubectlAsync(c, ['-n', 'kube-system', 'rollout', 'status', 'daemonset/hereabouts-node', '--timeout=180s']);
+    });
+    assert.notEqual(installerPod(), old);
+  });
+
+  test('token rotation by deleting the installer pod fails no ADD', async () => {
+    const old = installerPod();
+    await noAddFails('t', async () => {
+      await kubectlAsync(c, ['-n', 'kube-system', 'delete', 'pod', old, '--wait=true']);
+      await kubectlAsync(c, ['-n', 'kube-system', 'rollout', 'status', 'daemonset/hereabouts-node', '--timeout=180s']);
+      await new Promise((r) => setTimeout(r, 4000));
+    });
   });
 
   test('a pod force-deleted while kubelet is stopped is cleaned by the controller, and the late DEL is harmless', async () => {

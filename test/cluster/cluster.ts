@@ -2,7 +2,8 @@
 // starts one and exports HEREABOUTS_CLUSTER=<dir>; run alone, a test file starts its own and stops it on exit.
 // Helpers drive it the way an operator does: kubectl, and for what only the node can show, the node's own files,
 // containerd's task list and nsenter into a pod's network namespace.
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFile, execFileSync, spawnSync } from 'node:child_process';
+import { request } from 'node:https';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -62,6 +63,36 @@ export function kubectl(c: Cluster, args: readonly string[], input?: string): st
   const run = spawnSync(c.kubectlBin, ['--kubeconfig', c.kubeconfig, '--request-timeout=30s', ...args], { encoding: 'utf8', input, timeout: 300_000 });
   if (run.status !== 0) throw new Error(`kubectl ${args.join(' ')} failed (${run.status}):\n${run.stderr}${run.stdout}`);
   return run.stdout;
+}
+
+/** kubectl without blocking the event loop (for checks that run while it waits). */
+export function kubectlAsync(c: Cluster, args: readonly string[]): Promise<string> {
+  return new Promise((resolve, reject) => {
+    execFile(c.kubectlBin, ['--kubeconfig', c.kubeconfig, '--request-timeout=30s', ...args], { encoding: 'utf8', timeout: 300_000 }, (err, stdout, stderr) => {
+      if (err !== null) reject(new Error(`kubectl ${args.join(' ')} failed: ${stderr}${stdout}`, { cause: err }));
+      else resolve(stdout);
+    });
+  });
+}
+
+/**
+ * Whether the token the plugin on the node uses right now authenticates: the status of a SelfSubjectReview made with
+ * it (201: yes; 401: an ADD now would fail).
+ */
+export function nodeTokenStatus(c: Cluster): Promise<number> {
+  const token = readFileSync(join(c.hostRoot, 'etc/cni/net.d/hereabouts.d/token'), 'utf8').trim();
+  return new Promise((resolve, reject) => {
+    const req = request(
+      'https://10.233.0.1/apis/authentication.k8s.io/v1/selfsubjectreviews',
+      { method: 'POST', ca: readFileSync(join(c.dir, 'cp', 'ca.crt')), headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, timeout: 10_000 },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+      },
+    );
+    req.on('error', reject);
+    req.end(JSON.stringify({ apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' }));
+  });
 }
 
 export function getJson<T>(c: Cluster, args: readonly string[]): T {
