@@ -245,6 +245,22 @@ describe('a real single-node cluster', () => {
     assert.deepEqual(mine('a').map((x) => x.ip).sort(), others, 'a\'s addresses untouched');
   });
 
+  test('a pool Whereabouts left (its shape, an address held by a running pod) is honoured after the switch', async () => {
+    // A pod Whereabouts gave 10.235.3.1 on network wb: its Multus network-status says so, and so does the pool.
+    apply(c, [{ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'w', namespace: NS }, spec: { terminationGracePeriodSeconds: 1, containers: [{ name: 'main', image: BUSYBOX, imagePullPolicy: 'Never', command: ['/bin/sleep', '100000'] }] } }]);
+    const w = await readyPod('w');
+    const status = [...networkStatus(w), { name: `${NS}/wb`, interface: 'net1', ips: ['10.235.3.1'] }];
+    kubectl(c, ['-n', NS, 'annotate', '--overwrite', 'pod', 'w', `k8s.v1.cni.cncf.io/network-status=${JSON.stringify(status)}`]);
+    apply(c, [
+      { apiVersion: 'whereabouts.cni.cncf.io/v1alpha1', kind: 'IPPool', metadata: { name: '10.235.3.0-24', namespace: 'kube-system' }, spec: { range: '10.235.3.0/24', allocations: { '1': { id: 'whereabouts-era-container', podref: `${NS}/w`, ifname: 'net1' } } } },
+      nad('wb', { type: 'bridge', bridge: 'hbc-br1', isGateway: false, ipMasq: false, ipam: { type: 'whereabouts', range: '10.235.3.0/24' } }),
+    ]);
+    apply(c, [{ ...(workload('x') as { metadata: Record<string, unknown> }), metadata: { name: 'x', namespace: NS, annotations: { 'k8s.v1.cni.cncf.io/networks': 'wb' } } }]);
+    const x = await readyPod('x');
+    assert.deepEqual(ipsOn(x, 'wb'), ['10.235.3.2']);
+    assert.deepEqual(mine('w').map((a) => a.ip), ['10.235.3.1'], 'the Whereabouts-era allocation is still there');
+  });
+
   test('hereabouts status shows the truth: every allocation counted, none orphaned', () => {
     const held = allocations(c);
     const report = JSON.parse(
