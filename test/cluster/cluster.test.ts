@@ -82,7 +82,7 @@ describe('a real single-node cluster', () => {
     assert.ok(pods.some((p) => p.metadata.name === holder), `holder ${holder} is one of ${pods.map((p) => p.metadata.name).join(', ')}`);
   });
 
-  test('leader failover: the other replica takes the Lease when the leader\'s pod is deleted', async () => {
+  test('leader failover: another replica takes the Lease when the leader\'s pod is deleted', async () => {
     const lease = (): string | undefined => getJson<{ spec: { holderIdentity?: string } }>(c, ['-n', 'kube-system', 'lease', 'hereabouts-controller']).spec.holderIdentity || undefined;
     const first = lease();
     assert.ok(first !== undefined);
@@ -94,7 +94,8 @@ describe('a real single-node cluster', () => {
       const holder = lease();
       return holder !== undefined && holder !== first ? holder : undefined;
     });
-    assert.equal(next, other.metadata.name);
+    // The standby, or the replacement the ReplicaSet started meanwhile (it may win the race): a live replica.
+    assert.ok(podsOf('app.kubernetes.io/component=controller').some((p) => p.metadata.name === next), `holder ${next} is a controller pod`);
     kubectl(c, ['-n', 'kube-system', 'rollout', 'status', 'deployment/hereabouts-controller', '--timeout=180s']);
   });
 
