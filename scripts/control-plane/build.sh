@@ -12,6 +12,9 @@
 #   HEREABOUTS_K8S_VERSION  k8s.io/kubernetes version (default below)
 #   HEREABOUTS_BUILD_ETCD=1 also build etcd from go.etcd.io/etcd/server/v3 (done automatically when
 #                           no etcd is on PATH); HEREABOUTS_ETCD_VERSION picks its version.
+#   HEREABOUTS_BUILD_NODE=1 also build kubelet, kube-controller-manager and kube-scheduler (for the
+#                           single-node cluster of scripts/cluster/), in the same go build and cache.
+#   GOFLAGS                 appended to the script's own (e.g. GOFLAGS=-p=1 on a shared machine).
 set -euo pipefail
 
 # 1.33 is the newest line that Debian bookworm's etcd 3.4 can serve.
@@ -26,8 +29,17 @@ log() { printf 'build.sh: %s\n' "$*" >&2; }
 need_etcd=0
 if [[ ${HEREABOUTS_BUILD_ETCD:-0} == 1 ]] || ! command -v etcd >/dev/null 2>&1; then need_etcd=1; fi
 
+cmds=(kube-apiserver kubectl)
+[[ ${HEREABOUTS_BUILD_NODE:-0} == 1 ]] && cmds+=(kubelet kube-controller-manager kube-scheduler)
+
+# The commands not yet in the cache.
+missing() {
+  local c
+  for c in "${cmds[@]}"; do [[ -x $BIN/$c ]] || echo "$c"; done
+}
+
 built() {
-  [[ -x $BIN/kube-apiserver && -x $BIN/kubectl ]] || return 1
+  [[ -z $(missing) ]] || return 1
   [[ $need_etcd == 0 || -x $BIN/etcd ]]
 }
 
@@ -43,7 +55,7 @@ if ! flock -n 9; then
 fi
 if built; then echo "$BIN"; exit 0; fi
 
-export CGO_ENABLED=0 GOTOOLCHAIN=local GOWORK=off GOFLAGS="-mod=mod -buildvcs=false"
+export CGO_ENABLED=0 GOTOOLCHAIN=local GOWORK=off GOFLAGS="-mod=mod -buildvcs=false ${GOFLAGS:-}"
 command -v go >/dev/null 2>&1 || export PATH=$PATH:/usr/local/go/bin
 start=$(date +%s)
 
@@ -52,8 +64,9 @@ src=$BIN/src
 mkdir -p "$src"
 cd "$src"
 
-if [[ ! -x $BIN/kube-apiserver || ! -x $BIN/kubectl ]]; then
-  log "building kube-apiserver and kubectl $K8S_VERSION (first run; takes a while)"
+mapfile -t todo < <(missing)
+if ((${#todo[@]})); then
+  log "building ${todo[*]} $K8S_VERSION (first run; takes a while)"
   # kubernetes' go.mod requires its staging modules (k8s.io/api, ...) at v0.0.0 and points them at
   # ./staging with replace directives, which do not apply to a dependency. Replace each one with
   # the published module of the matching v0.Y.Z.
@@ -70,7 +83,7 @@ if [[ ! -x $BIN/kube-apiserver || ! -x $BIN/kubectl ]]; then
     echo ")"
   } >go.mod
   : >go.sum
-  pkgs=(k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kubectl)
+  pkgs=("${todo[@]/#/k8s.io/kubernetes/cmd/}")
   # Resolve the rest of the graph and fill go.sum (stays inside the cache dir). The explicit
   # @version matters: a bare package path would make go get upgrade kubernetes to @latest.
   go get "${pkgs[@]/%/@$K8S_VERSION}" >&2
@@ -84,7 +97,7 @@ if [[ ! -x $BIN/kube-apiserver || ! -x $BIN/kubectl ]]; then
   mkdir -p out
   go build -trimpath -ldflags "$ldflags" -o out/ "${pkgs[@]}" >&2
   # Move into place only when complete, so the fast path never sees a half-written binary.
-  mv out/kube-apiserver out/kubectl "$BIN/"
+  for c in "${todo[@]}"; do mv "out/$c" "$BIN/"; done
 fi
 
 if [[ $need_etcd == 1 && ! -x $BIN/etcd ]]; then

@@ -9,6 +9,13 @@
 #   HEREABOUTS_AUDIT_LOG=<path>   enable API audit logging (Metadata level, one JSON line per request)
 #   HEREABOUTS_START_TIMEOUT=60   seconds to wait for each component
 #   HEREABOUTS_ETCD=<path>        etcd binary (default: etcd on PATH, else one built by build.sh)
+# For a whole cluster (scripts/cluster/start.sh), which the integration tests do not need:
+#   HEREABOUTS_CP_ADDRESS=<ip>    bind and advertise kube-apiserver on <ip> (default 127.0.0.1)
+#   HEREABOUTS_CP_PORT=<port>     its secure port (default: a free one)
+#   HEREABOUTS_CP_SERVICE_CIDR    --service-cluster-ip-range (default 10.96.0.0/16)
+#   HEREABOUTS_CP_TOKENS=<file>   more lines for the static token file (token,user,uid,"groups")
+#   HEREABOUTS_CP_CLUSTER=1       admission as in a real cluster: ServiceAccount and NodeRestriction on,
+#                                 priority and fairness on, the kubernetes Endpoints reconciled
 set -euo pipefail
 
 [[ $# -eq 1 ]] || { echo "usage: $0 <dir>" >&2; exit 2; }
@@ -111,7 +118,9 @@ port_clash() { grep -qi 'address already in use' "$1" 2>/dev/null; }
   ec=(-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes)
   openssl req -x509 "${ec[@]}" -keyout ca.key -out ca.crt -days 3650 -subj "/CN=hereabouts-test-ca" 2>/dev/null
   openssl req "${ec[@]}" -keyout apiserver.key -out apiserver.csr -subj "/CN=kube-apiserver" 2>/dev/null
-  printf '%s\n' "subjectAltName=IP:127.0.0.1,DNS:localhost" "basicConstraints=CA:FALSE" \
+  san="IP:127.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc"
+  [[ -n ${HEREABOUTS_CP_ADDRESS:-} ]] && san+=",IP:$HEREABOUTS_CP_ADDRESS"
+  printf '%s\n' "subjectAltName=$san" "basicConstraints=CA:FALSE" \
     "keyUsage=critical,digitalSignature,keyEncipherment" "extendedKeyUsage=serverAuth" >apiserver.ext
   openssl x509 -req -in apiserver.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 3650 \
     -extfile apiserver.ext -out apiserver.crt 2>/dev/null
@@ -123,6 +132,7 @@ token=$(openssl rand -hex 24)
 # Static token for an admin in system:masters (bypasses RBAC); ServiceAccount tokens from the
 # TokenRequest API (kubectl create token) give RBAC-limited identities for RBAC tests.
 echo "$token,hereabouts-admin,hereabouts-admin,system:masters" >"$dir/tokens.csv"
+[[ -n ${HEREABOUTS_CP_TOKENS:-} ]] && cat "$HEREABOUTS_CP_TOKENS" >>"$dir/tokens.csv"
 chmod 600 "$dir"/*.key "$dir/tokens.csv"
 
 # --- etcd (Debian's 3.4 by default), loopback only.
@@ -153,10 +163,11 @@ done
 t_etcd=$(date +%s.%N)
 
 # --- kube-apiserver
+api_address=${HEREABOUTS_CP_ADDRESS:-127.0.0.1}
 # shellcheck disable=SC2054 # commas inside flag values are intended
 apiserver_args=(
   --etcd-servers="http://127.0.0.1:$etcd_port"
-  --bind-address=127.0.0.1 --advertise-address=127.0.0.1
+  --bind-address="$api_address" --advertise-address="$api_address"
   --tls-cert-file="$dir/apiserver.crt" --tls-private-key-file="$dir/apiserver.key"
   --client-ca-file="$dir/ca.crt"
   --cert-dir="$dir/certs"
@@ -164,16 +175,22 @@ apiserver_args=(
   --authorization-mode=Node,RBAC
   --service-account-issuer=https://kubernetes.default.svc.cluster.local
   --service-account-key-file="$dir/sa.pub" --service-account-signing-key-file="$dir/sa.key"
-  --service-cluster-ip-range=10.96.0.0/16
-  # No controller-manager runs: ServiceAccount admission would reject pods for lack of the
-  # "default" ServiceAccount that only the controller creates.
-  --disable-admission-plugins=ServiceAccount
-  # A single test client needs no fairness queuing; skipping it makes start-up faster.
-  --enable-priority-and-fairness=false
-  # No periodic writes to the kubernetes Endpoints: keeps audit logs to what the tests do.
-  --endpoint-reconciler-type=none
+  --service-cluster-ip-range="${HEREABOUTS_CP_SERVICE_CIDR:-10.96.0.0/16}"
   --profiling=false
 )
+if [[ ${HEREABOUTS_CP_CLUSTER:-0} == 1 ]]; then
+  apiserver_args+=(--enable-admission-plugins=NodeRestriction)
+else
+  apiserver_args+=(
+    # No controller-manager runs: ServiceAccount admission would reject pods for lack of the
+    # "default" ServiceAccount that only the controller creates.
+    --disable-admission-plugins=ServiceAccount
+    # A single test client needs no fairness queuing; skipping it makes start-up faster.
+    --enable-priority-and-fairness=false
+    # No periodic writes to the kubernetes Endpoints: keeps audit logs to what the tests do.
+    --endpoint-reconciler-type=none
+  )
+fi
 if [[ -n ${HEREABOUTS_AUDIT_LOG:-} ]]; then
   mkdir -p "$(dirname "$HEREABOUTS_AUDIT_LOG")"
   # Metadata level for every request, one event per request (only the ResponseComplete stage).
@@ -189,13 +206,13 @@ EOF
 fi
 
 for attempt in 1 2 3; do
-  api_port=$(free_port)
+  api_port=${HEREABOUTS_CP_PORT:-$(free_port)}
   setsid "$bin/kube-apiserver" "${apiserver_args[@]}" --secure-port="$api_port" \
     </dev/null >"$dir/kube-apiserver.log" 2>&1 &
   api_pid=$!
   started+=("$api_pid")
   echo "$api_pid" >"$dir/kube-apiserver.pid"
-  url=https://127.0.0.1:$api_port
+  url=https://$api_address:$api_port
   if wait_for kube-apiserver "$api_pid" \
     curl -fsS --max-time 2 --cacert "$dir/ca.crt" -H "Authorization: Bearer $token" "$url/readyz"; then
     break

@@ -1,7 +1,7 @@
 // The plugin executable in the host's CNI bin dir. Copied to a temp file beside the target, made executable, fsynced,
 // then renamed over it: kubelet never execs a half-written plugin, and a copy that is running at that moment keeps
 // its old inode (writing in place would fail with ETXTBSY).
-import { closeSync, constants, copyFileSync, fchmodSync, fsyncSync, openSync, renameSync, statSync, unlinkSync } from 'node:fs';
+import { closeSync, constants, copyFileSync, fchmodSync, fsyncSync, linkSync, openSync, readdirSync, renameSync, statSync, unlinkSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { errorCode } from '../store/local/fs-errors.ts';
 
@@ -15,7 +15,7 @@ export interface InstalledBinary {
 }
 
 export function installBinary(source: string, target: string): InstalledBinary {
-  const temp = join(dirname(target), `.${basename(target)}.tmp-${process.pid}-${Math.random().toString(36).slice(2, 8)}`);
+  const temp = tempBeside(target);
   try {
     copyFileSync(source, temp, constants.COPYFILE_EXCL);
     const fd = openSync(temp, 'r');
@@ -32,6 +32,55 @@ export function installBinary(source: string, target: string): InstalledBinary {
   }
   fsyncDir(dirname(target));
   return stampOf(target);
+}
+
+/**
+ * A second name for an installed binary (`whereabouts` beside `hereabouts`): a hard link, not another 100 MB copy,
+ * made under a temp name and renamed over the alias like a copy. Where links are refused (another filesystem), a copy.
+ */
+export function linkBinary(primary: string, alias: string): InstalledBinary {
+  const temp = tempBeside(alias);
+  try {
+    linkSync(primary, temp);
+  } catch (err) {
+    if (errorCode(err) === 'EXDEV' || errorCode(err) === 'EPERM') return installBinary(primary, alias);
+    throw err;
+  }
+  try {
+    renameSync(temp, alias);
+  } catch (err) {
+    removeTemp(temp, err);
+    throw err;
+  }
+  fsyncDir(dirname(alias));
+  return stampOf(alias);
+}
+
+/** Temp files of a copy older than this are a killed installer's; younger ones may be a concurrent installer's. */
+export const STALE_TEMP_MS = 5 * 60_000;
+
+/**
+ * Removes `.<name>.tmp-<pid>-<suffix>` files that a killed copy of `names` left in `dir` (100 MB each) when older than
+ * `STALE_TEMP_MS`: during a rolling update two installers share the dir, and a fresh temp file is the other one's.
+ */
+export function sweepTemps(dir: string, names: readonly string[], nowMs: number): string[] {
+  const removed: string[] = [];
+  for (const entry of readdirSync(dir)) {
+    if (!names.some((name) => new RegExp(`^\\.${name}\\.tmp-\\d+-[a-z0-9]+$`).test(entry))) continue;
+    const path = join(dir, entry);
+    try {
+      if (nowMs - statSync(path).mtimeMs < STALE_TEMP_MS) continue;
+      unlinkSync(path);
+      removed.push(path);
+    } catch (err) {
+      if (errorCode(err) !== 'ENOENT') throw err; // gone meanwhile: renamed by its writer or swept by another
+    }
+  }
+  return removed;
+}
+
+function tempBeside(target: string): string {
+  return join(dirname(target), `.${basename(target)}.tmp-${process.pid}-${Math.random().toString(36).slice(2, 8)}`);
 }
 
 /** True when the target is gone or is no longer the file this process installed. */

@@ -1,11 +1,11 @@
 // `hereabouts install`: the DaemonSet container on every node. Installs this executable into the host's CNI bin dir
 // and writes hereabouts.d/ (token, kubeconfig, flat config, nodename), then keeps both as they should be — a rotated
 // token or CA, a removed or overwritten file — until SIGTERM. `--once` installs and exits (init-container style).
-import { join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { CniError } from '../cni/errors.ts';
 import { messageOf } from '../store/local/fs-errors.ts';
-import { binaryChanged, installBinary, type InstalledBinary } from './binary.ts';
+import { binaryChanged, installBinary, linkBinary, sweepTemps, type InstalledBinary } from './binary.ts';
 import { checkFlatConfig, readServiceAccount, syncFiles } from './config-files.ts';
 import { apiServerUrl, desiredFiles, FILES, type DesiredFile, type HostFilesOptions } from './host-files.ts';
 
@@ -75,7 +75,9 @@ export async function runInstall(argv: readonly string[]): Promise<number> {
     process.stderr.write(`hereabouts install: --log-level/--log-file make a flat config the plugin would reject: ${err.message}\n`);
     return 2;
   }
-  const installed: InstalledBinary[] = plan.targets.map((target) => installBinary(plan.source, target));
+  const [primary, ...aliases] = plan.targets as [string, ...string[]];
+  for (const path of sweepTemps(dirname(primary), plan.targets.map((t) => basename(t)), Date.now())) log(`removed ${path} (left by a killed copy)`);
+  const installed: InstalledBinary[] = [installBinary(plan.source, primary), ...aliases.map((alias) => linkBinary(primary, alias))];
   log(`installed ${plan.targets.join(', ')}`);
   for (const path of syncFiles(first)) log(`wrote ${path}`);
   if (plan.once) return 0;
@@ -85,9 +87,11 @@ export async function runInstall(argv: readonly string[]): Promise<number> {
     log,
     check: () => {
       for (const path of syncFiles(desired())) log(`rewrote ${path} (token, CA or file changed)`);
+      // The aliases are links to the primary: a new primary means new links (written over in place, it is both).
+      const primaryChanged = binaryChanged(installed[0] as InstalledBinary);
       installed.forEach((copy, i) => {
-        if (!binaryChanged(copy)) return;
-        installed[i] = installBinary(plan.source, copy.path);
+        if (!primaryChanged && !binaryChanged(copy)) return;
+        installed[i] = i === 0 ? installBinary(plan.source, copy.path) : linkBinary(primary, copy.path);
         log(`reinstalled ${copy.path} (it was removed or replaced)`);
       });
     },

@@ -106,6 +106,20 @@ describe('deploy/ manifests', () => {
     assert.deepEqual(container?.env?.find((e) => e.name === 'NODENAME')?.valueFrom, { fieldRef: { fieldPath: 'spec.nodeName' } });
   });
 
+  test('the DaemonSet rolls by surging: the new installer is up before the old one (whose token the plugin uses) goes', () => {
+    const strategy = find('DaemonSet', 'hereabouts-node').spec['updateStrategy'];
+    assert.deepEqual(strategy, { type: 'RollingUpdate', rollingUpdate: { maxSurge: 1, maxUnavailable: 0 } });
+    assert.ok(Number(find('DaemonSet', 'hereabouts-node').spec['minReadySeconds']) >= 5, 'time to write the token before it counts as available');
+  });
+
+  test('both workloads select linux/amd64 nodes, the only platform the executable is built for', () => {
+    assert.match(spawnSync('file', ['-L', bin], { encoding: 'utf8' }).stdout, /x86-64/);
+    for (const [kind, name] of [['DaemonSet', 'hereabouts-node'], ['Deployment', 'hereabouts-controller']]) {
+      const spec = podSpec(kind!, name!) as PodSpec & { nodeSelector?: Record<string, string> };
+      assert.deepEqual(spec.nodeSelector, { 'kubernetes.io/os': 'linux', 'kubernetes.io/arch': 'amd64' }, `${kind}/${name}`);
+    }
+  });
+
   test('each workload runs as the ServiceAccount its RBAC binds', () => {
     const subjectsOf = (kind: string, name: string): unknown => (find(kind, name) as unknown as { subjects: unknown }).subjects;
     assert.equal(podSpec('DaemonSet', 'hereabouts-node').serviceAccountName, 'hereabouts-node');

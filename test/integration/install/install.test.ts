@@ -4,7 +4,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { spawn, spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { runCni } from '../../support/cni.ts';
 import { controlPlane, createNamespace, type Namespace } from '../../support/control-plane.ts';
@@ -40,6 +40,31 @@ describe('hereabouts install --once', () => {
       assert.equal(sha256(join(node.binDir, name)), expected, name);
     }
     assert.deepEqual(readdirSync(node.binDir).sort(), ['hereabouts', 'whereabouts'], 'no temp file left behind');
+  });
+
+  test('whereabouts is a hard link to hereabouts: one inode, not a second copy of the executable', () => {
+    const here = statSync(join(node.binDir, 'hereabouts'));
+    const there = statSync(join(node.binDir, 'whereabouts'));
+    assert.equal(there.ino, here.ino);
+    assert.equal(here.nlink, 2);
+  });
+
+  test('temp files a killed copy left are swept at start; a fresh one (a concurrent installer\'s) is kept', () => {
+    const other = fakeNode({ token: ns.cp.token, ca, namespace: ns.name });
+    try {
+      const stale = [join(other.binDir, '.hereabouts.tmp-17-a1b2c3'), join(other.binDir, '.whereabouts.tmp-17-d4e5f6')];
+      const fresh = join(other.binDir, '.hereabouts.tmp-18-g7h8i9');
+      const unrelated = join(other.binDir, '.hereabouts.tmp-notes');
+      for (const path of [...stale, fresh, unrelated]) writeFileSync(path, 'partial');
+      const old = new Date(Date.now() - 10 * 60_000);
+      for (const path of [...stale, unrelated]) utimesSync(path, old, old);
+      const run = installOnce(installArgs(other, { extra: ['--whereabouts-name'] }), env);
+      assert.equal(run.code, 0, run.stderr);
+      assert.deepEqual(readdirSync(other.binDir).sort(), ['.hereabouts.tmp-18-g7h8i9', '.hereabouts.tmp-notes', 'hereabouts', 'whereabouts']);
+      assert.match(run.stderr, /removed \S*\.hereabouts\.tmp-17-a1b2c3/);
+    } finally {
+      rmSync(other.root, { recursive: true, force: true });
+    }
   });
 
   test('writes token, kubeconfig, flat config and nodename with mode 0600 in a 0700 hereabouts.d', () => {

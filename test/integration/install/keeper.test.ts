@@ -55,6 +55,15 @@ describe('hereabouts install, running', () => {
     copyFileSync('/bin/true', target);
     await waitFor(() => statSync(target).size === statSync(bin).size, 'our executable is back', installer);
     assert.match(installer.stderr(), /reinstalled .*whereabouts/);
+    // whereabouts is a hard link: writing over it wrote hereabouts too, and both are whole again, one inode.
+    assert.equal(statSync(join(node.binDir, 'hereabouts')).size, statSync(bin).size);
+    assert.equal(statSync(target).ino, statSync(join(node.binDir, 'hereabouts')).ino);
+  });
+
+  test('a removed whereabouts is linked to hereabouts again', async () => {
+    const target = join(node.binDir, 'whereabouts');
+    unlinkSync(target);
+    await waitFor(() => existsSync(target) && statSync(target).ino === statSync(join(node.binDir, 'hereabouts')).ino, 'whereabouts is a link to hereabouts again', installer);
   });
 
   test('SIGTERM ends the installer with exit 0', async () => {

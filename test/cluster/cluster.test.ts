@@ -1,0 +1,279 @@
+// hereabouts the way operators run it: `kubectl apply -k deploy/` on a real node (kubelet + containerd + Multus),
+// the installer and the controller from the image, pods on a macvlan NAD ("type": "hereabouts") and a bridge NAD
+// ("type": "whereabouts", node_slice_size) asking for addresses through Multus. The tests run in order: each builds
+// on the state the previous one left (the cluster is expensive; one per run).
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { readdirSync, readFileSync, readlinkSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { repoRoot } from '../support/paths.ts';
+import { allocations, apply, cluster, containerPid, getJson, inNetns, kubectl, kubectlAsync, networkStatus, nodeTokenStatus, podReady, stopCluster, until, type Cluster, type Pod } from './cluster.ts';
+
+const NS = 'hab-cluster';
+const BUSYBOX = 'hereabouts.local/busybox:1.35';
+const MACVLAN_RANGE = '10.235.1.0/24';
+const BRIDGE_RANGE = '10.235.16.0/20';
+
+function nad(name: string, config: Record<string, unknown>): unknown {
+  return {
+    apiVersion: 'k8s.cni.cncf.io/v1',
+    kind: 'NetworkAttachmentDefinition',
+    metadata: { name, namespace: NS },
+    spec: { config: JSON.stringify({ cniVersion: '0.3.1', name, ...config }) },
+  };
+}
+
+function workload(name: string): unknown {
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name, namespace: NS, annotations: { 'k8s.v1.cni.cncf.io/networks': 'mvl,brg' } },
+    spec: {
+      terminationGracePeriodSeconds: 1,
+      containers: [{ name: 'main', image: BUSYBOX, imagePullPolicy: 'Never', command: ['/bin/sleep', '100000'] }],
+    },
+  };
+}
+
+describe('a real single-node cluster', () => {
+  let c: Cluster;
+  const pod = (name: string): Pod => getJson<Pod>(c, ['-n', NS, 'pod', name]);
+  const podsOf = (selector: string): Pod[] => getJson<{ items: Pod[] }>(c, ['-n', 'kube-system', 'pods', '-l', selector]).items;
+  const ipsOn = (p: Pod, network: string): string[] => networkStatus(p).find((s) => s.name === `${NS}/${network}`)?.ips ?? [];
+  const readyPod = (name: string, ms = 120_000): Promise<Pod> => until(`pod ${name} Ready`, ms, () => {
+    const p = pod(name);
+    return podReady(p) ? p : undefined;
+  });
+  const mine = (podName: string): ReturnType<typeof allocations> => allocations(c).filter((a) => a.podref === `${NS}/${podName}`);
+
+  before(() => {
+    c = cluster();
+  });
+  after(() => {
+    stopCluster(c);
+  });
+
+  test('kubectl apply -k deploy/ installs the plugin on the node: binary, hard link, token, kubeconfig, flat config, nodename', async () => {
+    kubectl(c, ['apply', '-k', join(repoRoot, 'deploy')]);
+    kubectl(c, ['-n', 'kube-system', 'rollout', 'status', 'daemonset/hereabouts-node', '--timeout=180s']);
+    const bin = join(c.hostRoot, 'opt/cni/bin');
+    const conf = join(c.hostRoot, 'etc/cni/net.d/hereabouts.d');
+    await until('the installer wrote nodename', 60_000, () => (statSync(join(conf, 'nodename'), { throwIfNoEntry: false }) === undefined ? undefined : true));
+    const here = statSync(join(bin, 'hereabouts'));
+    assert.equal(here.mode & 0o777, 0o755);
+    assert.equal(here.size, statSync(join(repoRoot, 'dist/hereabouts')).size);
+    assert.equal(statSync(join(bin, 'whereabouts')).ino, here.ino, 'whereabouts is a hard link');
+    assert.equal(statSync(conf).mode & 0o777, 0o700);
+    for (const f of ['token', 'hereabouts.kubeconfig', 'hereabouts.conf', 'nodename']) assert.equal(statSync(join(conf, f)).mode & 0o777, 0o600, f);
+    assert.equal(readFileSync(join(conf, 'nodename'), 'utf8'), `${c.nodeName}\n`);
+    const kubeconfig = JSON.parse(readFileSync(join(conf, 'hereabouts.kubeconfig'), 'utf8')) as { clusters: Array<{ cluster: { server: string } }> };
+    assert.equal(kubeconfig.clusters[0]?.cluster.server, 'https://10.233.0.1:443');
+  });
+
+  test('the controller runs in-cluster with its ServiceAccount: both replicas Ready, one Lease holder among them', async () => {
+    kubectl(c, ['-n', 'kube-system', 'rollout', 'status', 'deployment/hereabouts-controller', '--timeout=180s']);
+    const pods = podsOf('app.kubernetes.io/component=controller');
+    assert.equal(pods.filter(podReady).length, 2);
+    const holder = await until('a lease holder', 60_000, () => {
+      const lease = getJson<{ spec: { holderIdentity?: string } }>(c, ['-n', 'kube-system', 'lease', 'hereabouts-controller']);
+      return lease.spec.holderIdentity || undefined;
+    });
+    assert.ok(pods.some((p) => p.metadata.name === holder), `holder ${holder} is one of ${pods.map((p) => p.metadata.name).join(', ')}`);
+  });
+
+  test('leader failover: another replica takes the Lease when the leader\'s pod is deleted', async () => {
+    const lease = (): string | undefined => getJson<{ spec: { holderIdentity?: string } }>(c, ['-n', 'kube-system', 'lease', 'hereabouts-controller']).spec.holderIdentity || undefined;
+    const first = lease();
+    assert.ok(first !== undefined);
+    const other = podsOf('app.kubernetes.io/component=controller').find((p) => p.metadata.name !== first);
+    assert.ok(other, 'a standby replica');
+    kubectl(c, ['-n', 'kube-system', 'delete', 'pod', first, '--wait=false']);
+    // SIGTERM hands the lease back; the standby takes it at its next retry.
+    const next = await until('a new lease holder', 60_000, () => {
+      const holder = lease();
+      return holder !== undefined && holder !== first ? holder : undefined;
+    });
+    // The standby, or the replacement the ReplicaSet started meanwhile (it may win the race): a live replica.
+    assert.ok(podsOf('app.kubernetes.io/component=controller').some((p) => p.metadata.name === next), `holder ${next} is a controller pod`);
+    kubectl(c, ['-n', 'kube-system', 'rollout', 'status', 'deployment/hereabouts-controller', '--timeout=180s']);
+  });
+
+  test('pods on a macvlan NAD (hereabouts) and a bridge NAD (whereabouts, node_slice_size) get addresses and reach each other', async () => {
+    kubectl(c, ['create', 'namespace', NS]);
+    apply(c, [
+      nad('mvl', { type: 'macvlan', master: 'hbc-mvl0', mode: 'bridge', ipam: { type: 'hereabouts', range: MACVLAN_RANGE } }),
+      nad('brg', { type: 'bridge', bridge: 'hbc-br1', isGateway: false, ipMasq: false, ipam: { type: 'whereabouts', range: BRIDGE_RANGE, node_slice_size: '/24' } }),
+    ]);
+    // The controller gives the node its slice before the bridge network can allocate.
+    await until('a node slice for brg', 60_000, () => {
+      const pool = getJson<{ status?: { allocations?: Array<{ nodeName: string; sliceRange: string }> } }>(c, ['-n', 'kube-system', 'nodeslicepools.whereabouts.cni.cncf.io', 'brg']);
+      return pool.status?.allocations?.find((a) => a.nodeName === c.nodeName);
+    });
+    apply(c, [workload('a'), workload('b')]);
+    const [a, b] = [await readyPod('a'), await readyPod('b')];
+    for (const p of [a, b]) {
+      assert.equal(ipsOn(p, 'mvl').length, 1, JSON.stringify(networkStatus(p)));
+      assert.equal(ipsOn(p, 'brg').length, 1, JSON.stringify(networkStatus(p)));
+    }
+    assert.match(ipsOn(a, 'mvl')[0]!, /^10\.235\.1\./);
+    assert.match(ipsOn(a, 'brg')[0]!, /^10\.235\.(1[6-9]|2\d|3[01])\./);
+    const pa = containerPid(c, a);
+    for (const net of ['mvl', 'brg']) {
+      const target = ipsOn(b, net)[0]!;
+      const ping = inNetns(pa, ['ping', '-c', '1', '-W', '5', target]);
+      assert.equal(ping.code, 0, `a -> b on ${net} (${target}):\n${ping.out}`);
+    }
+  });
+
+  test('one allocation per pod per network, at the addresses Multus\' network-status reports', () => {
+    for (const name of ['a', 'b']) {
+      const p = pod(name);
+      const held = mine(name);
+      const reported = ['mvl', 'brg'].map((net) => ipsOn(p, net)[0]).sort();
+      assert.deepEqual(held.map((x) => x.ip).sort(), reported, JSON.stringify(held));
+      assert.equal(held.filter((x) => x.pool === '10.235.1.0-24').length, 1, JSON.stringify(held));
+    }
+  });
+
+  test('a killed sandbox is re-created without a second allocation', async () => {
+    const before = pod('a');
+    const held = mine('a').map((x) => `${x.pool}/${x.offset}`).sort();
+    // The sandbox's pause process: the one in the workload's network namespace.
+    const netns = readlinkSync(`/proc/${containerPid(c, before)}/ns/net`);
+    const pause = readdirSync('/proc').filter((d) => /^\d+$/.test(d)).find((d) => {
+      try {
+        return readFileSync(`/proc/${d}/comm`, 'utf8').trim() === 'pause' && readlinkSync(`/proc/${d}/ns/net`) === netns;
+      } catch {
+        return false; // exited while we looked
+      }
+    });
+    assert.ok(pause !== undefined, 'found the pause process');
+    process.kill(Number(pause), 'SIGKILL');
+    const after = await until('pod a running again in a new sandbox', 120_000, () => {
+      const p = pod('a');
+      const restarted = (p.status.containerStatuses?.[0]?.restartCount ?? 0) > (before.status.containerStatuses?.[0]?.restartCount ?? 0);
+      return restarted && podReady(p) ? p : undefined;
+    });
+    assert.deepEqual(mine('a').map((x) => `${x.pool}/${x.offset}`).sort(), held);
+    assert.equal(ipsOn(after, 'mvl')[0], ipsOn(before, 'mvl')[0]);
+    assert.equal(ipsOn(after, 'brg')[0], ipsOn(before, 'brg')[0]);
+  });
+
+  test('graceful delete releases the pod\'s addresses on both networks', async () => {
+    assert.equal(mine('b').length, 2);
+    kubectl(c, ['-n', NS, 'delete', 'pod', 'b', '--wait=true', '--timeout=120s']);
+    await until('b\'s allocations released', 30_000, () => (mine('b').length === 0 ? true : undefined));
+  });
+
+  // While `during` runs: every 100 ms, the token the plugin would use right now must authenticate, and a pod is
+  // created every 2 s; then every pod must be Ready, with no failed sandbox on the way.
+  const noAddFails = async (prefix: string, during: () => Promise<void>): Promise<void> => {
+    const names: string[] = [];
+    const refused: string[] = [];
+    let done = false;
+    const probing = (async () => {
+      while (!done) {
+        const status = await nodeTokenStatus(c).catch((err: unknown) => String(err));
+        if (status !== 201) refused.push(`${new Date().toISOString()} ${status}`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    })();
+    const creating = (async () => {
+      while (!done || names.length < 3) {
+        const name = `${prefix}${names.length}`;
+        await kubectlAsync(c, ['run', name, '-n', NS, `--image=${BUSYBOX}`, '--image-pull-policy=Never', '--restart=Never', '--annotations=k8s.v1.cni.cncf.io/networks=mvl,brg', '--command', '--', '/bin/sleep', '100000']);
+        names.push(name);
+        await new Promise((r) => setTimeout(r, 2000));
+      }
+    })();
+    try {
+      await during();
+    } finally {
+      done = true;
+      await Promise.all([creating, probing]);
+    }
+    assert.deepEqual(refused, [], 'the token in hereabouts.d/token was refused');
+    for (const name of names) await readyPod(name);
+    const events = getJson<{ items: Array<{ reason: string; message: string; involvedObject: { name: string } }> }>(c, ['-n', NS, 'events']).items;
+    const failed = events.filter((e) => names.includes(e.involvedObject.name) && e.reason === 'FailedCreatePodSandBox');
+    assert.deepEqual(failed.map((e) => `${e.involvedObject.name}: ${e.message}`), []);
+    for (const name of names) assert.equal(mine(name).length, 2, name);
+    kubectl(c, ['-n', NS, 'delete', 'pod', ...names, '--wait=true', '--timeout=120s']);
+  };
+  const installerPod = (): string => podsOf('app.kubernetes.io/component=node').map((p) => p.metadata.name).join(',');
+
+  test('a rolling update of the DaemonSet fails no ADD (the new installer\'s token is written before the old one dies)', async () => {
+    const old = installerPod();
+    await noAddFails('r', async () => {
+      await kubectlAsync(c, ['-n', 'kube-system', 'rollout', 'restart', 'daemonset/hereabouts-node']);
+      await kubectlAsync(c, ['-n', 'kube-system', 'rollout', 'status', 'daemonset/hereabouts-node', '--timeout=180s']);
+    });
+    assert.notEqual(installerPod(), old);
+  });
+
+  test('token rotation by deleting the installer pod fails no ADD', async () => {
+    const old = installerPod();
+    await noAddFails('t', async () => {
+      await kubectlAsync(c, ['-n', 'kube-system', 'delete', 'pod', old, '--wait=true']);
+      await kubectlAsync(c, ['-n', 'kube-system', 'rollout', 'status', 'daemonset/hereabouts-node', '--timeout=180s']);
+      await new Promise((r) => setTimeout(r, 4000));
+    });
+  });
+
+  test('a pod force-deleted while kubelet is stopped is cleaned by the controller, and the late DEL is harmless', async () => {
+    // An operator's knob: the controller leaves allocations younger than --pending-grace (5m) alone.
+    kubectl(c, ['-n', 'kube-system', 'patch', 'deployment', 'hereabouts-controller', '--type=json', '-p', JSON.stringify([{ op: 'add', path: '/spec/template/spec/containers/0/command/-', value: '--pending-grace=3s' }])]);
+    kubectl(c, ['-n', 'kube-system', 'rollout', 'status', 'deployment/hereabouts-controller', '--timeout=180s']);
+    apply(c, [workload('f')]);
+    await readyPod('f');
+    const others = mine('a').map((x) => x.ip).sort();
+    assert.equal(mine('f').length, 2);
+    const kubelet = Number(readFileSync(join(c.dir, 'kubelet.pid'), 'utf8'));
+    process.kill(kubelet, 'SIGSTOP');
+    try {
+      kubectl(c, ['-n', NS, 'delete', 'pod', 'f', '--grace-period=0', '--force']);
+      await until('the controller released f\'s allocations', 30_000, () => (mine('f').length === 0 ? true : undefined));
+    } finally {
+      process.kill(kubelet, 'SIGCONT');
+    }
+    // kubelet now stops the sandbox: CNI DEL for an allocation that is already gone.
+    await until('f\'s sandbox gone from the node', 60_000, () => {
+      const out = execFileSync('ctr', ['--address', c.containerdSocket, '-n', 'k8s.io', 'containers', 'ls', 'labels.io.kubernetes.pod.name==f'], { encoding: 'utf8' });
+      return out.trim().split('\n').length <= 1 ? true : undefined;
+    });
+    assert.equal(mine('f').length, 0);
+    assert.deepEqual(mine('a').map((x) => x.ip).sort(), others, 'a\'s addresses untouched');
+  });
+
+  test('a pool Whereabouts left (its shape, an address held by a running pod) is honoured after the switch', async () => {
+    // A pod Whereabouts gave 10.235.3.1 on network wb: its Multus network-status says so, and so does the pool.
+    apply(c, [{ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'w', namespace: NS }, spec: { terminationGracePeriodSeconds: 1, containers: [{ name: 'main', image: BUSYBOX, imagePullPolicy: 'Never', command: ['/bin/sleep', '100000'] }] } }]);
+    const w = await readyPod('w');
+    const status = [...networkStatus(w), { name: `${NS}/wb`, interface: 'net1', ips: ['10.235.3.1'] }];
+    kubectl(c, ['-n', NS, 'annotate', '--overwrite', 'pod', 'w', `k8s.v1.cni.cncf.io/network-status=${JSON.stringify(status)}`]);
+    apply(c, [
+      { apiVersion: 'whereabouts.cni.cncf.io/v1alpha1', kind: 'IPPool', metadata: { name: '10.235.3.0-24', namespace: 'kube-system' }, spec: { range: '10.235.3.0/24', allocations: { '1': { id: 'whereabouts-era-container', podref: `${NS}/w`, ifname: 'net1' } } } },
+      nad('wb', { type: 'bridge', bridge: 'hbc-br1', isGateway: false, ipMasq: false, ipam: { type: 'whereabouts', range: '10.235.3.0/24' } }),
+    ]);
+    apply(c, [{ ...(workload('x') as { metadata: Record<string, unknown> }), metadata: { name: 'x', namespace: NS, annotations: { 'k8s.v1.cni.cncf.io/networks': 'wb' } } }]);
+    const x = await readyPod('x');
+    assert.deepEqual(ipsOn(x, 'wb'), ['10.235.3.2']);
+    assert.deepEqual(mine('w').map((a) => a.ip), ['10.235.3.1'], 'the Whereabouts-era allocation is still there');
+  });
+
+  test('hereabouts status shows the truth: every allocation counted, none orphaned', () => {
+    const held = allocations(c);
+    const report = JSON.parse(
+      execFileSync(join(repoRoot, 'dist/hereabouts'), ['status', '--kubeconfig', c.kubeconfig, '-n', 'kube-system', '-o', 'json'], { encoding: 'utf8' }),
+    ) as { pools: Array<{ name: string; used: number; orphans: number | null }> };
+    const pools = new Set(held.map((x) => x.pool));
+    assert.ok(pools.size >= 2, JSON.stringify(held));
+    for (const name of pools) {
+      const row = report.pools.find((p) => p.name === name);
+      assert.ok(row, `${name} in ${JSON.stringify(report)}`);
+      assert.equal(row.used, held.filter((x) => x.pool === name).length, name);
+      assert.equal(row.orphans, 0, name);
+    }
+  });
+});
