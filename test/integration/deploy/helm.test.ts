@@ -229,12 +229,13 @@ describe('Helm chart deploy/helm/hereabouts', () => {
   });
 
   test('resources, tolerations, nodeSelector, affinity, priority class and pod annotations of each workload', () => {
-    const shape = { resources: { requests: { cpu: '1', memory: '1Gi' }, limits: { memory: '2Gi' } }, tolerations: [{ key: 'ipam', operator: 'Exists', effect: 'NoSchedule' }], nodeSelector: { 'kubernetes.io/os': 'linux' }, affinity: { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchExpressions: [{ key: 'ipam', operator: 'In', values: ['yes'] }] }] } } }, priorityClassName: 'high', podAnnotations: { team: 'net' } };
+    const shape = { resources: { requests: { cpu: '1', memory: '1Gi' }, limits: { memory: '2Gi' } }, tolerations: [{ key: 'ipam', operator: 'Exists', effect: 'NoSchedule' }], nodeSelector: { 'example.com/ipam': 'yes' }, affinity: { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchExpressions: [{ key: 'ipam', operator: 'In', values: ['yes'] }] }] } } }, priorityClassName: 'high', podAnnotations: { team: 'net' } };
     const objects = template(helmBin, { node: shape, controller: shape });
     for (const pod of [nodePod(objects), controllerPod(objects)]) {
       assert.deepEqual(pod.spec.containers[0]!.resources, shape.resources);
       assert.deepEqual(pod.spec.tolerations, shape.tolerations);
-      assert.deepEqual(pod.spec.nodeSelector, shape.nodeSelector);
+      // Helm merges a given map into the default one: the platform selector stays unless set to null.
+      assert.deepEqual(pod.spec.nodeSelector, { 'kubernetes.io/os': 'linux', 'kubernetes.io/arch': 'amd64', ...shape.nodeSelector });
       assert.deepEqual(pod.spec.affinity, shape.affinity);
       assert.equal(pod.spec.priorityClassName, 'high');
       assert.equal(pod.metadata.annotations?.['team'], 'net');
