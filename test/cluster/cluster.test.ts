@@ -166,6 +166,34 @@ describe('a real single-node cluster', () => {
     await until('b\'s allocations released', 30_000, () => (mine('b').length === 0 ? true : undefined));
   });
 
+  test('an evicted pod keeps its addresses while it still runs in its grace period, and releases them once gone', async () => {
+    // A container that ignores SIGTERM: the pod stays Terminating (and running) for its whole grace period.
+    const spec = workload('ev') as { spec: { terminationGracePeriodSeconds: number; containers: Array<{ command: string[] }> } };
+    spec.spec.terminationGracePeriodSeconds = 40;
+    spec.spec.containers[0]!.command = ['/bin/sh', '-c', 'trap "" TERM; while true; do sleep 1; done'];
+    apply(c, [spec]);
+    await readyPod('ev');
+    const held = mine('ev');
+    assert.equal(held.length, 2);
+    // The Eviction API, as `kubectl drain` uses it: DisruptionTarget=True (EvictionByEvictionAPI), then a graceful delete.
+    const eviction = { apiVersion: 'policy/v1', kind: 'Eviction', metadata: { name: 'ev', namespace: NS } };
+    kubectl(c, ['create', '--raw', `/api/v1/namespaces/${NS}/pods/ev/eviction`, '-f', '-'], JSON.stringify(eviction));
+    await until('ev terminating with DisruptionTarget', 30_000, () => {
+      const p = pod('ev') as Pod & { metadata: { deletionTimestamp?: string }; status: { conditions?: Array<{ type: string; status: string }> } };
+      const disrupted = (p.status.conditions ?? []).some((cond) => cond.type === 'DisruptionTarget' && cond.status === 'True');
+      return p.metadata.deletionTimestamp !== undefined && disrupted ? true : undefined;
+    });
+    // Until the pod object is gone, its addresses stay (the controller's pod watch has acted on the change by then).
+    let gone = false;
+    while (!gone) {
+      const still = kubectl(c, ['-n', NS, 'get', 'pod', 'ev', '--ignore-not-found', '-o', 'name']).trim() !== '';
+      if (!still) gone = true;
+      else assert.deepEqual(mine('ev').map((a) => a.ip).sort(), held.map((a) => a.ip).sort(), 'an evicted pod lost its addresses while it still ran');
+      await new Promise((r) => setTimeout(r, 1000));
+    }
+    await until('ev\'s allocations released', 60_000, () => (mine('ev').length === 0 ? true : undefined));
+  });
+
   // While `during` runs: every 100 ms, the token the plugin would use right now must authenticate, and a pod is
   // created every 2 s; then every pod must be Ready, with no failed sandbox on the way.
   const noAddFails = async (prefix: string, during: () => Promise<void>): Promise<void> => {
