@@ -1,10 +1,12 @@
 // `hereabouts install`: the DaemonSet container on every node. Installs this executable into the host's CNI bin dir
 // and writes hereabouts.d/ (token, kubeconfig, flat config, nodename), then keeps both as they should be — a rotated
 // token or CA, a removed or overwritten file — until SIGTERM. `--once` installs and exits (init-container style).
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { CniError } from '../cni/errors.ts';
+import { sweepStaleTemps } from '../fs/stale-temps.ts';
 import { messageOf } from '../store/local/fs-errors.ts';
+import { isDnsSubdomain } from '../store/names.ts';
 import { binaryChanged, installBinary, type InstalledBinary } from './binary.ts';
 import { checkFlatConfig, readServiceAccount, syncFiles } from './config-files.ts';
 import { apiServerUrl, desiredFiles, FILES, type DesiredFile, type HostFilesOptions } from './host-files.ts';
@@ -75,16 +77,17 @@ export async function runInstall(argv: readonly string[]): Promise<number> {
     process.stderr.write(`hereabouts install: --log-level/--log-file make a flat config the plugin would reject: ${err.message}\n`);
     return 2;
   }
+  for (const dir of new Set(plan.targets.map((t) => dirname(t)))) sweepStaleTemps(dir);
   const installed: InstalledBinary[] = plan.targets.map((target) => installBinary(plan.source, target));
   log(`installed ${plan.targets.join(', ')}`);
-  for (const path of syncFiles(first)) log(`wrote ${path}`);
+  for (const path of syncFiles(first, plan.hostFiles.confDir)) log(`wrote ${path}`);
   if (plan.once) return 0;
 
   return keep({
     intervalMs: plan.intervalMs,
     log,
     check: () => {
-      for (const path of syncFiles(desired())) log(`rewrote ${path} (token, CA or file changed)`);
+      for (const path of syncFiles(desired(), plan.hostFiles.confDir)) log(`rewrote ${path} (token, CA or file changed)`);
       installed.forEach((copy, i) => {
         if (!binaryChanged(copy)) return;
         installed[i] = installBinary(plan.source, copy.path);
@@ -105,6 +108,10 @@ function planOf(values: Flags, env: NodeJS.ProcessEnv, log: (msg: string) => voi
   const apiPort = env['KUBERNETES_SERVICE_PORT'] ?? '443';
   if (!/^\d+$/.test(apiPort)) return `KUBERNETES_SERVICE_PORT ${JSON.stringify(apiPort)} is not a port number`;
   const nodeName = env['NODENAME']?.trim() ?? '';
+  // Written to hereabouts.d/nodename and used in object names: it must be a node name, nothing else (no newline).
+  if (nodeName !== '' && !isDnsSubdomain(nodeName)) {
+    return `NODENAME ${JSON.stringify(nodeName)} is not a Kubernetes node name (lowercase letters, digits, "-" and ".")`;
+  }
   if (nodeName === '') log('warning: NODENAME is not set: no nodename file; the plugin falls back to the host name');
   const names = ['hereabouts', ...(values['whereabouts-name'] ? ['whereabouts'] : [])];
   return {

@@ -29,7 +29,8 @@ export async function openKubernetesStore(
     ...(options.env === undefined ? {} : { env: options.env }),
     ...(config.ipam.configurationPath === undefined ? {} : { configurationPath: config.ipam.configurationPath }),
   });
-  const endpoint = await loadEndpoint(datastore.kubeconfig);
+  // Trust boundary: never through a link; credential plugins only when the operator named the file or allowed them.
+  const endpoint = await loadEndpoint(datastore.kubeconfig, { execCredentials: datastore.execCredentials ?? false, followLinks: false });
   options.log.debug(`kubernetes store: ${endpoint.server}, namespace ${endpoint.namespace}, node ${node.name} (from ${node.from})`);
   const { requestTimeoutMs, ...tuning } = options.tuning ?? {};
   const api = new ApiClient(endpoint, { timeoutMs: requestTimeoutMs ?? REQUEST_TIMEOUT_MS });
