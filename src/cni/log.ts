@@ -22,6 +22,8 @@ export interface LoggerOptions {
   readonly level?: LogLevel;
   /** Prefixed to every line (e.g. the verb and container id). */
   readonly context?: string;
+  /** Where lines go when there is no file (and the complaint when the file cannot be written); default stderr. */
+  readonly stderr?: (text: string) => void;
 }
 
 const secretPattern =
@@ -55,11 +57,12 @@ export function escapeControl(text: string): string {
 export function createLogger(options: LoggerOptions = {}): Logger {
   const threshold = rank[options.level ?? 'info'];
   const prefix = options.context === undefined ? '' : ` ${options.context}`;
+  const stderr = options.stderr ?? ((text: string) => writeFd(2, text));
   const write = (level: LogLevel, msg: string): void => {
     if (rank[level] < threshold) return;
     const line = `${new Date().toISOString()} [${level}]${escapeControl(prefix)} ${escapeControl(redact(msg))}\n`;
     if (options.file === undefined) {
-      writeFd(2, line);
+      stderr(line);
       return;
     }
     try {
@@ -67,7 +70,7 @@ export function createLogger(options: LoggerOptions = {}): Logger {
     } catch (err) {
       // An unwritable log file must not fail the CNI call; say so on stderr instead.
       const why = err instanceof UnsafeFileError ? err.reason : `cannot be written (${(err as NodeJS.ErrnoException).code ?? 'error'})`;
-      writeFd(2, `hereabouts: log_file ${escapeControl(JSON.stringify(options.file))} ${why}\n${line}`);
+      stderr(`hereabouts: log_file ${escapeControl(JSON.stringify(options.file))} ${why}\n${line}`);
     }
   };
   return {
