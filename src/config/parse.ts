@@ -89,7 +89,8 @@ export function parseNetworkConfig(request: Json, options: ParseOptions): Networ
     throw configError('ipam needs a range, ipRanges or addresses: none is set');
   }
   const networkName = optionalString(ipam, 'network_name', 'ipam.');
-  if (networkName !== undefined && (!NETWORK_NAME.test(networkName) || networkName.length > MAX_NETWORK_NAME)) {
+  // Length first: the pattern backtracks quadratically on a long non-matching string (a tenant's 1 MiB name).
+  if (networkName !== undefined && (networkName.length > MAX_NETWORK_NAME || !NETWORK_NAME.test(networkName))) {
     throw configError(
       `ipam.network_name ${describeValue(networkName)} must be lowercase letters, digits, "-" and "." ` +
         '(at most 63, each "."-separated part starting and ending alphanumeric): it prefixes Kubernetes object names',
