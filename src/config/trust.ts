@@ -2,6 +2,7 @@
 // tenant allowed to create one may write, and the plugin runs as root: a key that names a host path is honoured from
 // inline config only inside directories the node's operator allowed. The operator speaks through the flat file at
 // its standard locations, the installer's flags and the plugin's environment, none of which a tenant can write.
+import { lstatSync } from 'node:fs';
 import { configError } from '../cni/errors.ts';
 import { describeValue } from '../cni/quote.ts';
 import type { Json } from './fields.ts';
@@ -85,7 +86,28 @@ export function allowedPath(policy: TrustPolicy, use: PathUse, key: string, valu
       `set ${POLICY_KEYS[use]} in the node's flat file to allow another directory`,
     );
   }
+  noLinkBelow(dirs, key, value);
   return value;
+}
+
+/**
+ * O_NOFOLLOW guards only the last component: a link in a directory component below the allowed directory would
+ * lead outside it. lstat each existing component between the allowed directory and the file (metadata only).
+ */
+function noLinkBelow(dirs: readonly string[], key: string, value: string): void {
+  const dir = dirs.filter((d) => value.startsWith(d === '/' ? '/' : `${d}/`)).sort((a, b) => b.length - a.length)[0] ?? '/';
+  const parts = value.slice(dir.length).split('/').filter((p) => p !== '');
+  let current = dir === '/' ? '' : dir;
+  for (const part of parts.slice(0, -1)) {
+    current = `${current}/${part}`;
+    let st;
+    try {
+      st = lstatSync(current);
+    } catch {
+      return; // a missing component: nothing below it exists to follow (creating it is the store's job)
+    }
+    if (st.isSymbolicLink()) throw configError(`${key} ${describeValue(value)}: ${current} is a symbolic link`);
+  }
 }
 
 /** Absolute, normalised, printable: what any path key (inline or not) must look like. */

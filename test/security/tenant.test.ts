@@ -172,3 +172,17 @@ test('temp files of a killed writer are swept by the next write', async () => {
   assert.equal(out.code, 0, out.stdout);
   assert.equal(existsSync(stale), false);
 });
+
+test('a symlinked directory inside an allowed directory does not lead log_file or data_dir out of it', async () => {
+  const node = tenantNode();
+  symlinkSync(node.host, join(node.allowed, 'host-link'));
+  const keys = join(node.host, 'authorized_keys');
+  const before = readFileSync(keys, 'utf8');
+  for (const ipam of [{ log_file: join(node.allowed, 'host-link', 'authorized_keys') }, { data_dir: join(node.allowed, 'host-link', 'data') }]) {
+    const out = await add(node, conf(node, ipam));
+    assert.equal(out.json?.['code'], 7, out.stdout);
+    assert.match(String(out.json?.['msg']), /symbolic link/);
+  }
+  assert.equal(readFileSync(keys, 'utf8'), before);
+  assert.equal(existsSync(join(node.host, 'data')), false);
+});
