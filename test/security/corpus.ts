@@ -65,7 +65,7 @@ function rng(seed: number): () => number {
   };
 }
 
-const CONTROL = ['\n', '\r', '\u0000', '\u001b[31m', '\u2028', '\u0085', '\t', '\u007f'];
+export const CONTROL = ['\n', '\r', '\u0000', '\u001b[31m', '\u2028', '\u0085', '\t', '\u007f'];
 const DEEP = '__HOSTILE_DEEP__';
 
 function pathValues(s: Sandbox): unknown[] {
@@ -80,12 +80,12 @@ function pathValues(s: Sandbox): unknown[] {
   ];
 }
 
-const NAMES: unknown[] = [
+export const NAMES: unknown[] = [
   'a..b', 'a.-b', '-a', 'a-', 'A', 'Net', 'a_b', 'a/b', '../../etc', '.', '..', 'x'.repeat(64), 'x'.repeat(300), 'é', 'a\nb', '', 'ok', 'a.b',
   'kube-system', '0', 5, null, {}, ['x'],
 ];
 
-const RANGES: unknown[] = [
+export const RANGES: unknown[] = [
   '::/0', '::/128', '::1/128', '::1/120', '::/96', '::ffff:10.0.0.0/120', '1::/120', '0.0.0.0/0', '255.255.255.255/32', '10.0.0.0/8', 'fd00::/64',
   'fd00::/127', '10.0.0.0/31', '10.0.0.0/32', 'banana', '10.0.0.0/33', '10.0.0.1-10.0.0.0/24', '10.0.0.0/99999999999999999999', '10.0.0.5-10.0.0.9/24',
   '', 5, null, ['10.0.0.0/24'], { range: '10.0.0.0/24' },
