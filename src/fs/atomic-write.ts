@@ -1,6 +1,6 @@
 // Crash-safe replace of a file: write a temp file beside the target, fsync it, rename it over the target, fsync
 // the directory. A crash leaves the old file or the new one, never a torn one (a stray temp file at worst; its name
-// starts with '.', which readers skip).
+// starts with '.', which readers skip, and the next writer of the directory sweeps it: stale-temps.ts).
 import { closeSync, fchmodSync, fsyncSync, openSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 
