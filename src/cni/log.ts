@@ -1,8 +1,10 @@
 // A deliberately tiny logger for the plugin path: one synchronous append per line (the process lives for
 // milliseconds, so buffering would only lose lines on a crash). Never writes to stdout, which carries the
-// CNI result, and masks anything that looks like a credential.
-import { appendFileSync } from 'node:fs';
+// CNI result, and masks anything that looks like a credential. Values in a line may come from a tenant's config:
+// control characters are escaped, so one call is always one line and a tenant cannot forge lines or file content.
 import type { LogLevel } from '../config/types.ts';
+import { appendLine } from '../fs/append-line.ts';
+import { UnsafeFileError } from '../fs/unsafe-file.ts';
 import { writeFd } from './fd-write.ts';
 
 const rank: Record<LogLevel, number> = { debug: 0, verbose: 1, info: 2, warning: 3, error: 4, panic: 5 };
@@ -20,6 +22,8 @@ export interface LoggerOptions {
   readonly level?: LogLevel;
   /** Prefixed to every line (e.g. the verb and container id). */
   readonly context?: string;
+  /** Where lines go when there is no file (and the complaint when the file cannot be written); default stderr. */
+  readonly stderr?: (text: string) => void;
 }
 
 const secretPattern =
@@ -30,21 +34,43 @@ export function redact(text: string): string {
   return text.replace(secretPattern, '$1***').replace(/(Bearer\s+)\S+/g, '$1***');
 }
 
+// C0, DEL, C1 and the Unicode line/paragraph separators: anything a terminal or a log reader could take for a break.
+// eslint-disable-next-line no-control-regex
+const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g;
+
+/** `text` with every control character written as a visible escape (\n, \t, \u001b...). */
+export function escapeControl(text: string): string {
+  return text.replace(CONTROL, (ch) => {
+    switch (ch) {
+      case '\n':
+        return '\\n';
+      case '\r':
+        return '\\r';
+      case '\t':
+        return '\\t';
+      default:
+        return `\\u${ch.charCodeAt(0).toString(16).padStart(4, '0')}`;
+    }
+  });
+}
+
 export function createLogger(options: LoggerOptions = {}): Logger {
   const threshold = rank[options.level ?? 'info'];
   const prefix = options.context === undefined ? '' : ` ${options.context}`;
+  const stderr = options.stderr ?? ((text: string) => writeFd(2, text));
   const write = (level: LogLevel, msg: string): void => {
     if (rank[level] < threshold) return;
-    const line = `${new Date().toISOString()} [${level}]${prefix} ${redact(msg)}\n`;
+    const line = `${new Date().toISOString()} [${level}]${escapeControl(prefix)} ${escapeControl(redact(msg))}\n`;
     if (options.file === undefined) {
-      writeFd(2, line);
+      stderr(line);
       return;
     }
     try {
-      appendFileSync(options.file, line, { mode: 0o600 });
+      appendLine(options.file, line);
     } catch (err) {
-      // An unwritable log file must not fail the CNI call; say so once on stderr instead.
-      writeFd(2, `hereabouts: cannot write log_file ${options.file}: ${(err as Error).message}\n${line}`);
+      // An unwritable log file must not fail the CNI call; say so on stderr instead.
+      const why = err instanceof UnsafeFileError ? err.reason : `cannot be written (${(err as NodeJS.ErrnoException).code ?? 'error'})`;
+      stderr(`hereabouts: log_file ${escapeControl(JSON.stringify(options.file))} ${why}\n${line}`);
     }
   };
   return {

@@ -6,48 +6,67 @@ import { openStore } from '../store/open.ts';
 import type { Store } from '../store/store.ts';
 import { readCniEnv, type CniEnv } from './env.ts';
 import { createLogger, type Logger } from './log.ts';
-import { errorJson, writeError, writeResult, writeSuccess } from './output.ts';
+import { errorJson, writeError, writeResult, writeSuccess, type OutputOptions } from './output.ts';
 import { decodeRequest } from './stdin.ts';
 import { readStdinFd } from './stdin-fd.ts';
 import { bestEffortVersion, negotiate, versionInfo, type CniVersion } from './version.ts';
 import type { VerbContext } from './verbs/context.ts';
 
-export async function runPlugin(): Promise<number> {
+/** The process's environment, stdin and outputs; tests replace them to run many requests in one process. */
+export interface PluginIO {
+  readonly env?: NodeJS.ProcessEnv;
+  readonly stdin?: Buffer;
+  /** stdout (the one JSON document). */
+  readonly stdout?: (text: string) => void;
+  /** stderr (log lines when there is no log_file). */
+  readonly stderr?: (text: string) => void;
+}
+
+export async function runPlugin(io: PluginIO = {}): Promise<number> {
   let version: CniVersion | undefined;
   let request: Record<string, unknown> | undefined;
-  let logger: Logger = createLogger({ level: 'error' });
+  const sinks = io.stderr === undefined ? {} : { stderr: io.stderr };
+  const out = io.stdout === undefined ? {} : { write: io.stdout };
+  let logger: Logger = createLogger({ level: 'error', ...sinks });
   let store: Store | undefined;
   try {
-    const env = readCniEnv(process.env);
-    if (env.verb === 'VERSION') return await answerVersion();
-    request = decodeRequest(readStdinFd());
+    const processEnv = io.env ?? process.env;
+    const env = readCniEnv(processEnv);
+    if (env.verb === 'VERSION') return await answerVersion(io);
+    request = decodeRequest(io.stdin ?? readStdinFd());
     version = negotiate(request, env.verb);
-    const config = parseNetworkConfig(request, { verb: env.verb, cniVersion: version, cniArgs: 'args' in env ? env.args : undefined });
+    const config = parseNetworkConfig(request, {
+      verb: env.verb,
+      cniVersion: version,
+      cniArgs: 'args' in env ? env.args : undefined,
+      env: processEnv,
+    });
     logger = createLogger({
       ...(config.ipam.logFile === undefined ? {} : { file: config.ipam.logFile }),
       level: config.ipam.logLevel,
       context: describe(env),
+      ...sinks,
     });
     for (const warning of config.warnings) logger.warning(warning);
     store = await openStore(config, { log: logger });
-    return await runVerb({ env, config, store, logger, version });
+    return await runVerb({ env, config, store, logger, version }, out);
   } catch (err) {
     const cniVersion = version ?? bestEffortVersion(request);
     const { code, msg } = errorJson(err, cniVersion);
     logger.error(`failed with code ${code}: ${msg}`);
     // Stack traces are for whoever debugs us (log_level debug), never for stdout or a routine error log.
-    return writeError(err, cniVersion, { log: (m) => logger.debug(m) });
+    return writeError(err, cniVersion, { log: (m) => logger.debug(m), ...out });
   } finally {
     await store?.close();
   }
 }
 
-async function runVerb(ctx: VerbContext & { env: CniEnv }): Promise<number> {
+async function runVerb(ctx: VerbContext & { env: CniEnv }, out: OutputOptions): Promise<number> {
   const { env } = ctx;
   switch (env.verb) {
     case 'ADD': {
       const { cmdAdd } = await import('./verbs/add.ts');
-      return writeSuccess('ADD', await cmdAdd({ ...ctx, env }));
+      return writeSuccess('ADD', await cmdAdd({ ...ctx, env }), out);
     }
     case 'DEL': {
       const { cmdDel } = await import('./verbs/del.ts');
@@ -70,19 +89,19 @@ async function runVerb(ctx: VerbContext & { env: CniEnv }): Promise<number> {
       return writeSuccess('STATUS');
     }
     case 'VERSION':
-      return answerVersion();
+      return answerVersion({ ...(out.write === undefined ? {} : { stdout: out.write }) });
   }
 }
 
 /** VERSION may come without stdin, or with one that never closes: read briefly and echo what was asked. */
-async function answerVersion(): Promise<number> {
+async function answerVersion(io: PluginIO): Promise<number> {
   let request: unknown;
   try {
-    request = decodeRequest(readStdinFd({ timeoutMs: 100 }));
+    request = decodeRequest(io.stdin ?? readStdinFd({ timeoutMs: 100 }));
   } catch {
     request = undefined; // no (valid) request: report the latest version, as the spec allows
   }
-  return writeResult(versionInfo(request));
+  return writeResult(versionInfo(request), io.stdout === undefined ? {} : { write: io.stdout });
 }
 
 function describe(env: CniEnv): string {

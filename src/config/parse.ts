@@ -19,8 +19,10 @@ import {
   stringList,
   type Json,
 } from './fields.ts';
-import { loadFlatFile, mergeFlat, readFileIfPresent, type ReadFile } from './flatfile.ts';
+import { loadFlatFileAt, loadStandardFlatFile, mergeFlat, readFileIfPresent, type ReadFile } from './flatfile.ts';
+import { checkObjectNames } from './object-names.ts';
 import { buildRanges } from './ranges.ts';
+import { allowedPath, checkPathText, policyOf, rejectInlinePolicy, type PathUse, type TrustPolicy } from './trust.ts';
 import type {
   DatastoreConfig,
   DnsConfig,
@@ -38,8 +40,9 @@ export const DEFAULT_GC_GRACE_SECONDS = 300;
 const LOG_LEVELS: readonly LogLevel[] = ['debug', 'verbose', 'info', 'warning', 'error', 'panic'];
 // CNI network names (spec): alphanumerics first, then alphanumerics, '_', '.', '-'.
 const CNI_NAME = /^[a-zA-Z0-9][a-zA-Z0-9_.-]*$/;
-// network_name prefixes Kubernetes object names: lowercase RFC 1123 labels joined by '.' or '-'.
-const NETWORK_NAME = /^[a-z0-9]([a-z0-9.-]{0,61}[a-z0-9])?$/;
+// network_name prefixes Kubernetes object names: a DNS-1123 subdomain (lowercase RFC 1123 labels joined by '.').
+const NETWORK_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+const MAX_NETWORK_NAME = 63;
 
 export interface ParseOptions {
   readonly cniVersion: string;
@@ -48,6 +51,14 @@ export interface ParseOptions {
   /** Injectable for tests; default reads the file system. */
   readonly readFile?: ReadFile;
   readonly verb?: string;
+  /** The plugin's environment (HEREABOUTS_ALLOWED_DIRS); default process.env. */
+  readonly env?: Readonly<Record<string, string | undefined>>;
+}
+
+/** Where each key came from: inline values that name host paths are held to the operator's policy. */
+interface Sources {
+  readonly inline: Json;
+  readonly policy: TrustPolicy;
 }
 
 export function parseNetworkConfig(request: Json, options: ParseOptions): NetworkConfig {
@@ -56,8 +67,17 @@ export function parseNetworkConfig(request: Json, options: ParseOptions): Networ
     throw configError(`name ${describeValue(name)} must be a CNI network name (letters, digits, "_", ".", "-")`);
   }
   const inline = objectAt(request['ipam'], 'ipam');
+  rejectInlinePolicy(inline);
+  const read = options.readFile ?? readFileIfPresent;
+  // The flat file at the standard locations is the operator's: it sets the policy even when configuration_path
+  // names another one (which must then lie in an allowed config directory).
+  const standard = loadStandardFlatFile(read);
+  const sources: Sources = { inline, policy: policyOf(standard?.keys, options.env ?? process.env) };
   const configurationPath = optionalString(inline, 'configuration_path', 'ipam.');
-  const flat = loadFlatFile(configurationPath, options.readFile ?? readFileIfPresent);
+  const flat =
+    configurationPath === undefined
+      ? standard
+      : loadFlatFileAt(allowedPath(sources.policy, 'config', 'ipam.configuration_path', configurationPath), read);
   const ipam = mergeFlat(inline, flat?.keys);
 
   const type = ipam['type'];
@@ -71,14 +91,24 @@ export function parseNetworkConfig(request: Json, options: ParseOptions): Networ
     throw configError('ipam needs a range, ipRanges or addresses: none is set');
   }
   const networkName = optionalString(ipam, 'network_name', 'ipam.');
-  if (networkName !== undefined && !NETWORK_NAME.test(networkName)) {
+  // Length first: the pattern backtracks quadratically on a long non-matching string (a tenant's 1 MiB name).
+  if (networkName !== undefined && (networkName.length > MAX_NETWORK_NAME || !NETWORK_NAME.test(networkName))) {
     throw configError(
       `ipam.network_name ${describeValue(networkName)} must be lowercase letters, digits, "-" and "." ` +
-        '(at most 63, starting and ending alphanumeric): it prefixes Kubernetes object names',
+        '(at most 63, each "."-separated part starting and ending alphanumeric): it prefixes Kubernetes object names',
     );
   }
   const nodeSliceSize = sliceSize(ipam, ranges.map((r) => r.cidr));
   checkTimings(ipam);
+  const enableOverlappingRanges = optionalBoolean(ipam, 'enable_overlapping_ranges', 'ipam.') ?? true;
+  checkObjectNames({
+    name,
+    ...(networkName === undefined ? {} : { networkName }),
+    ranges,
+    rangeKeys: rangeKeysOf(ipam),
+    reservations: enableOverlappingRanges,
+    nodeSlices: nodeSliceSize !== undefined,
+  });
 
   const config: IpamConfig = {
     type,
@@ -89,10 +119,10 @@ export function parseNetworkConfig(request: Json, options: ParseOptions): Networ
     addresses,
     ...(networkName === undefined ? {} : { networkName }),
     ...(nodeSliceSize === undefined ? {} : { nodeSliceSize }),
-    enableOverlappingRanges: optionalBoolean(ipam, 'enable_overlapping_ranges', 'ipam.') ?? true,
+    enableOverlappingRanges,
     gcGraceSeconds: optionalCount(ipam, 'gc_grace_seconds', 'ipam.') ?? DEFAULT_GC_GRACE_SECONDS,
-    datastore: datastoreOf(ipam),
-    ...optionalKey('logFile', absolutePath(ipam, 'log_file')),
+    datastore: datastoreOf(ipam, sources),
+    ...optionalKey('logFile', pathKey(ipam, sources, 'log_file', 'log')),
     logLevel: logLevelOf(ipam),
     ...optionalKey('configurationPath', flat?.path),
   };
@@ -112,22 +142,36 @@ function optionalKey<K extends string, V>(key: K, value: V | undefined): { [P in
   return (value === undefined ? {} : { [key]: value }) as { [P in K]?: V };
 }
 
-function absolutePath(ipam: Json, key: string): string | undefined {
-  const value = optionalString(ipam, key, 'ipam.');
-  if (value !== undefined && !value.startsWith('/')) {
-    throw configError(`ipam.${key} ${describeValue(value)} must be an absolute path`);
-  }
+/**
+ * A key that names a host path: from the inline config only inside the operator's allowed directories for `use`;
+ * from the flat file (the operator's own) anywhere, as long as it is an absolute, normalised path.
+ */
+function pathKey(merged: Json, sources: Sources, key: string, use: PathUse, within?: string): string | undefined {
+  const prefix = within === undefined ? 'ipam.' : `ipam.${within}.`;
+  const value = optionalString(merged, key, prefix);
+  if (value === undefined) return undefined;
+  const inlineObj = within === undefined ? sources.inline : sources.inline[within];
+  const inlineValue = isObject(inlineObj) ? optionalString(inlineObj, key, prefix) : undefined;
+  if (inlineValue !== undefined) return allowedPath(sources.policy, use, `${prefix}${key}`, inlineValue);
+  checkPathText(value, `${prefix}${key}`);
   return value;
 }
 
-function datastoreOf(ipam: Json): DatastoreConfig {
+/** The key of each range in buildRanges' order, for messages. */
+function rangeKeysOf(ipam: Json): string[] {
+  const hasRange = ipam['range'] !== undefined && ipam['range'] !== null && ipam['range'] !== '';
+  const list = Array.isArray(ipam['ipRanges']) ? ipam['ipRanges'] : [];
+  return [...(hasRange ? ['ipam.range'] : []), ...list.map((_, i) => `ipam.ipRanges[${i}].range`)];
+}
+
+function datastoreOf(ipam: Json, sources: Sources): DatastoreConfig {
   const kind = optionalString(ipam, 'datastore', 'ipam.') ?? 'kubernetes';
-  if (kind === 'local') return { kind, dataDir: absolutePath(ipam, 'data_dir') ?? DEFAULT_DATA_DIR };
+  if (kind === 'local') return { kind, dataDir: pathKey(ipam, sources, 'data_dir', 'data') ?? DEFAULT_DATA_DIR };
   if (kind !== 'kubernetes') {
     throw configError(`ipam.datastore ${describeValue(kind)} is not "kubernetes" or "local"`);
   }
   const kubernetes = optionalObject(ipam, 'kubernetes', 'ipam.');
-  const kubeconfig = kubernetes === undefined ? undefined : optionalString(kubernetes, 'kubeconfig', 'ipam.kubernetes.');
+  const kubeconfig = kubernetes === undefined ? undefined : pathKey(kubernetes, sources, 'kubeconfig', 'config', 'kubernetes');
   if (kubeconfig === undefined) {
     // Never fall back to the local store here: a node-local pool would silently hand out cluster-wide duplicates.
     throw configError(
@@ -135,7 +179,15 @@ function datastoreOf(ipam: Json): DatastoreConfig {
         'set "datastore": "local" for the embedded single-node store',
     );
   }
-  return { kind, kubeconfig, cacheDir: absolutePath(ipam, 'cache_dir') ?? DEFAULT_CACHE_DIR };
+  const inlineK8s = sources.inline['kubernetes'];
+  const inlineKubeconfig = isObject(inlineK8s) && optionalString(inlineK8s, 'kubeconfig', 'ipam.kubernetes.') !== undefined;
+  return {
+    kind,
+    kubeconfig,
+    // A kubeconfig the operator named may run its credential plugin; one a tenant named only if the operator says so.
+    execCredentials: !inlineKubeconfig || sources.policy.execCredentials,
+    cacheDir: pathKey(ipam, sources, 'cache_dir', 'data') ?? DEFAULT_CACHE_DIR,
+  };
 }
 
 function logLevelOf(ipam: Json): LogLevel {

@@ -45,6 +45,8 @@ export type DatastoreConfig =
       readonly kind: 'kubernetes';
       /** Path of the kubeconfig file (`kubernetes.kubeconfig`). */
       readonly kubeconfig: string;
+      /** May the kubeconfig's user run an exec credential plugin or an auth provider? Absent: no (trust boundary). */
+      readonly execCredentials?: boolean;
       /** Node-local cache directory (same layout as the local store). */
       readonly cacheDir: string;
     };

@@ -5,6 +5,7 @@ import { basename, dirname, join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { CniError } from '../cni/errors.ts';
 import { messageOf } from '../store/local/fs-errors.ts';
+import { isDnsSubdomain } from '../store/names.ts';
 import { binaryChanged, installBinary, linkBinary, sweepTemps, type InstalledBinary } from './binary.ts';
 import { checkFlatConfig, readServiceAccount, syncFiles } from './config-files.ts';
 import { apiServerUrl, desiredFiles, FILES, type DesiredFile, type HostFilesOptions } from './host-files.ts';
@@ -76,17 +77,19 @@ export async function runInstall(argv: readonly string[]): Promise<number> {
     return 2;
   }
   const [primary, ...aliases] = plan.targets as [string, ...string[]];
+  // Age-based, not by pid: during a rolling update the other installer (another pod, another pid namespace) may be
+  // writing its copy into the same directory.
   for (const path of sweepTemps(dirname(primary), plan.targets.map((t) => basename(t)), Date.now())) log(`removed ${path} (left by a killed copy)`);
   const installed: InstalledBinary[] = [installBinary(plan.source, primary), ...aliases.map((alias) => linkBinary(primary, alias))];
   log(`installed ${plan.targets.join(', ')}`);
-  for (const path of syncFiles(first)) log(`wrote ${path}`);
+  for (const path of syncFiles(first, plan.hostFiles.confDir)) log(`wrote ${path}`);
   if (plan.once) return 0;
 
   return keep({
     intervalMs: plan.intervalMs,
     log,
     check: () => {
-      for (const path of syncFiles(desired())) log(`rewrote ${path} (token, CA or file changed)`);
+      for (const path of syncFiles(desired(), plan.hostFiles.confDir)) log(`rewrote ${path} (token, CA or file changed)`);
       // The aliases are links to the primary: a new primary means new links (written over in place, it is both).
       const primaryChanged = binaryChanged(installed[0] as InstalledBinary);
       installed.forEach((copy, i) => {
@@ -109,6 +112,10 @@ function planOf(values: Flags, env: NodeJS.ProcessEnv, log: (msg: string) => voi
   const apiPort = env['KUBERNETES_SERVICE_PORT'] ?? '443';
   if (!/^\d+$/.test(apiPort)) return `KUBERNETES_SERVICE_PORT ${JSON.stringify(apiPort)} is not a port number`;
   const nodeName = env['NODENAME']?.trim() ?? '';
+  // Written to hereabouts.d/nodename and used in object names: it must be a node name, nothing else (no newline).
+  if (nodeName !== '' && !isDnsSubdomain(nodeName)) {
+    return `NODENAME ${JSON.stringify(nodeName)} is not a Kubernetes node name (lowercase letters, digits, "-" and ".")`;
+  }
   if (nodeName === '') log('warning: NODENAME is not set: no nodename file; the plugin falls back to the host name');
   const names = ['hereabouts', ...(values['whereabouts-name'] ? ['whereabouts'] : [])];
   return {

@@ -68,6 +68,14 @@ export function parseReservationName(
     : { ip: chosen.ip, networkName: chosen.networkName, ambiguous };
 }
 
+/** Kubernetes' rule for most object names (IsDNS1123Subdomain): lowercase RFC 1123 labels joined by '.', at most 253. */
+export const MAX_OBJECT_NAME = 253;
+const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+
+export function isDnsSubdomain(name: string): boolean {
+  return name.length <= MAX_OBJECT_NAME && DNS_SUBDOMAIN.test(name);
+}
+
 function parseNormalizedIP(text: string): IPAddress | undefined {
   if (text === '') return undefined;
   const candidate = text.includes('.') && !text.includes('-') ? text : text.replaceAll('-', ':');

@@ -149,7 +149,7 @@ test('ADD and DEL on the local store load no Kubernetes client', () => {
     type: 'bridge',
     ipam: { type: 'hereabouts', datastore: 'local', data_dir: join(dir, 'data'), range: '10.99.0.0/24' },
   });
-  const env = { CNI_CONTAINERID: 'exe-1', CNI_NETNS: '/var/run/netns/exe-1', CNI_IFNAME: 'eth0', CNI_PATH: '/usr/lib/cni' };
+  const env = { CNI_CONTAINERID: 'exe-1', CNI_NETNS: '/var/run/netns/exe-1', CNI_IFNAME: 'eth0', CNI_PATH: '/usr/lib/cni', HEREABOUTS_ALLOWED_DIRS: dir };
   for (const command of ['ADD', 'DEL']) {
     const { result, loadedClient, loadedHttps } = runProbed([], { env: { ...env, CNI_COMMAND: command }, input: conf });
     assert.equal(result.stderr, '', `${command} wrote to stderr`);

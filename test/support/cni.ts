@@ -1,5 +1,13 @@
 // Runs a CNI plugin the way a runtime does: CNI_* environment, the request on stdin, the result on stdout.
 import { spawn } from 'node:child_process';
+import { tmpdir } from 'node:os';
+
+/**
+ * Tests keep their data_dir, kubeconfig and log_file in temp dirs, which a node's default trust policy does not
+ * allow (docs/security.md): the runtime's environment allows them, as an operator would. The tenant suite
+ * (test/security/) overrides this to play by the default policy.
+ */
+export const TEST_TRUST_ENV: Readonly<Record<string, string>> = { HEREABOUTS_ALLOWED_DIRS: tmpdir() };
 
 export interface CniCall {
   readonly command: 'ADD' | 'DEL' | 'CHECK' | 'GC' | 'STATUS' | 'VERSION' | string;
@@ -45,7 +53,7 @@ export function runCni(
   stdin: unknown,
   options: RunOptions = {},
 ): Promise<CniOutcome> {
-  const env = { PATH: '/usr/sbin:/usr/bin:/sbin:/bin', ...cniEnv(call), ...options.extraEnv };
+  const env = { PATH: '/usr/sbin:/usr/bin:/sbin:/bin', ...TEST_TRUST_ENV, ...cniEnv(call), ...options.extraEnv };
   const [file, argv] =
     options.inNetns === undefined
       ? [binary, [] as string[]]

@@ -2,6 +2,7 @@
 // does not stop the collection: entries that still name a container keep all of that container's allocations
 // (we cannot tell which interface was meant), and every bad entry is reported once the work is done.
 import { configError } from '../errors.ts';
+import { describeValue } from '../quote.ts';
 import { collectGarbage } from '../../ipam/gc.ts';
 import { combineErrors } from '../../ipam/errors.ts';
 import type { AttachmentId } from '../../ipam/attachment.ts';
@@ -20,7 +21,7 @@ export function readValidAttachments(raw: Readonly<Record<string, unknown>>): Va
   const list = raw[key];
   const out: ValidAttachments = { valid: [], keepContainers: new Set(), problems: [] };
   if (list === undefined) throw configError('GC needs cni.dev/valid-attachments (the attachments to keep)');
-  if (!Array.isArray(list)) throw configError(`${key} must be a list, got ${JSON.stringify(list)?.slice(0, 80)}`);
+  if (!Array.isArray(list)) throw configError(`${key} must be a list, got ${describeValue(list)}`);
   list.forEach((entry: unknown, i) => {
     const e = typeof entry === 'object' && entry !== null ? (entry as Record<string, unknown>) : {};
     const containerId = e['containerID'];
@@ -30,9 +31,15 @@ export function readValidAttachments(raw: Readonly<Record<string, unknown>>): Va
       return;
     }
     if (typeof containerId === 'string' && containerId !== '') out.keepContainers.add(containerId);
-    out.problems.push(`${key}[${i}] ${JSON.stringify(entry)?.slice(0, 80)} needs containerID and ifname strings`);
+    // describeValue, not JSON.stringify: an entry nested 20 000 deep would overflow the stack.
+    out.problems.push(`${key}[${i}] (${describeEntry(e, entry)}) needs containerID and ifname strings`);
   });
   return out;
+}
+
+function describeEntry(fields: Record<string, unknown>, entry: unknown): string {
+  const id = fields['containerID'];
+  return typeof id === 'string' ? `containerID ${describeValue(id)}` : describeValue(entry);
 }
 
 export async function cmdGc(ctx: VerbContext): Promise<void> {

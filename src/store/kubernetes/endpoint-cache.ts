@@ -8,7 +8,7 @@
 // cached: such kubeconfigs always go through kubeconfig.ts. Entries are 0600 files in a 0700 directory of the cache
 // (they may hold an inline token or key, as the kubeconfig itself does); one not owned by us or readable by others
 // is ignored.
-import { closeSync, fstatSync, mkdirSync, openSync, readFileSync, readSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
+import { closeSync, constants, fstatSync, mkdirSync, openSync, readFileSync, readSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent, type AgentOptions, type RequestOptions } from 'node:https';
@@ -54,6 +54,17 @@ export interface CachedEndpoint {
 export interface Resolver {
   load(path: string): Promise<ApiEndpoint>;
   recipe(text: string, path: string, endpoint: ApiEndpoint): Promise<Recipe | undefined>;
+}
+
+/** The slow path: the kubeconfig through the client, under the trust options of the config that named it. */
+export function kubeconfigResolver(options: { readonly execCredentials: boolean; readonly followLinks: boolean }): Resolver {
+  return {
+    async load(path) {
+      const { loadEndpoint } = await import('./kubeconfig.ts');
+      return loadEndpoint(path, options);
+    },
+    recipe: defaultResolver.recipe,
+  };
 }
 
 const defaultResolver: Resolver = {
@@ -102,7 +113,8 @@ export async function loadEndpointCached(
 function readKubeconfig(path: string): { text: string; identity: Identity } | undefined {
   let fd: number;
   try {
-    fd = openSync(path, 'r');
+    // Never through a link, never blocking on a FIFO (the trust boundary of docs/security.md).
+    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
   } catch {
     return undefined; // kubeconfig.ts reports it
   }

@@ -2,12 +2,17 @@
 // providers, exec plugins, client certificates, proxies). KubeConfig is the only name src/ takes from the client:
 // the executable's client bundle keeps just what it needs (build/bundle.mjs), and the requests themselves go
 // through node:https (api.ts). This module is reached only through the lazy import in src/store/open.ts.
+// Trust boundary (docs/security.md): every file it reads (the kubeconfig, token files, CA and client certificates) is
+// read bounded (a regular file, at most 1 MiB, never a FIFO or a device); errors name the file and what was wrong,
+// never its content; and a kubeconfig that a tenant's config named may not run an exec credential plugin or an auth
+// provider unless the operator allowed it.
 import { KubeConfig } from '@kubernetes/client-node';
-import { readFileSync } from 'node:fs';
 import type { Agent } from 'node:http';
 import { Agent as HttpsAgent, type RequestOptions } from 'node:https';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { CniCode, CniError } from '../../cni/errors.ts';
+import { readBounded } from '../../fs/read-bounded.ts';
+import { UnsafeFileError } from '../../fs/unsafe-file.ts';
 import { messageOf } from '../local/fs-errors.ts';
 
 /** Whereabouts' default when the current context names no namespace. */
@@ -24,32 +29,65 @@ export interface ApiEndpoint {
   readonly agent: Agent;
 }
 
+export interface KubeconfigOptions {
+  /**
+   * May the current user run an exec credential plugin or an auth provider? Default true: the operator's own tools
+   * (controller, status). The CNI plugin passes false for a kubeconfig named by a tenant's network configuration.
+   */
+  readonly execCredentials?: boolean;
+  /** Follow a symbolic link at the kubeconfig's own path (default true; the plugin passes false). */
+  readonly followLinks?: boolean;
+}
+
 /** Reads the kubeconfig; every failure is a CniError that names the file. */
-export async function loadEndpoint(path: string): Promise<ApiEndpoint> {
-  let text: string;
-  try {
-    text = readFileSync(path, 'utf8');
-  } catch (err) {
-    throw new CniError(CniCode.InvalidNetworkConfig, `cannot read kubernetes.kubeconfig ${path}: ${messageOf(err)}`, {
-      cause: err,
-    });
-  }
-  return endpointFromText(text, dirname(resolve(path)), path);
+export async function loadEndpoint(path: string, options: KubeconfigOptions = {}): Promise<ApiEndpoint> {
+  const text = readKubeFile(path, 'kubernetes.kubeconfig', options.followLinks ?? true).toString('utf8');
+  return endpointFromText(text, dirname(resolve(path)), path, options);
 }
 
 /** The same from kubeconfig text; relative paths in it are taken from `baseDir`, errors name `label`. */
-export async function endpointFromText(text: string, baseDir: string, label: string): Promise<ApiEndpoint> {
+export async function endpointFromText(
+  text: string,
+  baseDir: string,
+  label: string,
+  options: KubeconfigOptions = {},
+): Promise<ApiEndpoint> {
   const path = label;
   const kc = new KubeConfig();
+  let withTokens: string;
   try {
-    kc.loadFromString(withTokenFiles(text, baseDir));
+    withTokens = withTokenFiles(text, baseDir);
+  } catch (err) {
+    throw new CniError(CniCode.InvalidNetworkConfig, `kubernetes.kubeconfig ${path} has an invalid tokenFile entry`, { cause: err });
+  }
+  // client-node reads token files while loading: check them first (a FIFO would block, /dev/zero would exhaust memory).
+  for (const tokenFile of tokenFilesOf(withTokens)) readKubeFile(tokenFile, `kubernetes.kubeconfig ${path}: token file`, true);
+  try {
+    kc.loadFromString(withTokens);
     kc.makePathsAbsolute(baseDir);
   } catch (err) {
-    throw new CniError(CniCode.InvalidNetworkConfig, `kubernetes.kubeconfig ${path} is invalid: ${messageOf(err)}`, {
+    throw new CniError(CniCode.InvalidNetworkConfig, `kubernetes.kubeconfig ${path} is not a valid kubeconfig${whereInvalid(err)}`, {
       cause: err,
     });
   }
+  const user = kc.getCurrentUser();
+  if (options.execCredentials === false && user !== null && (user.exec !== undefined || user.authProvider !== undefined)) {
+    throw new CniError(
+      CniCode.InvalidNetworkConfig,
+      `kubernetes.kubeconfig ${path}: user ${JSON.stringify(user.name)} runs ${user.exec !== undefined ? 'an exec credential plugin' : 'an auth provider'}, ` +
+        'which a kubeconfig named by the network configuration may not do',
+      { details: 'the node operator may allow it with "allow_exec_credentials": true in the flat file' },
+    );
+  }
+  // client-node reads these when it builds the TLS options: the same bounds apply.
   const cluster = kc.getCurrentCluster();
+  for (const [file, what] of [
+    [cluster?.caFile, 'certificate-authority'],
+    [user?.certFile, 'client-certificate'],
+    [user?.keyFile, 'client-key'],
+  ] as const) {
+    if (file !== undefined && file !== null && file !== '') readKubeFile(file, `kubernetes.kubeconfig ${path}: ${what}`, true);
+  }
   if (cluster === null || typeof cluster.server !== 'string' || cluster.server === '') {
     throw new CniError(
       CniCode.InvalidNetworkConfig,
@@ -86,6 +124,34 @@ export function withTokenFiles(text: string, baseDir: string): string {
     const absolute = isAbsolute(raw) ? raw : resolve(baseDir, raw);
     return `${quote}token-file${quote}${colon}${JSON.stringify(absolute)}`;
   });
+}
+
+/** The token-file paths of withTokenFiles' output (absolute, JSON-quoted). */
+function tokenFilesOf(text: string): string[] {
+  const found: string[] = [];
+  for (const m of text.matchAll(/(["']?)token-file\1\s*:\s*("(?:[^"\\\n]|\\.)*")/g)) found.push(String(JSON.parse(m[2] as string)));
+  return found;
+}
+
+/** A file a kubeconfig needs, read bounded; failures are code 7 naming the key and the path. */
+function readKubeFile(path: string, what: string, followLinks: boolean): Buffer {
+  try {
+    return readBounded(path, { followLinks });
+  } catch (err) {
+    const why = err instanceof UnsafeFileError ? err.reason : 'cannot be read';
+    throw new CniError(CniCode.InvalidNetworkConfig, `${what} ${JSON.stringify(path)} ${why}`, { cause: err });
+  }
+}
+
+/** Where a kubeconfig failed to parse, without quoting it: the YAML parser's line, or client-node's structural message. */
+function whereInvalid(err: unknown): string {
+  if (typeof err === 'object' && err !== null && 'mark' in err) {
+    const mark = (err as { mark?: { line?: unknown; column?: unknown } }).mark;
+    if (typeof mark?.line === 'number') return ` (YAML error at line ${mark.line + 1}, column ${Number(mark.column) + 1})`;
+  }
+  const msg = messageOf(err);
+  // client-node's own checks say which entry lacks what ("clusters[0].cluster.[server] is missing").
+  return /^(clusters|users|contexts)[\w.[\]]* is missing$/.test(msg) ? `: ${msg}` : '';
 }
 
 /**

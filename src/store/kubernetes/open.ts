@@ -3,7 +3,7 @@
 import type { Logger } from '../../cni/log.ts';
 import type { DatastoreConfig, NetworkConfig } from '../../config/types.ts';
 import { ApiClient } from './api.ts';
-import { loadEndpointCached } from './endpoint-cache.ts';
+import { kubeconfigResolver, loadEndpointCached } from './endpoint-cache.ts';
 import { KubernetesStore, type KubernetesStoreOptions } from './kubernetes-store.ts';
 import { resolveNodeName } from './node-name.ts';
 import { mark } from './timings.ts';
@@ -32,8 +32,11 @@ export async function openKubernetesStore(
     ...(config.ipam.configurationPath === undefined ? {} : { configurationPath: config.ipam.configurationPath }),
   });
   mark('process start, config');
-  // The resolved connection is cached in the node cache: the Kubernetes client is loaded only on a miss.
-  const { endpoint, outcome } = await loadEndpointCached(datastore.kubeconfig, datastore.cacheDir);
+  // Trust boundary: never through a link; credential plugins only when the operator named the file or allowed them.
+  // The resolved connection is cached in the node cache (per trust level): the client is loaded only on a miss.
+  const execCredentials = datastore.execCredentials ?? false;
+  const resolver = kubeconfigResolver({ execCredentials, followLinks: false });
+  const { endpoint, outcome } = await loadEndpointCached(datastore.kubeconfig, datastore.cacheDir, resolver, `exec=${execCredentials}`);
   mark(`kubeconfig (${outcome})`);
   options.log.debug(
     `kubernetes store: ${endpoint.server}, namespace ${endpoint.namespace}, node ${node.name} (from ${node.from}), kubeconfig cache ${outcome}`,

@@ -1,14 +1,14 @@
 // The embedded store (`"datastore": "local"`): `<data_dir>/<network>/<pool>.json`, every read-modify-write under
 // the pool's file lock, every write crash-safe. Imports stay on node:fs and node:path: this is the CNI hot path.
-import { chmodSync, closeSync, mkdirSync, openSync, unlinkSync, writeSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { closeSync, openSync, unlinkSync, writeSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { CniCode, CniError } from '../../cni/errors.ts';
 import type { Allocations, Plan, PoolRef, Store } from '../store.ts';
 import { KeyedQueue } from '../keyed-queue.ts';
 import { applyChange } from './apply-change.ts';
 import { messageOf } from './fs-errors.ts';
 import { acquirePoolLock, DEFAULT_LOCK_TIMING, type HeldLock, type LockLog, type LockTiming } from './lock.ts';
-import { poolPaths, type PoolPaths } from './paths.ts';
+import { poolPaths, preparePoolDir, type PoolPaths } from './paths.ts';
 import { encodePool, readPoolFile, writePoolFile } from './pool-file.ts';
 import { refreshReservation, reserve, unreserve, type ReservationContext } from './reservations.ts';
 
@@ -114,14 +114,9 @@ export class LocalStore implements Store {
     await this.#queue.drain();
   }
 
-  /** Creates `dir` and any missing parents up to data_dir with mode 0700, whatever the umask. */
+  /** Creates `dir` under data_dir, refusing links and directories that are not the plugin's own (paths.ts). */
   #ensureDir(dir: string): void {
-    const first = mkdirSync(dir, { recursive: true, mode: DIR_MODE });
-    if (first === undefined) return;
-    for (let created = dir; ; created = dirname(created)) {
-      chmodSync(created, DIR_MODE);
-      if (created === first || created === dirname(created)) break;
-    }
+    preparePoolDir(this.dataDir, dir);
   }
 }
 

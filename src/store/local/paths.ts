@@ -2,6 +2,9 @@
 // configuration, so each is escaped into exactly one safe path component that cannot climb out of data_dir.
 import { join, resolve } from 'node:path';
 import { CniCode, CniError } from '../../cni/errors.ts';
+import { ensureOwnDirTree } from '../../fs/safe-dir.ts';
+import { sweepStaleTemps } from '../../fs/stale-temps.ts';
+import { UnsafeFileError } from '../../fs/unsafe-file.ts';
 import type { PoolRef } from '../store.ts';
 
 export interface PoolPaths {
@@ -48,4 +51,22 @@ export function poolPaths(dataDir: string, pool: Pick<PoolRef, 'network' | 'name
     lock: join(networkDir, `${file}.json.lock`),
     tempPrefix: join(networkDir, `.${file}.json.tmp-`),
   };
+}
+
+/**
+ * Makes `networkDir` ready for writing: data_dir and the network directory are created 0700 if missing, and each must
+ * be a real directory (not a link) owned by this process's user and not writable by group or others; temp files of
+ * killed writers are removed. Refusals are code 5 naming the directory and what is wrong with it.
+ */
+export function preparePoolDir(dataDir: string, networkDir: string): void {
+  try {
+    ensureOwnDirTree(dataDir, networkDir);
+    sweepStaleTemps(networkDir);
+  } catch (err) {
+    if (!(err instanceof UnsafeFileError)) throw err;
+    throw new CniError(CniCode.IoFailure, `local store directory ${JSON.stringify(err.path)} ${err.reason}`, {
+      details: 'the store writes only into directories of its own (mode 0700, owned by the plugin\'s user, no links)',
+      cause: err,
+    });
+  }
 }

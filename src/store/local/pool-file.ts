@@ -1,25 +1,29 @@
 // One pool on disk, shaped like an IPPool spec so operators can read it with the same eyes:
 //   {"range":"10.0.0.0/24","allocations":{"5":{"id":"<container>","podref":"ns/pod","ifname":"eth0"}}}
 // Offsets are decimal strings from the range's network address (bigint: a whole IPv6 /64 fits).
-import { readFileSync } from 'node:fs';
 import { CniCode, CniError } from '../../cni/errors.ts';
 import { formatCidr, lastOf, masked, networkOf, type Cidr } from '../../ip/cidr.ts';
 import type { Allocations, AllocationRecord } from '../store.ts';
-import { writeFileAtomic } from './atomic-write.ts';
+import { writeFileAtomic } from '../../fs/atomic-write.ts';
+import { readBoundedIfPresent } from '../../fs/read-bounded.ts';
+import { UnsafeFileError } from '../../fs/unsafe-file.ts';
 import { errorCode, messageOf } from './fs-errors.ts';
 
 export const FILE_MODE = 0o600;
+/** A /64 with a million allocations is ~100 MB; anything far beyond is not a pool file. */
+export const MAX_POOL_FILE_BYTES = 256 * 1024 * 1024;
 
 /** Reads a pool file; a missing file is an empty pool, an unreadable or corrupt one an error naming the file. */
 export function readPoolFile(file: string, range: Cidr): Map<bigint, AllocationRecord> {
-  let text: string;
+  let data: Buffer | undefined;
   try {
-    text = readFileSync(file, 'utf8');
+    // Bounded, no links, no FIFOs: a planted link or device must not leak or hang (src/fs/read-bounded.ts).
+    data = readBoundedIfPresent(file, { maxBytes: MAX_POOL_FILE_BYTES });
   } catch (err) {
-    if (errorCode(err) === 'ENOENT') return new Map();
-    throw new CniError(CniCode.IoFailure, `cannot read pool file ${file}: ${messageOf(err)}`, { cause: err });
+    const why = err instanceof UnsafeFileError ? err.reason : `cannot be read (${errorCode(err) ?? messageOf(err)})`;
+    throw new CniError(CniCode.IoFailure, `pool file ${file} ${why}`, { cause: err });
   }
-  return decodePool(text, file, range);
+  return data === undefined ? new Map() : decodePool(data.toString('utf8'), file, range);
 }
 
 export function decodePool(text: string, file: string, range: Cidr): Map<bigint, AllocationRecord> {
@@ -32,7 +36,7 @@ export function decodePool(text: string, file: string, range: Cidr): Map<bigint,
   try {
     doc = JSON.parse(text);
   } catch (err) {
-    throw corrupt(`invalid JSON (${messageOf(err)})`, err);
+    throw corrupt('not valid JSON', err); // the parser's message would quote the file
   }
   if (!isObject(doc)) throw corrupt('not a JSON object');
   const expected = rangeText(range);

@@ -125,6 +125,7 @@ test('parseNetworkConfig() takes the kubeconfig from the flat file when inline k
   assert.deepEqual(config.ipam.datastore, {
     kind: 'kubernetes',
     kubeconfig: '/etc/cni/net.d/whereabouts.d/whereabouts.kubeconfig',
+    execCredentials: true,
     cacheDir: '/var/lib/cni/hereabouts/cache',
   });
   assert.equal(config.ipam.logLevel, 'info', 'inline keys win over the flat file');
@@ -138,16 +139,21 @@ test('parseNetworkConfig() prefers hereabouts.d over whereabouts.d in the same d
 });
 
 test('parseNetworkConfig() reads configuration_path instead of the default search', () => {
-  const config = parse({ range: '10.0.0.0/24', configuration_path: '/x/flat.conf' }, {}, { readFile: (p) => (p === '/x/flat.conf' ? '{"network_name":"blue"}' : undefined) });
+  const flat = '/etc/cni/net.d/hereabouts.d/flat.conf';
+  const config = parse({ range: '10.0.0.0/24', configuration_path: flat }, {}, { readFile: (p) => (p === flat ? '{"network_name":"blue"}' : undefined) });
   assert.equal(config.ipam.networkName, 'blue');
 });
 
 test('parseNetworkConfig() rejects a missing configuration_path', () => {
-  rejects(() => parse({ range: '10.0.0.0/24', configuration_path: '/x/none.conf' }), /configuration_path "\/x\/none\.conf" does not exist/);
+  rejects(
+    () => parse({ range: '10.0.0.0/24', configuration_path: '/etc/cni/net.d/hereabouts.d/none.conf' }),
+    /configuration_path "\/etc\/cni\/net\.d\/hereabouts\.d\/none\.conf" does not exist/,
+  );
 });
 
 test('parseNetworkConfig() rejects a flat file that is not JSON', () => {
-  rejects(() => parse({ range: '10.0.0.0/24', configuration_path: '/x/bad.conf' }, {}, { readFile: () => '{nope' }), /flat file \/x\/bad\.conf is not valid JSON/);
+  const bad = '/etc/cni/net.d/hereabouts.d/bad.conf';
+  rejects(() => parse({ range: '10.0.0.0/24', configuration_path: bad }, {}, { readFile: (p) => (p === bad ? '{nope' : undefined) }), /configuration_path "\/etc\/cni\/net\.d\/hereabouts\.d\/bad\.conf" is not valid JSON/);
 });
 
 test('parseNetworkConfig() rejects a network_name that is not a safe object-name prefix', () => {

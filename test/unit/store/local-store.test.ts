@@ -168,8 +168,8 @@ test('a successful update leaves no temp file behind', async () => {
 });
 
 const corruptions: Array<[string, string, RegExp]> = [
-  ['truncated JSON', '{"range":"10.0.0.0/24","alloc', /invalid JSON/],
-  ['an empty file', '', /invalid JSON/],
+  ['truncated JSON', '{"range":"10.0.0.0/24","alloc', /not valid JSON/],
+  ['an empty file', '', /not valid JSON/],
   ['a JSON array', '[]', /not a JSON object/],
   ['another range', '{"range":"10.0.1.0/24","allocations":{}}', /range is "10.0.1.0\/24", expected "10.0.0.0\/24"/],
   ['a non-numeric offset', '{"range":"10.0.0.0/24","allocations":{"x":{"id":"c"}}}', /allocation key "x"/],
