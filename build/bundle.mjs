@@ -14,8 +14,6 @@ import {
   k8sClientPackage,
   k8sClientWithoutSideEffects,
   lazyBuiltins,
-  plainFsForLockfile,
-  exitHookForLockfile,
 } from './plugins.mjs';
 
 const common = {
@@ -39,7 +37,7 @@ export async function bundleMain({ root, entry, outfile, metafile, define }) {
     entryPoints: [entry],
     outfile,
     define,
-    plugins: [hermeticStubs, k8sClientLoader, plainFsForLockfile, exitHookForLockfile],
+    plugins: [hermeticStubs, k8sClientLoader],
   });
   await finish(result, metafile);
 }

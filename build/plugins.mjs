@@ -119,37 +119,3 @@ for (const key of ${JSON.stringify(keys)}) {
 /** The modules lazyBuiltins defers; kept here so build.mjs can ask the embedded Node for their export names. */
 export const deferredBuiltins = ['zlib', 'dns'];
 
-/**
- * proper-lockfile takes its fs from graceful-fs, which only adds retries on EMFILE/ENFILE (a CNI process opens a
- * handful of files and never hits them) but costs every call ~9 ms to load: it patches fs, touching fs.ReadStream
- * (which loads the whole stream machinery), and pulls in node:assert. In the bundle proper-lockfile gets plain fs.
- */
-export const plainFsForLockfile = {
-  name: 'plain-fs-for-lockfile',
-  setup(build) {
-    build.onResolve({ filter: /^graceful-fs$/ }, (args) =>
-      /[\\/]proper-lockfile[\\/]/.test(args.importer) ? { path: 'fs', external: true } : undefined,
-    );
-  },
-};
-
-/**
- * proper-lockfile releases held locks on exit through signal-exit, which loads node:assert and installs handlers for
- * a dozen signals on every CNI call. kubelet and the runtimes end plugins with SIGKILL, which no handler sees, and a
- * lock left behind is reclaimed after the stale window (src/store/local/lock.ts), so the bundle keeps only the
- * normal-exit hook.
- */
-export const exitHookForLockfile = {
-  name: 'exit-hook-for-lockfile',
-  setup(build) {
-    build.onResolve({ filter: /^signal-exit$/ }, (args) =>
-      /[\\/]proper-lockfile[\\/]/.test(args.importer) ? { path: 'signal-exit', namespace: 'exit-hook' } : undefined,
-    );
-    build.onLoad({ filter: /.*/, namespace: 'exit-hook' }, () => ({
-      contents:
-        "module.exports = (cb) => { const h = () => cb(process.exitCode, null); process.once('exit', h);" +
-        " return () => process.off('exit', h); };",
-      loader: 'js',
-    }));
-  },
-};
