@@ -292,7 +292,8 @@ export class Cluster {
 
   #config(request: Record<string, unknown>, verb: string, pod?: PodModel) {
     const cniArgs = pod === undefined ? undefined : this.#args(pod.name, pod.uid);
-    return parseNetworkConfig(request, { cniVersion: '1.1.0', cniArgs, readFile: () => undefined, verb });
+    // The model's kubeconfig path is a placeholder (the stores get their API client directly): allow its directory.
+    return parseNetworkConfig(request, { cniVersion: '1.1.0', cniArgs, readFile: () => undefined, verb, env: { HEREABOUTS_ALLOWED_DIRS: '/nonexistent' } });
   }
 
   /** CNI_ARGS as the kubelet passes them. */
