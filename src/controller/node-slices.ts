@@ -8,7 +8,6 @@ import { formatCidr, masked, parseCidr } from '../ip/cidr.ts';
 import { sliceCount } from '../ip/slice.ts';
 import type { ApiClient } from '../store/kubernetes/api.ts';
 import { API_VERSION } from '../store/kubernetes/resources.ts';
-import { poolName } from '../store/names.ts';
 import { conditionsMatch, withConditions, type Condition } from './conditions.ts';
 import type { EventRecorder, InvolvedObject } from './events.ts';
 import type { Log } from './log.ts';

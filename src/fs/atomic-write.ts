@@ -34,7 +34,8 @@ export function writeFileAtomic(file: string, data: string | Uint8Array, options
   }
 }
 
-function fsyncDir(dir: string): void {
+/** Makes a rename, link or unlink in `dir` durable (the directory entry itself is flushed). */
+export function fsyncDir(dir: string): void {
   const fd = openSync(dir, 'r');
   try {
     fsyncSync(fd);

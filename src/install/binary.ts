@@ -3,6 +3,7 @@
 // its old inode (writing in place would fail with ETXTBSY).
 import { closeSync, constants, copyFileSync, fchmodSync, fsyncSync, linkSync, openSync, readdirSync, renameSync, statSync, unlinkSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
+import { fsyncDir } from '../fs/atomic-write.ts';
 import { errorCode } from '../store/local/fs-errors.ts';
 
 /** What was installed, to notice a target that was removed or replaced since. */
@@ -98,15 +99,6 @@ export function binaryChanged(installed: InstalledBinary): boolean {
 function stampOf(path: string): InstalledBinary {
   const st = statSync(path);
   return { path, dev: st.dev, ino: st.ino, size: st.size, mtimeMs: st.mtimeMs };
-}
-
-function fsyncDir(dir: string): void {
-  const fd = openSync(dir, 'r');
-  try {
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
 }
 
 /** Removes what a failed copy left; ENOENT means the copy failed before creating it. */

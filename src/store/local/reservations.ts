@@ -8,8 +8,9 @@
 // only after the pool file no longer holds the address. A crash between the two leaves a reservation whose pool does
 // not hold its address; the next claimer of that address takes it over, after locking the owning pool (without
 // waiting: a busy pool's reservation counts as held) and finding the address free there.
-import { closeSync, fsyncSync, linkSync, mkdirSync, openSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
+import { linkSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import { fsyncDir } from '../../fs/atomic-write.ts';
 import { CniCode, CniError } from '../../cni/errors.ts';
 import { formatIP } from '../../ip/address.ts';
 import { formatCidr, masked, parseCidr } from '../../ip/cidr.ts';
@@ -183,15 +184,6 @@ function ensureDir(dir: string): void {
     mkdirSync(dir, { recursive: true, mode: DIR_MODE });
   } catch (err) {
     throw new CniError(CniCode.IoFailure, `cannot create ${dir}: ${messageOf(err)}`, { cause: err });
-  }
-}
-
-function fsyncDir(dir: string): void {
-  const fd = openSync(dir, 'r');
-  try {
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
   }
 }
 
