@@ -122,8 +122,8 @@ export async function commitPool<T>(ctx: CommitContext, pool: PoolRef, plan: Pla
         if (outcome.kind === 'taken') {
           ctx.log.info(`IPPool ${pool.name}: ${formatIP(ip(claim.address))} is reserved through an overlapping range; planning again`);
           refused.add(claim.address);
-          if (state.fresh) collided(); // planned on the API's view: not a stale cache
-          if (!state.fresh) state = await fetchPool(ctx, pool); // someone else got there first: the view is behind
+          if (state.fresh) collided(); // planned on the API's view: a writer racing for the same address
+          else state = await fetchPool(ctx, pool); // someone else got there first: the cached view is behind
           continue;
         }
         if (outcome.kind === 'created') created.set(claim.address, outcome.held);
