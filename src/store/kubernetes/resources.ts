@@ -67,10 +67,8 @@ export function versionOf(object: unknown): ObjectVersion | undefined {
   return typeof uid === 'string' && typeof resourceVersion === 'string' ? { uid, resourceVersion } : undefined;
 }
 
-export type UpdateResult = PatchResult;
-
 /** PUT of a whole object; its metadata.resourceVersion makes it conditional (409 when the object moved on). */
-export async function replaceObject(api: ApiClient, plural: Plural, name: string, object: unknown): Promise<UpdateResult> {
+export async function replaceObject(api: ApiClient, plural: Plural, name: string, object: unknown): Promise<PatchResult> {
   const res = await api.send({ method: 'PUT', path: objectPath(api.namespace, plural, name), body: object });
   if (res.status === 409) return { kind: 'conflict' };
   if (res.status === 404) return { kind: 'gone' };

@@ -2,20 +2,9 @@
 // and IPPool status (capacity, used, free, Exhausted).
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createServer } from 'node:net';
+import { freePort } from '../../support/free-port.ts';
 import { api, apiRequest, controlPlane, createNamespace, type Namespace } from '../../support/control-plane.ts';
 import { ago, allocation, createNad, createPod, createPool, createReservation, deleteAllPods, offsets, startController, type Running } from './harness.ts';
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 /** The value of one sample of the exposition text, undefined when absent. */
 function sample(text: string, name: string, labels: Record<string, string> = {}): number | undefined {

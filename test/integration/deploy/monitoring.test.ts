@@ -6,7 +6,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
-import { createServer } from 'node:net';
+import { freePort } from '../../support/free-port.ts';
 import { join } from 'node:path';
 import { load } from 'js-yaml';
 import { api, apiRequest, controlPlane, createNamespace, type Namespace } from '../../support/control-plane.ts';
@@ -43,17 +43,6 @@ function promtool(): string | undefined {
   if (explicit !== undefined) return explicit;
   const found = spawnSync('sh', ['-c', 'command -v promtool'], { encoding: 'utf8' });
   return found.status === 0 ? found.stdout.trim() : undefined;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 test('the PromQL reader finds metric and label names (so the checks below can fail)', () => {
