@@ -27,6 +27,26 @@ async function main(argv: readonly string[]): Promise<number> {
       const { runStatus } = await import('./status.ts');
       return runStatus(rest);
     }
+    case 'ip': {
+      const { runIp } = await import('./ip.ts');
+      return runIp(rest);
+    }
+    case 'pool': {
+      const { runPool } = await import('./pool.ts');
+      return runPool(rest);
+    }
+    case 'orphans': {
+      const { runOrphans } = await import('./orphans.ts');
+      return runOrphans(rest);
+    }
+    case 'release': {
+      const { runRelease } = await import('./release.ts');
+      return runRelease(rest);
+    }
+    case 'check': {
+      const { runCheck } = await import('./check.ts');
+      return runCheck(rest);
+    }
     case '__load-k8s': {
       // Hidden (tests and bench:startup): loads the Kubernetes client as the store does, sends no request.
       const { loadEndpoint } = await import('../store/kubernetes/kubeconfig.ts');
@@ -53,8 +73,17 @@ function usage(): string {
   hereabouts controller      leader-elected cleanup of orphaned allocations and reservations, metrics (--help)
   hereabouts install         DaemonSet entry: install the plugin and its config on the node (--help for flags)
   hereabouts status          pools at a glance: range, capacity, used, free, orphans (--help for flags)
+  hereabouts ip ADDRESS      who holds an address: pool, pod, node, container, since when, reservation
+  hereabouts pool NAME       every allocation of an IPPool: pod, node, age, reservation, orphan verdict
+  hereabouts orphans         what the controller would release and why, and what a grace period holds back
+  hereabouts release ADDRESS --network NAME [--force]
+                             release an address safely (refuses a live pod's unless forced)
+  hereabouts check           consistency of pools, reservations, pods and node slices (exit 1 on a problem)
   hereabouts version         print version, commit and embedded Node version
   hereabouts --help          this text
+
+The operator commands (status, ip, pool, orphans, release, check) take --kubeconfig, --context, --namespace and
+-o table|json, and exit 0 when all is well, 1 on a problem found (or nothing found), 2 on a wrong command line.
 `;
 }
 

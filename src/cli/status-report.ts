@@ -1,5 +1,5 @@
-// `hereabouts status`: what the pools look like, decided from listed objects only (pure). Counts are decimal
-// strings where an IPv6 range makes them exceed 2^53.
+// `hereabouts status`: what the pools look like, decided from listed objects only (pure). Counts are bigints: JSON
+// prints them as numbers, or as decimal strings where an IPv6 range makes them exceed 2^53 - 1 (connect.ts toJson).
 import { capacity, freeCount } from '../allocator/capacity.ts';
 import { CniError } from '../cni/errors.ts';
 import { DEFAULT_POLICY, orphanReason, type CleanupPolicy } from '../controller/orphans.ts';
@@ -11,6 +11,7 @@ import { usableSpan } from '../ip/range.ts';
 import type { RangeConfig } from '../config/types.ts';
 import { decodeAllocations } from '../store/kubernetes/pool-object.ts';
 import { poolName } from '../store/names.ts';
+import { columns } from './inventory.ts';
 
 /** "namespace/name" -> every pod in the cluster; undefined when pods could not be listed. */
 export type LivePods = ReadonlyMap<string, PodView> | undefined;
@@ -25,9 +26,9 @@ export interface PoolRow {
   readonly name: string;
   readonly range: string;
   /** Addresses the range can hand out (its usable span: exclusions and gateways live in the NADs, not the pool). */
-  readonly capacity: string;
+  readonly capacity: bigint | null;
   readonly used: number;
-  readonly free: string;
+  readonly free: bigint | null;
   /** Allocations the controller (default flags) would release now; null when pods could not be listed. */
   readonly orphans: number | null;
   /** The node owning this pool when it is a node slice. */
@@ -110,7 +111,7 @@ function poolRow(item: unknown, pods: LivePods, owners: ReadonlyMap<string, stri
   try {
     cidr = masked(parseCidr(rangeText));
   } catch {
-    return { ...base, range: rangeText, capacity: '?', used: 0, free: '?', orphans: null, problems: [`IPPool ${name}: spec.range ${JSON.stringify(rangeText)} is not a CIDR`] };
+    return { ...base, range: rangeText, capacity: null, used: 0, free: null, orphans: null, problems: [`IPPool ${name}: spec.range ${JSON.stringify(rangeText)} is not a CIDR`] };
   }
   const problems: string[] = [];
   let allocations;
@@ -118,7 +119,7 @@ function poolRow(item: unknown, pods: LivePods, owners: ReadonlyMap<string, stri
     allocations = decodeAllocations(spec['allocations'] ?? {}, cidr, { where: `IPPool ${name}`, warn: (m) => problems.push(m), strict: false });
   } catch (err) {
     if (!(err instanceof CniError)) throw err;
-    return { ...base, range: formatCidr(cidr), capacity: '?', used: 0, free: '?', orphans: null, problems: [err.message] };
+    return { ...base, range: formatCidr(cidr), capacity: null, used: 0, free: null, orphans: null, problems: [err.message] };
   }
   let orphans: number | null = null;
   if (pods !== undefined) {
@@ -131,14 +132,14 @@ function poolRow(item: unknown, pods: LivePods, owners: ReadonlyMap<string, stri
   }
   const span = usableSpan(cidr);
   const range: RangeConfig = { cidr, start: span.first, end: span.last, exclude: [] };
-  return { ...base, range: formatCidr(cidr), capacity: String(capacity(range)), used: allocations.size, free: String(freeCount(range, allocations)), orphans, problems };
+  return { ...base, range: formatCidr(cidr), capacity: capacity(range), used: allocations.size, free: freeCount(range, allocations), orphans, problems };
 }
 
 /** Aligned columns: the pools, then the node-slice pools, then warnings. */
 export function formatTable(report: StatusReport): string {
   const rows = [
     ['POOL', 'RANGE', 'CAPACITY', 'USED', 'FREE', 'ORPHANS', 'NODE'],
-    ...report.pools.map((p) => [p.name, p.range, p.capacity, String(p.used), p.free, p.orphans === null ? '?' : String(p.orphans), p.node ?? '-']),
+    ...report.pools.map((p) => [p.name, p.range, p.capacity?.toString() ?? '?', String(p.used), p.free?.toString() ?? '?', p.orphans === null ? '?' : String(p.orphans), p.node ?? '-']),
   ];
   let out = `namespace ${report.namespace}: ${report.pools.length} pool(s)\n${columns(rows)}`;
   if (report.slices.length > 0) {
@@ -150,9 +151,4 @@ export function formatTable(report: StatusReport): string {
   }
   for (const warning of report.warnings) out += `warning: ${warning}\n`;
   return out;
-}
-
-function columns(rows: readonly (readonly string[])[]): string {
-  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
-  return rows.map((r) => r.map((cell, i) => (i === r.length - 1 ? cell : cell.padEnd(widths[i]!))).join('  ')).join('\n') + '\n';
 }

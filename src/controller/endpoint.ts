@@ -5,7 +5,7 @@ import { readFileSync } from 'node:fs';
 import type { OutgoingHttpHeaders } from 'node:http';
 import { Agent as HttpsAgent, type AgentOptions } from 'node:https';
 import { apiServerUrl } from '../install/host-files.ts';
-import { endpointFromText, loadEndpoint, type ApiEndpoint } from '../store/kubernetes/kubeconfig.ts';
+import { endpointFromText, loadEndpoint, type ApiEndpoint, type KubeconfigOptions } from '../store/kubernetes/kubeconfig.ts';
 
 const SA_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
 
@@ -43,7 +43,7 @@ function withOwnAgent(endpoint: ApiEndpoint): ApiEndpoint {
 }
 
 /** The in-cluster configuration client-go uses: service host and port from the environment, the mounted token. */
-async function inClusterEndpoint(): Promise<ApiEndpoint> {
+export async function inClusterEndpoint(options: KubeconfigOptions = {}): Promise<ApiEndpoint> {
   const host = process.env['KUBERNETES_SERVICE_HOST'];
   if (host === undefined || host === '') {
     throw new TypeError('no --kubeconfig given and not running in a cluster (KUBERNETES_SERVICE_HOST is unset)');
@@ -59,5 +59,5 @@ async function inClusterEndpoint(): Promise<ApiEndpoint> {
     contexts: [{ name: 'in-cluster', context: { cluster: 'in-cluster', user: 'sa', namespace } }],
     'current-context': 'in-cluster',
   });
-  return endpointFromText(text, SA_DIR, 'in-cluster service account');
+  return endpointFromText(text, SA_DIR, 'in-cluster service account', options);
 }

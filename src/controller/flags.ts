@@ -152,7 +152,7 @@ export function duration(text: string, flag: string): number {
   return Number(m[1]) * unit;
 }
 
-function bool(text: string, flag: string): boolean {
+export function bool(text: string, flag: string): boolean {
   if (text === 'true') return true;
   if (text === 'false') return false;
   throw new TypeError(`--${flag} ${JSON.stringify(text)} must be true or false`);

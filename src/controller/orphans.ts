@@ -1,5 +1,6 @@
-// Whether an allocation is an orphan: THE rule, pure, shared by the controller's passes and `hereabouts status`
-// (which counts what the controller would release). The reason is logged and counted.
+// Whether an allocation is an orphan: THE rule, pure, shared by the controller's passes and the operator commands
+// (`hereabouts status` counts what the controller would release, `hereabouts orphans` lists it, with what a grace
+// period still holds back). The reason is logged and counted.
 //
 // A pod that still runs keeps its addresses whatever its conditions say: the Eviction API, preemption and the
 // kubelet set DisruptionTarget=True when a graceful termination *starts*, and the pod's network lives on for the
@@ -45,12 +46,16 @@ export function podReleaseReason(pod: PodView, policy: CleanupPolicy, nowMs: num
   const stopped = podStopped(pod, nowMs);
   if (policy.cleanupDisrupted && pod.disruption === TAINT_MANAGER && stopped) return 'pod-disrupted';
   if (policy.cleanupTerminating && pod.terminating && stopped) return 'pod-terminating';
-  if (pod.phase === 'Succeeded' || pod.phase === 'Failed') {
-    const terminalSince = pod.lastChangeMs > 0 ? pod.lastChangeMs : pod.createdAtMs;
-    if (pod.sandboxGone || nowMs - terminalSince >= policy.terminalGraceMs) return 'pod-terminal';
+  if (isTerminal(pod)) {
+    if (pod.sandboxGone || nowMs - terminalSinceMs(pod) >= policy.terminalGraceMs) return 'pod-terminal';
   }
   return undefined;
 }
+
+const isTerminal = (pod: PodView): boolean => pod.phase === 'Succeeded' || pod.phase === 'Failed';
+
+/** About when a terminal pod became terminal. */
+const terminalSinceMs = (pod: PodView): number => (pod.lastChangeMs > 0 ? pod.lastChangeMs : pod.createdAtMs);
 
 /**
  * `ip` is the canonical text of the allocated address; `pod` the live pod named by the record's podref (undefined:
@@ -76,6 +81,47 @@ export function orphanReason(
   if (released !== undefined) return released;
   if (policy.verifyNetworkStatus && pod.phase === 'Running' && pod.networkStatusIPs !== undefined && !pod.networkStatusIPs.has(ip)) {
     return 'not-in-network-status';
+  }
+  return undefined;
+}
+
+/**
+ * The instants at which the rule's verdict may change by time alone: the ends of its grace periods (a young
+ * allocation, a young Pending pod, a terminal pod's grace, a deleted pod's grace period).
+ */
+export function graceEnds(pod: PodView | undefined, policy: CleanupPolicy, allocatedAtMs?: number): number[] {
+  const ends: number[] = [];
+  if (allocatedAtMs !== undefined) ends.push(allocatedAtMs + policy.pendingGraceMs);
+  if (pod !== undefined) {
+    if (pod.phase === 'Pending') ends.push(pod.createdAtMs + policy.pendingGraceMs);
+    if (pod.deletionAtMs !== undefined) ends.push(pod.deletionAtMs);
+    if (isTerminal(pod)) ends.push(terminalSinceMs(pod) + policy.terminalGraceMs);
+  }
+  return ends.sort((a, b) => a - b);
+}
+
+export interface AfterGrace {
+  readonly reason: OrphanReason;
+  /** When the rule releases it, if nothing else changes meanwhile (epoch ms). */
+  readonly atMs: number;
+}
+
+/**
+ * For an allocation that is not an orphan now: whether it becomes one once a grace period ends, with nothing else
+ * changing. The rule itself is asked at each grace end, so this never disagrees with it.
+ */
+export function orphanAfterGrace(
+  record: AllocationRecord,
+  ip: string,
+  pod: PodView | undefined,
+  policy: CleanupPolicy,
+  nowMs: number,
+  allocatedAtMs?: number,
+): AfterGrace | undefined {
+  for (const atMs of graceEnds(pod, policy, allocatedAtMs)) {
+    if (atMs <= nowMs) continue;
+    const reason = orphanReason(record, ip, pod, policy, atMs, allocatedAtMs);
+    if (reason !== undefined) return { reason, atMs };
   }
   return undefined;
 }

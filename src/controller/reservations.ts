@@ -58,6 +58,26 @@ export function judgeReservation(
   return 'address-not-held';
 }
 
+/**
+ * For a reservation the rule keeps now: whether it goes once its grace period (or its Pending pod's) ends, with
+ * nothing else changing, and when. The rule itself is asked at each grace end.
+ */
+export function reservationAfterGrace(
+  view: ReservationView,
+  pod: PodView | null | undefined,
+  held: ReadonlySet<string>,
+  judge: ReservationJudge,
+): { readonly reason: ReservationReason; readonly atMs: number } | undefined {
+  const ends = [view.createdAtMs + judge.graceMs];
+  if (pod !== null && pod !== undefined && pod.phase === 'Pending') ends.push(pod.createdAtMs + judge.policy.pendingGraceMs);
+  for (const atMs of ends.sort((a, b) => a - b)) {
+    if (atMs <= judge.now) continue;
+    const reason = judgeReservation(view, pod, held, { ...judge, now: atMs });
+    if (reason !== undefined) return { reason, atMs };
+  }
+  return undefined;
+}
+
 export async function deleteReservation(api: ApiClient, view: ReservationView, options: { leading: () => boolean; log: Log }): Promise<boolean> {
   if (!options.leading()) return false;
   try {

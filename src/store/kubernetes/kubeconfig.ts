@@ -37,11 +37,18 @@ export interface KubeconfigOptions {
   readonly execCredentials?: boolean;
   /** Follow a symbolic link at the kubeconfig's own path (default true; the plugin passes false). */
   readonly followLinks?: boolean;
+  /** What names the file in messages (default the CNI key, kubernetes.kubeconfig; the ops CLI names its flag; '': none). */
+  readonly label?: string;
+  /** Use this context instead of the current one (the ops CLI's --context). */
+  readonly context?: string;
 }
+
+/** The kubeconfig has no context of the name asked for. */
+export class NoSuchContextError extends CniError {}
 
 /** Reads the kubeconfig; every failure is a CniError that names the file. */
 export async function loadEndpoint(path: string, options: KubeconfigOptions = {}): Promise<ApiEndpoint> {
-  const text = readKubeFile(path, 'kubernetes.kubeconfig', options.followLinks ?? true).toString('utf8');
+  const text = readKubeFile(path, options.label ?? 'kubernetes.kubeconfig', options.followLinks ?? true).toString('utf8');
   return endpointFromText(text, dirname(resolve(path)), path, options);
 }
 
@@ -52,29 +59,36 @@ export async function endpointFromText(
   label: string,
   options: KubeconfigOptions = {},
 ): Promise<ApiEndpoint> {
-  const path = label;
+  const path = [options.label ?? 'kubernetes.kubeconfig', label].filter((part) => part !== '').join(' ');
   const kc = new KubeConfig();
   let withTokens: string;
   try {
     withTokens = withTokenFiles(text, baseDir);
   } catch (err) {
-    throw new CniError(CniCode.InvalidNetworkConfig, `kubernetes.kubeconfig ${path} has an invalid tokenFile entry`, { cause: err });
+    throw new CniError(CniCode.InvalidNetworkConfig, `${path} has an invalid tokenFile entry`, { cause: err });
   }
   // client-node reads token files while loading: check them first (a FIFO would block, /dev/zero would exhaust memory).
-  for (const tokenFile of tokenFilesOf(withTokens)) readKubeFile(tokenFile, `kubernetes.kubeconfig ${path}: token file`, true);
+  for (const tokenFile of tokenFilesOf(withTokens)) readKubeFile(tokenFile, `${path}: token file`, true);
   try {
     kc.loadFromString(withTokens);
     kc.makePathsAbsolute(baseDir);
   } catch (err) {
-    throw new CniError(CniCode.InvalidNetworkConfig, `kubernetes.kubeconfig ${path} is not a valid kubeconfig${whereInvalid(err)}`, {
+    throw new CniError(CniCode.InvalidNetworkConfig, `${path} is not a valid kubeconfig${whereInvalid(err)}`, {
       cause: err,
     });
+  }
+  if (options.context !== undefined) {
+    if (kc.getContextObject(options.context) === null) {
+      const known = kc.getContexts().map((c) => c.name);
+      throw new NoSuchContextError(CniCode.InvalidNetworkConfig, `${path} has no context ${JSON.stringify(options.context)} (it has ${known.length === 0 ? 'none' : known.map((n) => JSON.stringify(n)).join(', ')})`);
+    }
+    kc.setCurrentContext(options.context);
   }
   const user = kc.getCurrentUser();
   if (options.execCredentials === false && user !== null && (user.exec !== undefined || user.authProvider !== undefined)) {
     throw new CniError(
       CniCode.InvalidNetworkConfig,
-      `kubernetes.kubeconfig ${path}: user ${JSON.stringify(user.name)} runs ${user.exec !== undefined ? 'an exec credential plugin' : 'an auth provider'}, ` +
+      `${path}: user ${JSON.stringify(user.name)} runs ${user.exec !== undefined ? 'an exec credential plugin' : 'an auth provider'}, ` +
         'which a kubeconfig named by the network configuration may not do',
       { details: 'the node operator may allow it with "allow_exec_credentials": true in the flat file' },
     );
@@ -86,12 +100,12 @@ export async function endpointFromText(
     [user?.certFile, 'client-certificate'],
     [user?.keyFile, 'client-key'],
   ] as const) {
-    if (file !== undefined && file !== null && file !== '') readKubeFile(file, `kubernetes.kubeconfig ${path}: ${what}`, true);
+    if (file !== undefined && file !== null && file !== '') readKubeFile(file, `${path}: ${what}`, true);
   }
   if (cluster === null || typeof cluster.server !== 'string' || cluster.server === '') {
     throw new CniError(
       CniCode.InvalidNetworkConfig,
-      `kubernetes.kubeconfig ${path}: current context ${JSON.stringify(kc.currentContext ?? '')} names no cluster with a server`,
+      `${path}: current context ${JSON.stringify(kc.currentContext ?? '')} names no cluster with a server`,
     );
   }
   const context = kc.getContextObject(kc.currentContext);
@@ -100,7 +114,7 @@ export async function endpointFromText(
   try {
     await kc.applyToHTTPSOptions(requestOptions);
   } catch (err) {
-    throw new CniError(CniCode.InvalidNetworkConfig, `kubernetes.kubeconfig ${path}: cannot load credentials: ${messageOf(err)}`, {
+    throw new CniError(CniCode.InvalidNetworkConfig, `${path}: cannot load credentials: ${messageOf(err)}`, {
       cause: err,
     });
   }

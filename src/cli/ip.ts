@@ -1,0 +1,49 @@
+// `hereabouts ip <address>`: who holds an address. Reads the whereabouts objects of the namespace and, live, the
+// pods the holding records name.
+import { tryParseIP, type IPAddress } from '../ip/address.ts';
+import { COMMON_HELP, connect, EXIT, parseCommand, runCommand, toJson, UsageError } from './connect.ts';
+import { readInventory, readPod } from './inventory-read.ts';
+import type { PodInfo } from './inventory.ts';
+import { formatIpReport, ipReport } from './ip-report.ts';
+
+const usage = `Usage: hereabouts ip <address> [--network NAME] [flags]
+  Who holds the address: the pool(s), the pod (namespace/name, uid, phase, node), the container and interface,
+  since when (when recorded), and its OverlappingRangeIPReservation, and whether pool and reservation agree.
+  Exit 0 when some pool holds it, 1 when none does.
+  --network NAME      only the pools and reservations of this network_name ("" for those without one)
+${COMMON_HELP}`;
+
+export function runIp(argv: readonly string[]): Promise<number> {
+  return runCommand('ip', async () => {
+    const { flags, values, positionals, help } = parseCommand('ip', argv, { network: { type: 'string' } }, ['<address>']);
+    if (help) {
+      process.stdout.write(usage);
+      return EXIT.ok;
+    }
+    const ip = addressArgument(positionals[0] ?? '');
+    const network = typeof values['network'] === 'string' ? values['network'] : undefined;
+    const api = await connect(flags);
+    try {
+      const inv = await readInventory(api, { pods: false });
+      const first = ipReport(inv, ip, network);
+      // Only the pods the holders name are read, live.
+      const pods = new Map<string, PodInfo>();
+      for (const ref of new Set(first.holders.map((h) => h.podRef).filter((r) => r.includes('/')))) {
+        const pod = await readPod(api, ref);
+        if (pod !== null) pods.set(ref, pod);
+      }
+      const report = ipReport({ ...inv, pods }, ip, network);
+      process.stdout.write(flags.output === 'json' ? toJson(report) : formatIpReport(report, inv.nowMs));
+      return report.holders.length > 0 ? EXIT.ok : EXIT.problem;
+    } finally {
+      api.close();
+    }
+  });
+}
+
+/** The <address> argument; a UsageError naming it when it is not an IP address. */
+export function addressArgument(text: string): IPAddress {
+  const ip = tryParseIP(text);
+  if (ip === undefined) throw new UsageError(`<address> ${JSON.stringify(text)} is not an IPv4 or IPv6 address`);
+  return ip;
+}

@@ -1,0 +1,158 @@
+// `hereabouts release <address> --network N`: a manual release through the one write path. The pool write is
+// commitPool's (conditional on the version read; on 409 it reads again and plans again), and the plan removes the
+// address only while the pool still holds it for the very attachment judged: an address re-allocated meanwhile is
+// never removed. The reservation goes afterwards with the exact-precondition delete, and only once no pool of the
+// network holds the address. A live pod's address (Running or Pending, its sandbox not torn down) is refused
+// unless --force.
+import { formatIP, type IPAddress } from '../ip/address.ts';
+import { lastOf, networkOf } from '../ip/cidr.ts';
+import { fetchPool, commitPool, type CommitLog } from '../store/kubernetes/commit.ts';
+import type { ApiClient } from '../store/kubernetes/api.ts';
+import { releaseReservation } from '../store/kubernetes/reservations.ts';
+import { deleteExactly, getObject, versionOf } from '../store/kubernetes/resources.ts';
+import { reservationName } from '../store/names.ts';
+import type { AllocationRecord, PoolRef } from '../store/store.ts';
+import { COMMON_HELP, connect, EXIT, parseCommand, runCommand, toJson, UsageError } from './connect.ts';
+import { readInventory, readPod } from './inventory-read.ts';
+import { poolsContaining, type PodInfo, type PoolInfo } from './inventory.ts';
+import { addressArgument } from './ip.ts';
+
+const usage = `Usage: hereabouts release <address> --network NAME [--force] [flags]
+  Releases the address from the pools of the network, through the same conditional write the plugin and the
+  controller use, then deletes its OverlappingRangeIPReservation (only the version read, only while it still names
+  the released attachment, and only once no pool of the network holds the address). Refuses an address whose pod is
+  live (Running or Pending, its sandbox not torn down) unless --force. An address that another writer re-allocates
+  between the read and the write is not released. Exit 0 when released, 1 when refused or not held.
+  --network NAME      the network_name of the pools ("" for pools named without one); required
+  --force             release even when the pod is live (its network breaks)
+${COMMON_HELP}`;
+
+export interface ReleaseReport {
+  readonly address: string;
+  readonly network: string;
+  readonly released: ReadonlyArray<{ readonly pool: string; readonly podRef: string; readonly containerId: string; readonly ifname: string }>;
+  /** Pools where the address was not released, and why. */
+  readonly skipped: ReadonlyArray<{ readonly pool: string; readonly why: string }>;
+  readonly reservation: { readonly name: string; readonly outcome: 'deleted' | 'kept' | 'gone' | 'still-held'; readonly why?: string };
+  /** Set when nothing was done because a live pod holds the address. */
+  readonly refused?: string;
+}
+
+/** A pod whose network is in use: Running or Pending, not torn down by its kubelet, and the pod the record names. */
+export function liveReason(record: AllocationRecord, pod: PodInfo | null): string | undefined {
+  if (pod === null) return undefined;
+  const { view } = pod;
+  if (record.podUid !== undefined && record.podUid !== '' && view.uid !== '' && record.podUid !== view.uid) return undefined;
+  if (view.phase !== 'Running' && view.phase !== 'Pending') return undefined;
+  if (view.sandboxGone) return undefined;
+  return `pod ${record.podRef} is ${view.phase}${pod.node === undefined ? '' : ` on ${pod.node}`} with its sandbox present`;
+}
+
+const sameRecord = (a: AllocationRecord, b: AllocationRecord): boolean =>
+  a.containerId === b.containerId && a.podRef === b.podRef && a.ifname === b.ifname && (a.podUid ?? '') === (b.podUid ?? '');
+
+export function runRelease(argv: readonly string[]): Promise<number> {
+  return runCommand('release', async () => {
+    const { flags, values, positionals, help } = parseCommand('release', argv, { network: { type: 'string' }, force: { type: 'boolean', default: false } }, ['<address>']);
+    if (help) {
+      process.stdout.write(usage);
+      return EXIT.ok;
+    }
+    const ip = addressArgument(positionals[0] ?? '');
+    const network = values['network'];
+    if (typeof network !== 'string') throw new UsageError('--network is required: the network_name of the pools (--network "" for pools named without one)');
+    const api = await connect(flags);
+    try {
+      const report = await release(api, ip, network, values['force'] === true);
+      process.stdout.write(flags.output === 'json' ? toJson(report) : formatRelease(report));
+      return report.released.length > 0 || report.reservation.outcome === 'deleted' ? EXIT.ok : EXIT.problem;
+    } finally {
+      api.close();
+    }
+  });
+}
+
+const stderrLog: CommitLog = {
+  debug: () => {},
+  info: (msg) => process.stderr.write(`hereabouts release: ${msg}\n`),
+  warning: (msg) => process.stderr.write(`hereabouts release: warning: ${msg}\n`),
+};
+
+function refOf(pool: PoolInfo, network: string): PoolRef {
+  const cidr = pool.view.range!;
+  // Freeing an address only: the range's bounds and exclusions play no part (as for the controller).
+  return { name: pool.view.name, network, networkNamed: network !== '', range: { cidr, start: networkOf(cidr), end: lastOf(cidr), exclude: [] } };
+}
+
+export async function release(api: ApiClient, ip: IPAddress, network: string, force: boolean): Promise<ReleaseReport> {
+  const address = formatIP(ip);
+  const inv = await readInventory(api, { pods: false });
+  const pools = poolsContaining(inv, ip, network);
+  const judged = pools.flatMap((pool) => {
+    const record = pool.view.allocations.get(ip.value);
+    return record === undefined ? [] : [{ pool, record }];
+  });
+  const name = reservationName(ip, network === '' ? undefined : network);
+  const base = { address, network };
+  // Liveness first, for every holder: nothing is written when any of them is refused.
+  const pods = new Map<string, PodInfo | null>();
+  for (const podRef of new Set(judged.map((j) => j.record.podRef))) pods.set(podRef, await readPod(api, podRef));
+  const live = judged.map((j) => liveReason(j.record, pods.get(j.record.podRef) ?? null)).filter((r) => r !== undefined);
+  if (judged.length === 0) return releaseStray(api, base, name, force);
+  if (live.length > 0 && !force) {
+    return { ...base, released: [], skipped: [], reservation: { name, outcome: 'kept' }, refused: `${live.join('; ')}: --force releases it anyway` };
+  }
+  const released: Array<ReleaseReport['released'][number]> = [];
+  const skipped: Array<ReleaseReport['skipped'][number]> = [];
+  for (const { pool, record } of judged) {
+    const ctx = { api, reservations: false, budgetMs: 10_000, cleanupTimeoutMs: 2_000, log: stderrLog };
+    const outcome = await commitPool(ctx, refOf(pool, network), (current) => {
+      const now = current.get(ip.value);
+      if (now === undefined) return { change: null, value: 'already free' };
+      if (!sameRecord(now, record)) return { change: null, value: `re-allocated meanwhile to ${now.podRef || 'a container'} (container ${now.containerId}): not released` };
+      return { change: { release: [ip.value] }, value: 'released' };
+    });
+    if (outcome === 'released') released.push({ pool: pool.view.name, podRef: record.podRef, containerId: record.containerId, ifname: record.ifname });
+    else skipped.push({ pool: pool.view.name, why: outcome });
+  }
+  // The reservation stays while any pool of the network still holds the address (read now, not from the listing).
+  for (const pool of pools) {
+    const state = await fetchPool({ api, log: stderrLog }, refOf(pool, network));
+    const holder = state.allocations.get(ip.value);
+    if (holder !== undefined) return { ...base, released, skipped, reservation: { name, outcome: 'still-held', why: `IPPool ${pool.view.name} holds ${address} for ${holder.podRef || 'a container'}` } };
+  }
+  const first = released[0] === undefined ? judged[0]!.record : judged.find((j) => j.pool.view.name === released[0]!.pool)!.record;
+  const outcome = await releaseReservation(api, refOf(judged[0]!.pool, network), ip, first);
+  return { ...base, released, skipped, reservation: { name, outcome, ...(outcome === 'kept' ? { why: 'it names another attachment' } : {}) } };
+}
+
+/** No pool of the network holds the address: its reservation alone (if any) goes, unless a live pod still holds it. */
+async function releaseStray(api: ApiClient, base: { address: string; network: string }, name: string, force: boolean): Promise<ReleaseReport> {
+  const object = await getObject(api, 'overlappingrangeipreservations', name);
+  const version = versionOf(object);
+  if (object === undefined || version === undefined) return { ...base, released: [], skipped: [], reservation: { name, outcome: 'gone', why: 'no pool of the network holds the address and it has no reservation' } };
+  const spec = (object as { spec?: { podref?: unknown; podUid?: unknown } }).spec ?? {};
+  const podRef = typeof spec.podref === 'string' ? spec.podref : '';
+  const record: AllocationRecord = { podRef, containerId: '', ifname: '', ...(typeof spec.podUid === 'string' ? { podUid: spec.podUid } : {}) };
+  const live = liveReason(record, await readPod(api, podRef));
+  if (live !== undefined && !force) return { ...base, released: [], skipped: [], reservation: { name, outcome: 'kept' }, refused: `${live}: --force deletes its reservation anyway` };
+  const result = await deleteExactly(api, 'overlappingrangeipreservations', name, version);
+  return { ...base, released: [], skipped: [], reservation: { name, outcome: result === 'deleted' ? 'deleted' : result === 'gone' ? 'gone' : 'kept', ...(result === 'conflict' ? { why: 'it changed since it was read' } : {}) } };
+}
+
+export function formatRelease(r: ReleaseReport): string {
+  const network = r.network === '' ? '(unnamed)' : r.network;
+  if (r.refused !== undefined) return `refused to release ${r.address} of network ${network}: ${r.refused}\n`;
+  let out = '';
+  for (const x of r.released) out += `released ${r.address} from IPPool ${x.pool} (was ${x.podRef || 'no pod'}, container ${x.containerId}, interface ${x.ifname})\n`;
+  for (const x of r.skipped) out += `IPPool ${x.pool}: ${r.address} ${x.why}\n`;
+  if (r.released.length === 0 && r.skipped.length === 0 && r.reservation.outcome !== 'deleted') out += `${r.address} is not allocated in any IPPool of network ${network}\n`;
+  const what: Record<ReleaseReport['reservation']['outcome'], string> = {
+    deleted: 'deleted',
+    kept: 'kept',
+    gone: 'not found',
+    'still-held': 'kept',
+  };
+  out += `reservation ${r.reservation.name}: ${what[r.reservation.outcome]}${r.reservation.why === undefined ? '' : ` (${r.reservation.why})`}\n`;
+  return out;
+}
