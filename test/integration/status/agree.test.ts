@@ -1,5 +1,6 @@
-// `hereabouts status` counts orphans with the controller's own rule: for pods in every state the rule tells apart,
-// the ORPHANS column of each pool equals what `hereabouts controller --once` (default flags) then releases from it.
+// `hereabouts status` and `hereabouts orphans` judge orphans with the controller's own rule: for pods in every state
+// the rule tells apart, the ORPHANS column of each pool, and the allocations `orphans` lists (with their reasons),
+// equal what `hereabouts controller --once` (default flags) then releases from it.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -61,16 +62,28 @@ describe('hereabouts status and the controller agree on orphans', () => {
     const status = spawnSync(bin, ['status', '--kubeconfig', ns.kubeconfig, '-o', 'json'], { encoding: 'utf8', env: {}, timeout: 60_000 });
     assert.equal(status.status, 0, status.stderr);
     const counted = new Map((JSON.parse(status.stdout) as { pools: Array<{ name: string; orphans: number | null }> }).pools.map((p) => [p.name, p.orphans]));
+    const orphans = spawnSync(bin, ['orphans', '--kubeconfig', ns.kubeconfig, '-o', 'json'], { encoding: 'utf8', env: {}, timeout: 60_000 });
+    assert.equal(orphans.status, 0, orphans.stderr);
+    const listed = new Map<string, string>(); // pool -> "<address> <reason>"
+    for (const row of (JSON.parse(orphans.stdout) as { allocations: Array<{ pool: string; address: string; reason: string }> }).allocations) {
+      listed.set(row.pool, `${row.address} ${row.reason}`);
+    }
 
     const run = runOnce(ns);
     assert.equal(run.code, 0, run.stderr);
     const released = new Map<string, number>(pools.map((p) => [p, 0]));
+    const why = new Map<string, string>();
     for (const line of run.lines) {
-      const m = / from IPPool (\S+): /.exec(line.msg);
-      if (m?.[1] !== undefined && line.msg.startsWith('released ')) released.set(m[1], (released.get(m[1]) ?? 0) + 1);
+      const m = /^released (\S+) of \S+ from IPPool (\S+): (\S+)$/.exec(line.msg);
+      if (m?.[2] === undefined) continue;
+      released.set(m[2], (released.get(m[2]) ?? 0) + 1);
+      why.set(m[2], `${m[1]} ${m[3]}`);
     }
-    const table = pools.map((p, i) => `${cases[i]![0]}: status ${counted.get(p)}, controller ${released.get(p)}`).join('\n');
-    for (const pool of pools) assert.equal(counted.get(pool), released.get(pool), table);
+    const table = pools.map((p, i) => `${cases[i]![0]}: status ${counted.get(p)}, orphans ${listed.get(p)}, controller ${released.get(p)} ${why.get(p)}`).join('\n');
+    for (const pool of pools) {
+      assert.equal(counted.get(pool), released.get(pool), table);
+      assert.equal(listed.get(pool), why.get(pool), table);
+    }
     // Not vacuous: both verdicts occur.
     assert.ok([...released.values()].filter((n) => n === 1).length >= 5, table);
     assert.ok([...released.values()].filter((n) => n === 0).length >= 4, table);

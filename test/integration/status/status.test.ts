@@ -83,9 +83,9 @@ describe('hereabouts status', () => {
     assert.deepEqual(report.pools.find((p) => p['name'] === '10.30.0.0-24'), {
       name: '10.30.0.0-24',
       range: '10.30.0.0/24',
-      capacity: '254',
+      capacity: 254,
       used: 3,
-      free: '251',
+      free: 251,
       orphans: 2,
       problems: [],
     });
@@ -172,15 +172,19 @@ describe('hereabouts status', () => {
     assert.match(table.stdout.split('\n').find((l) => l.startsWith('10.30.0.0-24 ')) ?? '', /\s\?\s+-$/);
   });
 
-  test('an unknown output format is refused with exit 2', () => {
+  test('an unknown output format or flag is refused with exit 2', () => {
     const run = status(['--kubeconfig', ns.kubeconfig, '-o', 'yaml']);
     assert.equal(run.code, 2);
     assert.match(run.stderr, /-o "yaml" must be table or json/);
+    const flag = status(['--kubeconfig', ns.kubeconfig, '--bogus']);
+    assert.equal(flag.code, 2, flag.stderr);
+    assert.match(flag.stderr, /Unknown option '--bogus'/);
   });
 
-  test('a kubeconfig that does not exist fails with exit 1 and names it', () => {
+  test('a kubeconfig that does not exist fails with exit 1 and names it by the flag, not a CNI key', () => {
     const run = status(['--kubeconfig', '/nonexistent/kubeconfig']);
     assert.equal(run.code, 1);
-    assert.match(run.stderr, /\/nonexistent\/kubeconfig/);
+    assert.match(run.stderr, /--kubeconfig "\/nonexistent\/kubeconfig" does not exist/);
+    assert.doesNotMatch(run.stderr, /kubernetes\.kubeconfig/);
   });
 });
