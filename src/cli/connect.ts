@@ -97,7 +97,10 @@ async function endpointOf(flags: CommonFlags, env: NodeJS.ProcessEnv): Promise<A
   try {
     if (flags.kubeconfig !== undefined) return await loadEndpoint(flags.kubeconfig, { label: '--kubeconfig', ...context });
     if (fromEnv !== undefined) return await loadEndpoint(fromEnv, { label: '$KUBECONFIG', ...context });
-    if (existsSync(home) || (env['KUBERNETES_SERVICE_HOST'] ?? '') === '') return await loadEndpoint(home, { label: 'kubeconfig', ...context });
+    if (existsSync(home)) return await loadEndpoint(home, { label: 'kubeconfig', ...context });
+    if ((env['KUBERNETES_SERVICE_HOST'] ?? '') === '') {
+      throw new Error(`no kubeconfig: no --kubeconfig, no $KUBECONFIG, no ${home}, and not in a cluster (KUBERNETES_SERVICE_HOST is unset)`);
+    }
   } catch (err) {
     if (err instanceof NoSuchContextError) throw new UsageError(`--context: ${err.message}`);
     throw err;

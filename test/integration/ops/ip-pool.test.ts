@@ -2,7 +2,7 @@
 // created through a real API server; the command line's exit codes and messages.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { controlPlane, createNamespace, kubeconfigFor, type Namespace } from '../../support/control-plane.ts';
 import { ago, createPod, deleteAllPods } from '../controller/harness.ts';
@@ -195,8 +195,16 @@ describe('hereabouts ip and pool', () => {
     assert.match(variable.stderr, /\$KUBECONFIG "\/nonexistent\/kc" does not exist/);
     const home = hb(undefined, ['orphans'], { HOME: ns.dir });
     assert.equal(home.code, 1);
-    assert.match(home.stderr, /kubeconfig ".*\/\.kube\/config" does not exist/);
+    assert.match(home.stderr, /no kubeconfig: no --kubeconfig, no \$KUBECONFIG, no .*\/\.kube\/config, and not in a cluster/);
     for (const run of [flag, variable, home]) assert.doesNotMatch(run.stderr, /kubernetes\.kubeconfig/);
+  });
+
+  test('without --kubeconfig or $KUBECONFIG, ~/.kube/config is used', () => {
+    const home = join(ns.dir, 'operator-home');
+    mkdirSync(join(home, '.kube'), { recursive: true });
+    copyFileSync(ns.kubeconfig, join(home, '.kube', 'config'));
+    const report = json<IpReport>(hb(undefined, ['ip', '10.60.0.5', '-o', 'json'], { HOME: home }));
+    assert.equal(report.holders.length, 2);
   });
 
   test('--help of each command, and the top-level usage lists them', () => {
