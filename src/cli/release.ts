@@ -104,8 +104,9 @@ export async function release(api: ApiClient, ip: IPAddress, network: string, fo
   }
   const released: Array<ReleaseReport['released'][number]> = [];
   const skipped: Array<ReleaseReport['skipped'][number]> = [];
+  // Reservations are settled below, once every pool is written (commitPool would delete one per pool).
+  const ctx = { api, reservations: false, budgetMs: 10_000, cleanupTimeoutMs: 2_000, log: stderrLog };
   for (const { pool, record } of judged) {
-    const ctx = { api, reservations: false, budgetMs: 10_000, cleanupTimeoutMs: 2_000, log: stderrLog };
     const outcome = await commitPool(ctx, refOf(pool, network), (current) => {
       const now = current.get(ip.value);
       if (now === undefined) return { change: null, value: 'already free' };
@@ -121,8 +122,9 @@ export async function release(api: ApiClient, ip: IPAddress, network: string, fo
     const holder = state.allocations.get(ip.value);
     if (holder !== undefined) return { ...base, released, skipped, reservation: { name, outcome: 'still-held', why: `IPPool ${pool.view.name} holds ${address} for ${holder.podRef || 'a container'}` } };
   }
-  const first = released[0] === undefined ? judged[0]!.record : judged.find((j) => j.pool.view.name === released[0]!.pool)!.record;
-  const outcome = await releaseReservation(api, refOf(judged[0]!.pool, network), ip, first);
+  // The attachment whose reservation may go: the one released (or the one judged, when another writer freed it first).
+  const owner = judged.find((j) => j.pool.view.name === released[0]?.pool) ?? judged[0]!;
+  const outcome = await releaseReservation(api, refOf(owner.pool, network), ip, owner.record);
   return { ...base, released, skipped, reservation: { name, outcome, ...(outcome === 'kept' ? { why: 'it names another attachment' } : {}) } };
 }
 
