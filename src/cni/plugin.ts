@@ -50,6 +50,7 @@ export async function runPlugin(io: PluginIO = {}): Promise<number> {
       context: describe(env),
       ...sinks,
     });
+    for (const note of config.notes ?? []) logger.debug(note);
     for (const warning of config.warnings) logger.warning(warning);
     store = await openStore(config, { log: logger });
     return await runVerb({ env, config, store, logger, version }, out);
@@ -115,8 +116,8 @@ async function answerVersion(io: PluginIO): Promise<number> {
   return writeResult(versionInfo(request), io.stdout === undefined ? {} : { write: io.stdout });
 }
 
-function describe(env: CniEnv): string {
-  return 'containerId' in env ? `${env.verb} ${env.containerId}/${env.ifname}` : env.verb;
+function describe(env: CniEnv): { verb: string; container?: string; ifname?: string } {
+  return 'containerId' in env ? { verb: env.verb, container: env.containerId, ifname: env.ifname } : { verb: env.verb };
 }
 
 export type { NetworkConfig };

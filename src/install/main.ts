@@ -4,6 +4,7 @@
 import { basename, dirname, join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { CniError } from '../cni/errors.ts';
+import { jsonLog } from '../controller/log.ts';
 import { messageOf } from '../store/local/fs-errors.ts';
 import { isDnsSubdomain } from '../store/names.ts';
 import { binaryChanged, installBinary, linkBinary, sweepTemps, type InstalledBinary } from './binary.ts';
@@ -81,8 +82,9 @@ export async function runInstall(argv: readonly string[]): Promise<number> {
     process.stdout.write(usage);
     return 0;
   }
-  const log = (msg: string): void => void process.stderr.write(`${new Date().toISOString()} install: ${msg}\n`);
-  const plan = planOf(values, process.env, log);
+  const logger = jsonLog({ level: 'info', mode: 'install' });
+  const log = (msg: string): void => logger.info(msg);
+  const plan = planOf(values, process.env, (msg) => logger.warning(msg));
   if (typeof plan === 'string') {
     process.stderr.write(`hereabouts install: ${plan}\n`);
     return 2;
@@ -108,10 +110,11 @@ export async function runInstall(argv: readonly string[]): Promise<number> {
 
   // Loaded here, not for --once: the metrics library is only for the long-running pod.
   const { startNodeSide } = await import('./node-side.ts');
-  const nodeSide = await startNodeSide({ ...plan.nodeSide, intervalMs: plan.intervalMs, log: (level, msg) => log(level === 'info' ? msg : `${level}: ${msg}`) });
+  const nodeSide = await startNodeSide({ ...plan.nodeSide, intervalMs: plan.intervalMs, log: (level, msg) => logger[level](msg) });
   const code = await keep({
     intervalMs: plan.intervalMs,
     log,
+    warn: (msg) => logger.warning(msg),
     check: () => {
       for (const path of syncFiles(desired(), plan.hostFiles.confDir)) log(`rewrote ${path} (token, CA or file changed)`);
       // The aliases are links to the primary: a new primary means new links (written over in place, it is both).
@@ -128,7 +131,7 @@ export async function runInstall(argv: readonly string[]): Promise<number> {
 }
 
 /** The plan, or what is wrong with the flags or the environment. */
-function planOf(values: Flags, env: NodeJS.ProcessEnv, log: (msg: string) => void): Plan | string {
+function planOf(values: Flags, env: NodeJS.ProcessEnv, warn: (msg: string) => void): Plan | string {
   const intervalSeconds = Number(values['poll-interval']);
   if (!Number.isFinite(intervalSeconds) || intervalSeconds <= 0) {
     return `--poll-interval ${JSON.stringify(values['poll-interval'])} must be a positive number of seconds`;
@@ -156,7 +159,7 @@ function planOf(values: Flags, env: NodeJS.ProcessEnv, log: (msg: string) => voi
   if (nodeName !== '' && !isDnsSubdomain(nodeName)) {
     return `NODENAME ${JSON.stringify(nodeName)} is not a Kubernetes node name (lowercase letters, digits, "-" and ".")`;
   }
-  if (nodeName === '') log('warning: NODENAME is not set: no nodename file; the plugin falls back to the host name');
+  if (nodeName === '') warn('NODENAME is not set: no nodename file; the plugin falls back to the host name');
   const names = ['hereabouts', ...(values['whereabouts-name'] ? ['whereabouts'] : [])];
   return {
     source: values.binary,
@@ -191,7 +194,7 @@ function planOf(values: Flags, env: NodeJS.ProcessEnv, log: (msg: string) => voi
  * fs.watch: kubelet updates a projected volume by swapping a symlink (`..data`), which a watch on the files misses,
  * and a few small reads per interval cost nothing.
  */
-function keep(options: { intervalMs: number; log: (msg: string) => void; check: () => void }): Promise<number> {
+function keep(options: { intervalMs: number; log: (msg: string) => void; warn: (msg: string) => void; check: () => void }): Promise<number> {
   return new Promise((resolve) => {
     let lastError = '';
     let timer: NodeJS.Timeout;
@@ -203,7 +206,7 @@ function keep(options: { intervalMs: number; log: (msg: string) => void; check: 
       } catch (err) {
         // A projected volume may be mid-update; the next tick retries. Each distinct failure is logged once.
         const message = messageOf(err);
-        if (message !== lastError) options.log(`cannot bring the files up to date (retrying): ${message}`);
+        if (message !== lastError) options.warn(`cannot bring the files up to date (retrying): ${message}`);
         lastError = message;
       }
       timer = setTimeout(tick, options.intervalMs);
