@@ -32,8 +32,8 @@ const usage = `Usage: hereabouts install [flags]
                              it (default /host/var/log)
   --log-max-bytes N          rotate the log file (rename to .1) when it is larger (default 10485760)
   --metrics-addr ADDR        serve the node's CNI call metrics on /metrics and /healthz (e.g. :9546; default off)
-  --stats-dir DIR            the host's /var/lib/cni/hereabouts/stats as mounted here: the plugin's call records,
-                             folded into /metrics (default /host/var/lib/cni/hereabouts/stats)
+  --stats-dir DIR            the host's /var/lib/hereabouts/stats as mounted here: the plugin's call records,
+                             folded into /metrics (default /host/var/lib/hereabouts/stats)
   --stats-max-bytes N        rotate the call-stats file when it is larger (default 4194304)
   --metrics-max-networks N   distinct network label values before the rest count as "_other" (default 100)
   --poll-interval SECONDS    how often to check the token, the CA and the installed files (default 10)
@@ -55,7 +55,7 @@ const flags = {
   'log-dir': { type: 'string', default: '/host/var/log' },
   'log-max-bytes': { type: 'string', default: String(10 * 1024 * 1024) },
   'metrics-addr': { type: 'string', default: '' },
-  'stats-dir': { type: 'string', default: '/host/var/lib/cni/hereabouts/stats' },
+  'stats-dir': { type: 'string', default: '/host/var/lib/hereabouts/stats' },
   'stats-max-bytes': { type: 'string', default: String(4 * 1024 * 1024) },
   'metrics-max-networks': { type: 'string', default: '100' },
   'poll-interval': { type: 'string', default: '10' },

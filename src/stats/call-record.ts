@@ -9,8 +9,13 @@
 // anything a Prometheus label value would have to escape.
 
 export const STATS_FILE = 'calls';
-/** The plugin's stats directory on the host; it records only when the directory exists (the DaemonSet makes it). */
-export const DEFAULT_STATS_DIR = '/var/lib/cni/hereabouts/stats';
+/**
+ * The plugin's stats directory on the host; it records only when the directory exists (the DaemonSet makes it).
+ * Outside /var/lib/cni on purpose: a network configuration may point data_dir and cache_dir anywhere below the
+ * allowed data directories (by default /var/lib/cni), and so could plant a directory named "calls" in it or make
+ * it exist on a node where nothing folds it.
+ */
+export const DEFAULT_STATS_DIR = '/var/lib/hereabouts/stats';
 /** The plugin's environment may move it (the runtime's environment is the operator's, never a tenant's). */
 export const STATS_DIR_ENV = 'HEREABOUTS_STATS_DIR';
 

@@ -260,7 +260,7 @@ describe('Helm chart deploy/helm/hereabouts', () => {
 
   test('node.hostPaths move the host dirs and tell the installer the host\'s view of the conf dir', () => {
     const pod = nodePod(template(helmBin, { node: { hostPaths: { cniBinDir: '/var/lib/cni/bin', cniConfDir: '/var/lib/cni/net.d' } } }));
-    assert.deepEqual(pod.spec.volumes?.map((v) => v.hostPath?.path), ['/var/lib/cni/bin', '/var/lib/cni/net.d', '/var/lib/cni/hereabouts/stats', '/var/log']);
+    assert.deepEqual(pod.spec.volumes?.map((v) => v.hostPath?.path), ['/var/lib/cni/bin', '/var/lib/cni/net.d', '/var/lib/hereabouts/stats', '/var/log']);
     assert.ok(commandOf(pod).includes('--host-cni-conf-dir=/var/lib/cni/net.d'));
     assertAccepted(commandOf(pod));
   });
@@ -287,7 +287,7 @@ describe('Helm chart deploy/helm/hereabouts', () => {
     assert.deepEqual(container.ports, [{ name: 'metrics', containerPort: 9546 }]);
     // The plugin's stats directory and the host's /var/log (for the log file's rotation) are mounted.
     const volumes = nodePod(defaults).spec.volumes ?? [];
-    assert.ok(volumes.some((v) => v.hostPath?.path === '/var/lib/cni/hereabouts/stats'));
+    assert.ok(volumes.some((v) => v.hostPath?.path === '/var/lib/hereabouts/stats'));
     assert.ok(volumes.some((v) => v.hostPath?.path === '/var/log'));
     assert.ok(!defaults.some((o) => o.kind === 'PodMonitor'));
     const objects = template(helmBin, { node: { metricsAddr: ':9600' }, monitoring: { podMonitor: { enabled: true, interval: '15s', labels: { release: 'kps' } } } });
