@@ -4,6 +4,7 @@ import { parseNetworkConfig } from '../config/parse.ts';
 import type { NetworkConfig } from '../config/types.ts';
 import { openStore } from '../store/open.ts';
 import type { Store } from '../store/store.ts';
+import { recordCall } from './call-stats.ts';
 import { readCniEnv, type CniEnv } from './env.ts';
 import { createLogger, type Logger } from './log.ts';
 import { errorJson, writeError, writeResult, writeSuccess, type OutputOptions } from './output.ts';
@@ -23,14 +24,16 @@ export interface PluginIO {
 }
 
 export async function runPlugin(io: PluginIO = {}): Promise<number> {
+  const started = process.hrtime.bigint();
+  let outcome: 'ok' | number = 'ok';
   let version: CniVersion | undefined;
   let request: Record<string, unknown> | undefined;
   const sinks = io.stderr === undefined ? {} : { stderr: io.stderr };
   const out = io.stdout === undefined ? {} : { write: io.stdout };
   let logger: Logger = createLogger({ level: 'error', ...sinks });
   let store: Store | undefined;
+  const processEnv = io.env ?? process.env;
   try {
-    const processEnv = io.env ?? process.env;
     const env = readCniEnv(processEnv);
     if (env.verb === 'VERSION') return await answerVersion(io);
     request = decodeRequest(io.stdin ?? readStdinFd());
@@ -47,17 +50,26 @@ export async function runPlugin(io: PluginIO = {}): Promise<number> {
       context: describe(env),
       ...sinks,
     });
+    for (const note of config.notes ?? []) logger.debug(note);
     for (const warning of config.warnings) logger.warning(warning);
     store = await openStore(config, { log: logger });
     return await runVerb({ env, config, store, logger, version }, out);
   } catch (err) {
     const cniVersion = version ?? bestEffortVersion(request);
     const { code, msg } = errorJson(err, cniVersion);
+    outcome = code;
     logger.error(`failed with code ${code}: ${msg}`);
     // Stack traces are for whoever debugs us (log_level debug), never for stdout or a routine error log.
     return writeError(err, cniVersion, { log: (m) => logger.debug(m), ...out });
   } finally {
-    await store?.close();
+    try {
+      await store?.close();
+    } finally {
+      // Every call, whether this process hosts one or many, is counted once, after its answer is final.
+      const durationMs = Number(process.hrtime.bigint() - started) / 1e6;
+      const why = recordCall({ verb: processEnv['CNI_COMMAND'], outcome, network: request?.['name'], durationMs }, processEnv);
+      if (why !== undefined) logger.debug(why);
+    }
   }
 }
 
@@ -104,8 +116,8 @@ async function answerVersion(io: PluginIO): Promise<number> {
   return writeResult(versionInfo(request), io.stdout === undefined ? {} : { write: io.stdout });
 }
 
-function describe(env: CniEnv): string {
-  return 'containerId' in env ? `${env.verb} ${env.containerId}/${env.ifname}` : env.verb;
+function describe(env: CniEnv): { verb: string; container?: string; ifname?: string } {
+  return 'containerId' in env ? { verb: env.verb, container: env.containerId, ifname: env.ifname } : { verb: env.verb };
 }
 
 export type { NetworkConfig };

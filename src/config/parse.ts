@@ -126,7 +126,8 @@ export function parseNetworkConfig(request: Json, options: ParseOptions): Networ
     logLevel: logLevelOf(ipam),
     ...optionalKey('configurationPath', flat?.path),
   };
-  if (flat !== undefined) warnings.unshift(`flat file ${flat.path} merged under the inline ipam keys`);
+  // Normal on every node the DaemonSet installed: a fact for debugging, not a warning on every ADD.
+  const notes = flat === undefined ? [] : [`flat file ${flat.path} merged under the inline ipam keys`];
   return {
     cniVersion: options.cniVersion,
     name,
@@ -134,6 +135,7 @@ export function parseNetworkConfig(request: Json, options: ParseOptions): Networ
     requestedIPs: requestedIPs(request, options.cniArgs),
     ...(request['prevResult'] === undefined ? {} : { prevResult: request['prevResult'] }),
     warnings,
+    notes,
     raw: request,
   };
 }

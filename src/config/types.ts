@@ -89,6 +89,8 @@ export interface NetworkConfig {
   readonly prevResult?: unknown;
   /** Warnings collected while parsing (e.g. range_start outside the usable span); logged, never fatal. */
   readonly warnings: readonly string[];
+  /** How the config was assembled (e.g. which flat file was merged): logged at debug level, on every call. */
+  readonly notes?: readonly string[];
   /** The full decoded stdin object, for verbs that read extra keys (GC's valid attachments). */
   readonly raw: Readonly<Record<string, unknown>>;
 }

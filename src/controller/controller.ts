@@ -13,6 +13,8 @@ import { ControllerMetrics } from './metrics.ts';
 import { NodeSlices, sliceCounts } from './node-slices.ts';
 import { podReleaseReason } from './orphans.ts';
 import type { PodView } from './pod-view.ts';
+import { reportExhausted } from './exhaustion-events.ts';
+import type { PoolView } from './pool-view.ts';
 import { writePoolStatuses } from './pool-status.ts';
 import { reportRecreated, reportReleases } from './release-events.ts';
 
@@ -219,7 +221,8 @@ export class Controller {
     if (kind === 'full' && this.#flags.poolStatus) {
       // A pool written by this pass is described by the next one (its cached version is already stale).
       const pools = [...c.pools.items.values()].filter((p) => !released.has(p.name));
-      summary['statusWritten'] = await writePoolStatuses(this.#api, pools, { leading, log: this.#log });
+      const onExhausted = (view: PoolView): Promise<void> => reportExhausted(view, { nads: c.nads.items.values(), events: this.#events, namespace: this.#api.namespace });
+      summary['statusWritten'] = await writePoolStatuses(this.#api, pools, { leading, log: this.#log, onExhausted });
     }
     return summary;
   }

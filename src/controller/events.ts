@@ -39,12 +39,16 @@ export class EventRecorder {
     this.#quietMs = options.quietMs ?? 10 * 60_000;
   }
 
-  /** Records the event; failures are logged, never thrown (an event is not worth failing a pass for). */
-  async emit(object: InvolvedObject, type: EventType, reason: string, message: string): Promise<void> {
+  /**
+   * Records the event; failures are logged, never thrown (an event is not worth failing a pass for). `transition`:
+   * the caller sends it once per change of state, so a repeat within the quiet period counts up instead of being
+   * dropped.
+   */
+  async emit(object: InvolvedObject, type: EventType, reason: string, message: string, options: { transition?: boolean } = {}): Promise<void> {
     const key = `${object.kind}|${object.namespace}|${object.name}|${type}|${reason}|${message}`;
     const now = Date.now();
     const seen = this.#sent.get(key);
-    if (seen !== undefined && now - seen.lastMs < this.#quietMs) return;
+    if (seen !== undefined && now - seen.lastMs < this.#quietMs && options.transition !== true) return;
     this.#prune(now);
     const stamp = new Date(now).toISOString().replace(/\.\d{3}Z$/, 'Z');
     try {

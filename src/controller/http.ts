@@ -7,6 +7,8 @@ import { errorText } from './log.ts';
 
 export interface Routes {
   readonly metrics?: Registry;
+  /** Runs before each /metrics answer (e.g. folds what was recorded since the last scrape). */
+  readonly beforeMetrics?: () => void;
   /** Why the replica is not ready, or undefined when it is. */
   readonly notReady?: () => string | undefined;
 }
@@ -21,13 +23,16 @@ export function serve(addr: string, routes: Routes): Promise<Server> {
     };
     if (path === '/metrics' && routes.metrics !== undefined) {
       const registry = routes.metrics;
-      registry.metrics().then(
-        (body) => {
-          res.writeHead(200, { 'Content-Type': registry.contentType });
-          res.end(body);
-        },
-        (err: unknown) => text(500, `metrics failed: ${errorText(err)}\n`),
-      );
+      Promise.resolve()
+        .then(() => routes.beforeMetrics?.())
+        .then(() => registry.metrics())
+        .then(
+          (body) => {
+            res.writeHead(200, { 'Content-Type': registry.contentType });
+            res.end(body);
+          },
+          (err: unknown) => text(500, `metrics failed: ${errorText(err)}\n`),
+        );
       return;
     }
     if (path === '/healthz' && routes.notReady !== undefined) return text(200, 'ok\n');

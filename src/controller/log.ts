@@ -1,11 +1,10 @@
-// Structured logs of the controller: one JSON object per line on stderr ({time, level, msg, ...fields}), the form
-// log collectors index without a parser. Messages and string fields pass through the plugin's redaction, so a
-// logged error can never carry a bearer token.
-import { redact } from '../cni/log.ts';
+// Structured logs of the controller and the installer: the JSON lines of every mode on stderr
+// ({time, level, mode, msg, ...fields}; src/log/line.ts), redacted, so a logged error never carries a bearer token.
+import { logLine, type LogFields, type LogMode } from '../log/line.ts';
 
 export type LogLevel = 'debug' | 'info' | 'warning' | 'error';
 
-export type LogFields = Readonly<Record<string, string | number | boolean | undefined>>;
+export type { LogFields };
 
 export interface Log {
   debug(msg: string, fields?: LogFields): void;
@@ -18,16 +17,12 @@ const rank: Record<LogLevel, number> = { debug: 0, info: 1, warning: 2, error: 3
 
 export const LOG_LEVELS: readonly LogLevel[] = ['debug', 'info', 'warning', 'error'];
 
-export function jsonLog(options: { level: LogLevel; write?: (line: string) => void }): Log {
+export function jsonLog(options: { level: LogLevel; mode?: LogMode; write?: (line: string) => void }): Log {
   const write = options.write ?? ((line: string) => void process.stderr.write(line));
   const threshold = rank[options.level];
   const emit = (level: LogLevel, msg: string, fields: LogFields = {}): void => {
     if (rank[level] < threshold) return;
-    const entry: Record<string, string | number | boolean> = { time: new Date().toISOString(), level, msg: redact(msg) };
-    for (const [key, value] of Object.entries(fields)) {
-      if (value !== undefined) entry[key] = typeof value === 'string' ? redact(value) : value;
-    }
-    write(`${JSON.stringify(entry)}\n`);
+    write(logLine(level, options.mode ?? 'controller', msg, fields));
   };
   return {
     debug: (msg, fields) => emit('debug', msg, fields),

@@ -6,6 +6,7 @@ import type { Cidr } from '../ip/cidr.ts';
 import { statusText, type ApiClient } from '../store/kubernetes/api.ts';
 import { objectPath } from '../store/kubernetes/resources.ts';
 import { conditionsMatch, withConditions, type Condition, type StampedCondition } from './conditions.ts';
+import { wasExhausted } from './exhaustion-events.ts';
 import type { Log } from './log.ts';
 import { eachLimited } from './parallel.ts';
 import { poolCapacity, type PoolView } from './pool-view.ts';
@@ -33,8 +34,15 @@ export function desiredStatus(range: Cidr, used: number, current: unknown, now: 
   return { capacity: String(capacity), used, free: String(free), conditions: withConditions(seen['conditions'], [exhausted], now) };
 }
 
+export interface StatusWriteOptions {
+  readonly leading: () => boolean;
+  readonly log: Log;
+  /** Called after a write that turned Exhausted True (once per transition: the next pass sees it already True). */
+  readonly onExhausted?: (view: PoolView) => Promise<void>;
+}
+
 /** Writes the status of every pool whose status is not current (four at a time); returns how many were written. */
-export async function writePoolStatuses(api: ApiClient, pools: Iterable<PoolView>, options: { leading: () => boolean; log: Log }): Promise<number> {
+export async function writePoolStatuses(api: ApiClient, pools: Iterable<PoolView>, options: StatusWriteOptions): Promise<number> {
   const stale: Array<{ view: PoolView; status: PoolStatus }> = [];
   for (const view of pools) {
     const status = view.range === undefined ? undefined : desiredStatus(view.range, view.allocations.size, view.status, new Date());
@@ -42,7 +50,9 @@ export async function writePoolStatuses(api: ApiClient, pools: Iterable<PoolView
   }
   let written = 0;
   await eachLimited(stale, 4, async ({ view, status }) => {
-    if (options.leading() && (await writeStatus(api, view, status, options.log))) written++;
+    if (!options.leading() || !(await writeStatus(api, view, status, options.log))) return;
+    written++;
+    if (options.onExhausted !== undefined && wasExhausted(status.conditions) && !wasExhausted(view.status.conditions)) await options.onExhausted(view);
   });
   return written;
 }

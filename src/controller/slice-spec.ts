@@ -4,6 +4,7 @@
 import { CniError } from '../cni/errors.ts';
 import { parseNetworkConfig } from '../config/parse.ts';
 import { formatCidr, type Cidr } from '../ip/cidr.ts';
+import { poolRefs } from '../store/pool-refs.ts';
 
 export interface SliceSpec {
   /** The NodeSlicePool's name: network_name, else the CNI network name. */
@@ -49,6 +50,33 @@ export function networkNamesOf(nad: unknown): string[] {
     throw err;
   }
   return (found?.sections ?? []).map((s) => s.ipam['network_name']).filter((n): n is string => typeof n === 'string' && n !== '');
+}
+
+/** The IPPool names of a NAD's ranges outside node-slice mode, named as the plugin names them; [] when unreadable. */
+export function rangePoolNamesOf(nad: unknown): string[] {
+  let found;
+  try {
+    found = ipamSections(nad);
+  } catch (err) {
+    if (err instanceof TypeError) return [];
+    throw err;
+  }
+  if (found === undefined) return [];
+  const names: string[] = [];
+  for (const section of found.sections) {
+    if (![undefined, null, ''].includes(section.ipam['node_slice_size'] as string)) continue;
+    const ipam: Obj = { ...section.ipam };
+    for (const key of NODE_LOCAL_KEYS) delete ipam[key];
+    ipam['datastore'] = 'local';
+    const name = found.config['name'] ?? section.plugin['name'];
+    const cniVersion = String(found.config['cniVersion'] ?? section.plugin['cniVersion'] ?? '1.0.0');
+    try {
+      names.push(...poolRefs(parseNetworkConfig({ ...section.plugin, name, ipam } as never, { cniVersion, readFile: () => undefined })).map((r) => r.name));
+    } catch (err) {
+      if (!(err instanceof CniError)) throw err; // a NAD the plugin rejects has no pool
+    }
+  }
+  return names;
 }
 
 /** The node-slice request of one NAD, undefined when it has none; throws when it has one that cannot be read. */

@@ -2,7 +2,7 @@
 // only what the cleanup and the slice assignment read. (Pods: pod-view.ts; IPPools: pool-view.ts.)
 import { errorText } from './log.ts';
 import type { DrainingEntry, SliceEntry } from './slice-assign.ts';
-import { networkNamesOf, sliceSpecOf, type SliceSpec } from './slice-spec.ts';
+import { networkNamesOf, rangePoolNamesOf, sliceSpecOf, type SliceSpec } from './slice-spec.ts';
 
 type Obj = Record<string, unknown>;
 const obj = (v: unknown): Obj => (typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Obj) : {});
@@ -80,6 +80,8 @@ export function nodeSlicePoolView(object: unknown): NodeSlicePoolView {
 
 export interface NadView extends ObjectRef {
   readonly networkNames: readonly string[];
+  /** The IPPools of its ranges (not node slices). */
+  readonly pools: readonly string[];
   readonly slice?: SliceSpec;
   /** Why its node-slice request cannot be read. */
   readonly problem?: string;
@@ -89,15 +91,16 @@ export interface NadView extends ObjectRef {
 export function nadView(object: unknown): NadView | undefined {
   const meta = obj(obj(object)['metadata']);
   const networkNames = networkNamesOf(object);
+  const pools = rangePoolNamesOf(object);
   let slice: SliceSpec | undefined;
   try {
     slice = sliceSpecOf(object);
   } catch (err) {
     if (!(err instanceof TypeError || err instanceof RangeError)) throw err;
-    return { ...refOf(meta), networkNames, problem: errorText(err) };
+    return { ...refOf(meta), networkNames, pools, problem: errorText(err) };
   }
   if (slice === undefined && networkNames.length === 0 && !mentionsUs(object)) return undefined;
-  return { ...refOf(meta), networkNames, ...(slice === undefined ? {} : { slice }) };
+  return { ...refOf(meta), networkNames, pools, ...(slice === undefined ? {} : { slice }) };
 }
 
 function mentionsUs(object: unknown): boolean {

@@ -4,11 +4,17 @@
 import { basename, dirname, join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { CniError } from '../cni/errors.ts';
+import { jsonLog } from '../controller/log.ts';
 import { messageOf } from '../store/local/fs-errors.ts';
 import { isDnsSubdomain } from '../store/names.ts';
 import { binaryChanged, installBinary, linkBinary, sweepTemps, type InstalledBinary } from './binary.ts';
 import { checkFlatConfig, readServiceAccount, syncFiles } from './config-files.ts';
+import { parseAddr } from '../controller/http.ts';
+import type { NodeSideOptions } from './node-side.ts';
 import { apiServerUrl, desiredFiles, FILES, type DesiredFile, type HostFilesOptions } from './host-files.ts';
+
+/** Where the plugin logs when installed by the DaemonSet (allowed by the default trust policy too). */
+export const DEFAULT_LOG_FILE = '/var/log/hereabouts.log';
 
 const usage = `Usage: hereabouts install [flags]
   Runs in the node DaemonSet (deploy/daemonset.yaml), with the host's CNI dirs mounted.
@@ -20,7 +26,16 @@ const usage = `Usage: hereabouts install [flags]
   --whereabouts-name         also install the executable as "whereabouts" (NADs keeping "type": "whereabouts")
   --whereabouts-kubeconfig   also keep whereabouts.d/whereabouts.kubeconfig (NADs naming it in kubernetes.kubeconfig)
   --log-level LEVEL          log_level in the flat config (debug, verbose, info, warning, error, panic)
-  --log-file FILE            log_file in the flat config (absolute path on the host)
+  --log-file FILE            log_file in the flat config (absolute path on the host; default /var/log/hereabouts.log,
+                             "" for none: the plugin then logs to the runtime's stderr)
+  --log-dir DIR              the directory of --log-file as mounted here, where the long-running installer rotates
+                             it (default /host/var/log)
+  --log-max-bytes N          rotate the log file (rename to .1) when it is larger (default 10485760)
+  --metrics-addr ADDR        serve the node's CNI call metrics on /metrics and /healthz (e.g. :9546; default off)
+  --stats-dir DIR            the host's /var/lib/hereabouts/stats as mounted here: the plugin's call records,
+                             folded into /metrics (default /host/var/lib/hereabouts/stats)
+  --stats-max-bytes N        rotate the call-stats file when it is larger (default 4194304)
+  --metrics-max-networks N   distinct network label values before the rest count as "_other" (default 100)
   --poll-interval SECONDS    how often to check the token, the CA and the installed files (default 10)
   --once                     install, write the files and exit
   Environment: KUBERNETES_SERVICE_HOST, KUBERNETES_SERVICE_PORT (the API server, as every pod gets them),
@@ -36,7 +51,13 @@ const flags = {
   'whereabouts-name': { type: 'boolean', default: false },
   'whereabouts-kubeconfig': { type: 'boolean', default: false },
   'log-level': { type: 'string' },
-  'log-file': { type: 'string' },
+  'log-file': { type: 'string', default: DEFAULT_LOG_FILE },
+  'log-dir': { type: 'string', default: '/host/var/log' },
+  'log-max-bytes': { type: 'string', default: String(10 * 1024 * 1024) },
+  'metrics-addr': { type: 'string', default: '' },
+  'stats-dir': { type: 'string', default: '/host/var/lib/hereabouts/stats' },
+  'stats-max-bytes': { type: 'string', default: String(4 * 1024 * 1024) },
+  'metrics-max-networks': { type: 'string', default: '100' },
   'poll-interval': { type: 'string', default: '10' },
   once: { type: 'boolean', default: false },
   help: { type: 'boolean', short: 'h', default: false },
@@ -52,6 +73,7 @@ interface Plan {
   readonly hostFiles: HostFilesOptions;
   readonly intervalMs: number;
   readonly once: boolean;
+  readonly nodeSide: Omit<NodeSideOptions, 'intervalMs' | 'log'>;
 }
 
 export async function runInstall(argv: readonly string[]): Promise<number> {
@@ -60,8 +82,9 @@ export async function runInstall(argv: readonly string[]): Promise<number> {
     process.stdout.write(usage);
     return 0;
   }
-  const log = (msg: string): void => void process.stderr.write(`${new Date().toISOString()} install: ${msg}\n`);
-  const plan = planOf(values, process.env, log);
+  const logger = jsonLog({ level: 'info', mode: 'install' });
+  const log = (msg: string): void => logger.info(msg);
+  const plan = planOf(values, process.env, (msg) => logger.warning(msg));
   if (typeof plan === 'string') {
     process.stderr.write(`hereabouts install: ${plan}\n`);
     return 2;
@@ -85,9 +108,13 @@ export async function runInstall(argv: readonly string[]): Promise<number> {
   for (const path of syncFiles(first, plan.hostFiles.confDir)) log(`wrote ${path}`);
   if (plan.once) return 0;
 
-  return keep({
+  // Loaded here, not for --once: the metrics library is only for the long-running pod.
+  const { startNodeSide } = await import('./node-side.ts');
+  const nodeSide = await startNodeSide({ ...plan.nodeSide, intervalMs: plan.intervalMs, log: (level, msg) => logger[level](msg) });
+  const code = await keep({
     intervalMs: plan.intervalMs,
     log,
+    warn: (msg) => logger.warning(msg),
     check: () => {
       for (const path of syncFiles(desired(), plan.hostFiles.confDir)) log(`rewrote ${path} (token, CA or file changed)`);
       // The aliases are links to the primary: a new primary means new links (written over in place, it is both).
@@ -99,14 +126,30 @@ export async function runInstall(argv: readonly string[]): Promise<number> {
       });
     },
   });
+  await nodeSide.stop();
+  return code;
 }
 
 /** The plan, or what is wrong with the flags or the environment. */
-function planOf(values: Flags, env: NodeJS.ProcessEnv, log: (msg: string) => void): Plan | string {
+function planOf(values: Flags, env: NodeJS.ProcessEnv, warn: (msg: string) => void): Plan | string {
   const intervalSeconds = Number(values['poll-interval']);
   if (!Number.isFinite(intervalSeconds) || intervalSeconds <= 0) {
     return `--poll-interval ${JSON.stringify(values['poll-interval'])} must be a positive number of seconds`;
   }
+  const counts: Record<string, number> = {};
+  for (const name of ['log-max-bytes', 'stats-max-bytes', 'metrics-max-networks'] as const) {
+    const n = Number(values[name]);
+    if (!Number.isSafeInteger(n) || n <= 0) return `--${name} ${JSON.stringify(values[name])} must be a positive whole number`;
+    counts[name] = n;
+  }
+  if (values['metrics-addr'] !== '') {
+    try {
+      parseAddr(values['metrics-addr']);
+    } catch (err) {
+      return `--metrics-addr: ${messageOf(err)}`;
+    }
+  }
+  const logFile = values['log-file'];
   const apiHost = env['KUBERNETES_SERVICE_HOST'] ?? '';
   if (apiHost === '') return 'KUBERNETES_SERVICE_HOST is not set (run in a pod, or set it)';
   const apiPort = env['KUBERNETES_SERVICE_PORT'] ?? '443';
@@ -116,7 +159,7 @@ function planOf(values: Flags, env: NodeJS.ProcessEnv, log: (msg: string) => voi
   if (nodeName !== '' && !isDnsSubdomain(nodeName)) {
     return `NODENAME ${JSON.stringify(nodeName)} is not a Kubernetes node name (lowercase letters, digits, "-" and ".")`;
   }
-  if (nodeName === '') log('warning: NODENAME is not set: no nodename file; the plugin falls back to the host name');
+  if (nodeName === '') warn('NODENAME is not set: no nodename file; the plugin falls back to the host name');
   const names = ['hereabouts', ...(values['whereabouts-name'] ? ['whereabouts'] : [])];
   return {
     source: values.binary,
@@ -129,12 +172,20 @@ function planOf(values: Flags, env: NodeJS.ProcessEnv, log: (msg: string) => voi
       ...(nodeName === '' ? {} : { nodeName }),
       flatExtra: {
         ...(values['log-level'] === undefined ? {} : { log_level: values['log-level'] }),
-        ...(values['log-file'] === undefined ? {} : { log_file: values['log-file'] }),
+        ...(logFile === '' ? {} : { log_file: logFile }),
       },
       whereaboutsKubeconfig: values['whereabouts-kubeconfig'],
     },
     intervalMs: intervalSeconds * 1000,
     once: values.once,
+    nodeSide: {
+      statsDir: values['stats-dir'],
+      statsMaxBytes: counts['stats-max-bytes']!,
+      ...(values['metrics-addr'] === '' ? {} : { metricsAddr: values['metrics-addr'] }),
+      maxNetworks: counts['metrics-max-networks']!,
+      ...(logFile === '' ? {} : { logFile: join(values['log-dir'], basename(logFile)) }),
+      logMaxBytes: counts['log-max-bytes']!,
+    },
   };
 }
 
@@ -143,7 +194,7 @@ function planOf(values: Flags, env: NodeJS.ProcessEnv, log: (msg: string) => voi
  * fs.watch: kubelet updates a projected volume by swapping a symlink (`..data`), which a watch on the files misses,
  * and a few small reads per interval cost nothing.
  */
-function keep(options: { intervalMs: number; log: (msg: string) => void; check: () => void }): Promise<number> {
+function keep(options: { intervalMs: number; log: (msg: string) => void; warn: (msg: string) => void; check: () => void }): Promise<number> {
   return new Promise((resolve) => {
     let lastError = '';
     let timer: NodeJS.Timeout;
@@ -155,7 +206,7 @@ function keep(options: { intervalMs: number; log: (msg: string) => void; check: 
       } catch (err) {
         // A projected volume may be mid-update; the next tick retries. Each distinct failure is logged once.
         const message = messageOf(err);
-        if (message !== lastError) options.log(`cannot bring the files up to date (retrying): ${message}`);
+        if (message !== lastError) options.warn(`cannot bring the files up to date (retrying): ${message}`);
         lastError = message;
       }
       timer = setTimeout(tick, options.intervalMs);

@@ -69,7 +69,7 @@ describe('Helm chart deploy/helm/hereabouts', () => {
   });
 
   test('helm lint --strict passes, with default values and with every toggle on', () => {
-    for (const args of [[], ['--set', 'monitoring.serviceMonitor.enabled=true,monitoring.prometheusRule.enabled=true,migration.enabled=false']]) {
+    for (const args of [[], ['--set', 'monitoring.serviceMonitor.enabled=true,monitoring.podMonitor.enabled=true,monitoring.prometheusRule.enabled=true,migration.enabled=false']]) {
       const out = helm(helmBin, 'lint', '--strict', chartDir, ...args);
       assert.equal(out.status, 0, out.stdout + out.stderr);
       assert.match(out.stdout, /1 chart\(s\) linted, 0 chart\(s\) failed/);
@@ -248,9 +248,9 @@ describe('Helm chart deploy/helm/hereabouts', () => {
   });
 
   test('migration.enabled (default) keeps Whereabouts\' names on the nodes; false installs only hereabouts\'', () => {
-    assert.deepEqual(commandOf(nodePod(defaults)), ['/hereabouts', 'install', '--whereabouts-name', '--whereabouts-kubeconfig']);
+    assert.deepEqual(commandOf(nodePod(defaults)), ['/hereabouts', 'install', '--whereabouts-name', '--whereabouts-kubeconfig', '--metrics-addr=:9546']);
     const fresh = commandOf(nodePod(template(helmBin, { migration: { enabled: false }, node: { extraArgs: ['--log-level=debug'] } })));
-    assert.deepEqual(fresh, ['/hereabouts', 'install', '--log-level=debug']);
+    assert.deepEqual(fresh, ['/hereabouts', 'install', '--metrics-addr=:9546', '--log-level=debug']);
     assertAccepted(fresh);
     assertAccepted(commandOf(nodePod(defaults)));
     const help = spawnSync(bin, ['install', '--help'], { encoding: 'utf8' }).stdout;
@@ -260,7 +260,7 @@ describe('Helm chart deploy/helm/hereabouts', () => {
 
   test('node.hostPaths move the host dirs and tell the installer the host\'s view of the conf dir', () => {
     const pod = nodePod(template(helmBin, { node: { hostPaths: { cniBinDir: '/var/lib/cni/bin', cniConfDir: '/var/lib/cni/net.d' } } }));
-    assert.deepEqual(pod.spec.volumes?.map((v) => v.hostPath?.path), ['/var/lib/cni/bin', '/var/lib/cni/net.d']);
+    assert.deepEqual(pod.spec.volumes?.map((v) => v.hostPath?.path), ['/var/lib/cni/bin', '/var/lib/cni/net.d', '/var/lib/hereabouts/stats', '/var/log']);
     assert.ok(commandOf(pod).includes('--host-cni-conf-dir=/var/lib/cni/net.d'));
     assertAccepted(commandOf(pod));
   });
@@ -278,6 +278,30 @@ describe('Helm chart deploy/helm/hereabouts', () => {
     assert.deepEqual(monitor.spec.selector.matchLabels, pod.metadata.labels);
     assert.deepEqual(monitor.spec.endpoints, [{ port: 'metrics', path: '/metrics', interval: '15s' }]);
     assert.deepEqual(monitor.spec.namespaceSelector.matchNames, ['kube-system']);
+  });
+
+  test('the node DaemonSet serves its CNI metrics (node.metricsAddr), and monitoring.podMonitor scrapes that port', () => {
+    const container = nodePod(defaults).spec.containers[0]!;
+    assert.ok(container.command.includes('--metrics-addr=:9546'), container.command.join(' '));
+    assertAccepted(container.command);
+    assert.deepEqual(container.ports, [{ name: 'metrics', containerPort: 9546 }]);
+    // The plugin's stats directory and the host's /var/log (for the log file's rotation) are mounted.
+    const volumes = nodePod(defaults).spec.volumes ?? [];
+    assert.ok(volumes.some((v) => v.hostPath?.path === '/var/lib/hereabouts/stats'));
+    assert.ok(volumes.some((v) => v.hostPath?.path === '/var/log'));
+    assert.ok(!defaults.some((o) => o.kind === 'PodMonitor'));
+    const objects = template(helmBin, { node: { metricsAddr: ':9600' }, monitoring: { podMonitor: { enabled: true, interval: '15s', labels: { release: 'kps' } } } });
+    const pod = nodePod(objects);
+    assert.deepEqual(pod.spec.containers[0]!.ports, [{ name: 'metrics', containerPort: 9600 }]);
+    const monitor = find(objects, 'PodMonitor', 'hereabouts-node') as unknown as { metadata: { labels: Record<string, string> }; spec: { selector: { matchLabels: Record<string, string> }; podMetricsEndpoints: Array<{ port: string; path: string; interval: string }> } };
+    assert.equal(monitor.metadata.labels['release'], 'kps');
+    assert.deepEqual(monitor.spec.selector.matchLabels, pod.metadata.labels);
+    assert.deepEqual(monitor.spec.podMetricsEndpoints, [{ port: 'metrics', path: '/metrics', interval: '15s' }]);
+    // Off: no flag, no port, and a PodMonitor would have nothing to scrape.
+    const off = nodePod(template(helmBin, { node: { metricsAddr: '' } })).spec.containers[0]!;
+    assert.ok(!off.command.some((a) => a.startsWith('--metrics-addr')));
+    assert.equal(off.ports, undefined);
+    assert.throws(() => template(helmBin, { node: { metricsAddr: '' }, monitoring: { podMonitor: { enabled: true } } }), /podMonitor\.enabled needs node\.metricsAddr/);
   });
 
   test('monitoring.prometheusRule renders deploy/monitoring/prometheusrule.yaml\'s rules, unchanged by templating', () => {
@@ -329,13 +353,13 @@ describe('Helm chart deploy/helm/hereabouts', () => {
     test('the ServiceMonitor and the PrometheusRule pass the Prometheus Operator\'s own CRD schemas (server-side dry run)', () => {
       // The Operator's CRDs from its published Go module, applied for real (cluster-scoped, harmless to other tests).
       const crds = execFileSync('bash', [join(repoRoot, 'scripts', 'tools', 'prometheus-operator-crds.sh')], { encoding: 'utf8' }).trim();
-      for (const kind of ['servicemonitors', 'prometheusrules']) {
+      for (const kind of ['servicemonitors', 'podmonitors', 'prometheusrules']) {
         kube('', 'apply', '--server-side', '--force-conflicts', '-f', join(crds, `monitoring.coreos.com_${kind}.yaml`));
         kube('', 'wait', '--for=condition=Established', '--timeout=60s', `crd/${kind}.monitoring.coreos.com`);
       }
-      const yaml = templateYaml(helmBin, { namespace: ns.name, monitoring: { serviceMonitor: { enabled: true, labels: { release: 'kps' } }, prometheusRule: { enabled: true } } }, '--skip-crds');
+      const yaml = templateYaml(helmBin, { namespace: ns.name, monitoring: { serviceMonitor: { enabled: true, labels: { release: 'kps' } }, podMonitor: { enabled: true }, prometheusRule: { enabled: true } } }, '--skip-crds');
       const out = kube(yaml, 'apply', '--dry-run=server', '-f', '-');
-      for (const object of ['service/hereabouts-controller-metrics', 'servicemonitor.monitoring.coreos.com/hereabouts-controller', 'prometheusrule.monitoring.coreos.com/hereabouts']) {
+      for (const object of ['service/hereabouts-controller-metrics', 'servicemonitor.monitoring.coreos.com/hereabouts-controller', 'podmonitor.monitoring.coreos.com/hereabouts-node', 'prometheusrule.monitoring.coreos.com/hereabouts']) {
         assert.match(out, new RegExp(`^${object.replaceAll('.', '\\.')} created \\(server dry run\\)$`, 'm'), out);
       }
       // The schema is really enforced: a rule without expr is refused.

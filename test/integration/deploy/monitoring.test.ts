@@ -1,5 +1,6 @@
 // deploy/monitoring/: the PrometheusRule and the Grafana dashboard use only metrics (and labels) that a real
-// controller serves on /metrics, scraped from `hereabouts controller` running against the real API server; the rules
+// controller serves on /metrics, scraped from `hereabouts controller` running against the real API server, or that
+// a real node DaemonSet process serves (`hereabouts install --metrics-addr`, folding real plugin calls); the rules
 // pass `promtool check rules` and the alert unit tests of test/monitoring/alerts.test.yaml (Debian's promtool, which
 // scripts/setup.sh installs), and a structural check.
 import { after, before, describe, test } from 'node:test';
@@ -13,6 +14,36 @@ import { api, apiRequest, controlPlane, createNamespace, type Namespace } from '
 import { repoRoot } from '../../support/paths.ts';
 import { allocation, createNad, createPod, createPool, createReservation, deleteAllPods, eventually, startController, type Running } from '../controller/harness.ts';
 import { exposition, labelNames, metricNames } from './promql.ts';
+import { mkdirSync, rmSync } from 'node:fs';
+import { runCni } from '../../support/cni.ts';
+import { requireBinary } from '../../support/paths.ts';
+import { fakeNode, installArgs, startInstaller, waitFor, type FakeNode, type RunningInstaller } from '../install/host.ts';
+
+/** A node DaemonSet process folding the calls of real plugin processes: what it serves on /metrics. */
+async function nodeExposition(): Promise<{ text: string; stop: () => void }> {
+  const node: FakeNode = fakeNode({ token: 't', ca: 'not a real CA', namespace: 'kube-system' });
+  const statsDir = join(node.root, 'stats');
+  mkdirSync(statsDir);
+  const port = await freePort();
+  const installer: RunningInstaller = startInstaller(
+    installArgs(node, { extra: ['--poll-interval', '0.2', '--metrics-addr', `127.0.0.1:${port}`, '--stats-dir', statsDir, '--log-file', ''] }),
+    { KUBERNETES_SERVICE_HOST: '10.96.0.1', KUBERNETES_SERVICE_PORT: '443', NODENAME: 'node-mon' },
+  );
+  const stop = (): void => {
+    installer.child.kill('SIGKILL');
+    rmSync(node.root, { recursive: true, force: true });
+  };
+  await waitFor(() => installer.stderr().includes('serving /metrics'), 'the node process serves /metrics', installer);
+  // An ADD that succeeds, one that fails (a bad range) and a DEL: every label value the rules select on.
+  const ipam = (range: string): Record<string, unknown> => ({ type: 'hereabouts', datastore: 'local', data_dir: join(node.root, 'data'), range });
+  const call = (command: string, range: string): Promise<unknown> =>
+    runCni(requireBinary(), { command, containerId: 'mon-1', netns: '/var/run/netns/x', ifname: 'eth0', path: '/usr/lib/cni', args: 'K8S_POD_NAMESPACE=m;K8S_POD_NAME=p' }, { cniVersion: '1.0.0', name: 'monnet', type: 'bridge', ipam: ipam(range) }, { extraEnv: { HEREABOUTS_STATS_DIR: statsDir } });
+  await call('ADD', '10.79.0.0/24');
+  await call('ADD', '10.79.0.0/33');
+  await call('DEL', '10.79.0.0/24');
+  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  return { text, stop };
+}
 
 const monitoring = join(repoRoot, 'deploy', 'monitoring');
 /** Labels Prometheus adds to every scraped series from the target (ServiceMonitor/pod discovery). */
@@ -67,7 +98,7 @@ test('the rules are well formed: unique alert names, durations, severity, summar
     }
   }
   assert.equal(new Set(names).size, names.length, names.join(' '));
-  for (const wanted of ['HereaboutsPoolNearlyFull', 'HereaboutsPoolExhausted', 'HereaboutsOrphansGrowing', 'HereaboutsNoControllerLeader', 'HereaboutsCachesUnsynced']) {
+  for (const wanted of ['HereaboutsPoolNearlyFull', 'HereaboutsPoolExhausted', 'HereaboutsOrphansGrowing', 'HereaboutsNoControllerLeader', 'HereaboutsCachesUnsynced', 'HereaboutsCniAddErrors', 'HereaboutsCniAddSlow']) {
     assert.ok(names.includes(wanted), wanted);
   }
 });
@@ -98,6 +129,7 @@ describe('against what a running controller serves on /metrics', () => {
   let ns: Namespace;
   let controller: Running;
   let served: Map<string, Set<string>>;
+  let stopNode = (): void => undefined;
   // Three nodes for a network of two slices: one node is left without a slice.
   const nodes = (): string[] => ['a', 'b', 'c'].map((n) => `${ns.name}-${n}`);
   before(async () => {
@@ -110,18 +142,22 @@ describe('against what a running controller serves on /metrics', () => {
     const uid = await createPod(ns, 'alive', { phase: 'Running' });
     await createPool(ns, '10.77.255.0-30', '10.77.255.0/30', { '1': allocation(ns, 'alive', uid), '2': allocation(ns, 'ghost') });
     await createReservation(ns, '10.78.0.1', `${ns.name}/gone`);
+    const nodeSide = await nodeExposition();
+    stopNode = nodeSide.stop;
     controller = startController(ns, '--metrics-addr', `127.0.0.1:${port}`, '--retry-period', '300ms', '--reconcile-interval', '1s', '--reservation-grace', '0s');
     await controller.waitForLine((l) => / pass done/.test(l.msg) && l['released'] === 1, 15_000);
     let text = '';
     const complete = await eventually(async () => {
       text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
       served = exposition(text);
-      const labelled = ['hereabouts_node_slices', 'hereabouts_nodes_without_slice', 'hereabouts_orphans_cleaned_total', 'hereabouts_reservations_cleaned_total'];
+      for (const [name, labels] of exposition(nodeSide.text)) served.set(name, new Set([...(served.get(name) ?? []), ...labels]));
+      const labelled = ['hereabouts_node_slices', 'hereabouts_nodes_without_slice', 'hereabouts_orphans_cleaned_total', 'hereabouts_reservations_cleaned_total', 'hereabouts_cni_requests_total', 'hereabouts_cni_request_duration_seconds_bucket'];
       return labelled.every((name) => (served.get(name)?.size ?? 0) > 0);
     }, 10_000);
     assert.ok(complete, text);
   });
   after(async () => {
+    stopNode();
     await controller.stop();
     for (const name of nodes()) await apiRequest(ns.cp, 'DELETE', `/api/v1/nodes/${name}`);
     await apiRequest(ns.cp, 'DELETE', `/apis/k8s.cni.cncf.io/v1/namespaces/${ns.name}/network-attachment-definitions`);
@@ -154,9 +190,14 @@ describe('against what a running controller serves on /metrics', () => {
     check('dashboard', dashboardExprs(dashboard()));
   });
 
-  test('the check catches a metric that is not served (as the node-side CNI metrics are not yet)', () => {
-    assert.equal(served.get('hereabouts_cni_requests_total'), undefined);
-    assert.throws(() => check('probe', ['sum(rate(hereabouts_cni_requests_total[5m]))']), /hereabouts_cni_requests_total/);
+  test('the node process serves the CNI metrics with the labels the rules select on', () => {
+    assert.deepEqual([...(served.get('hereabouts_cni_requests_total') ?? [])].sort(), ['code', 'network', 'verb']);
+    assert.deepEqual([...(served.get('hereabouts_cni_request_duration_seconds_bucket') ?? [])].sort(), ['le', 'network', 'verb']);
+  });
+
+  test('the check catches a metric that is not served', () => {
+    assert.equal(served.get('hereabouts_cni_calls_total'), undefined);
+    assert.throws(() => check('probe', ['sum(rate(hereabouts_cni_calls_total[5m]))']), /hereabouts_cni_calls_total/);
     assert.throws(() => check('probe', ['max by (nosuchlabel) (hereabouts_pool_free)']), /label nosuchlabel/);
   });
 });

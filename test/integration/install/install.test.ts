@@ -104,6 +104,8 @@ describe('hereabouts install --once', () => {
       assert.deepEqual(readJson(join(other.filesDir, 'hereabouts.conf')), {
         datastore: 'kubernetes',
         kubernetes: { kubeconfig: '/etc/cni/net.d/hereabouts.d/hereabouts.kubeconfig' },
+        // By default the plugin logs to a file on the host, so that its errors are findable (docs/troubleshooting.md).
+        log_file: '/var/log/hereabouts.log',
       });
     } finally {
       rmSync(other.root, { recursive: true, force: true });
@@ -125,11 +127,22 @@ describe('hereabouts install --once', () => {
   test('--log-level and --log-file go into the flat config', () => {
     const other = fakeNode({ token: 'tok', ca, namespace: 'kube-system' });
     try {
-      const run = installOnce(installArgs(other, { extra: ['--log-level', 'debug', '--log-file', '/var/log/hereabouts.log'] }), env);
+      const run = installOnce(installArgs(other, { extra: ['--log-level', 'debug', '--log-file', '/var/log/cni/ipam.log'] }), env);
       assert.equal(run.code, 0, run.stderr);
       const flat = readJson(join(other.filesDir, 'hereabouts.conf'));
       assert.equal(flat['log_level'], 'debug');
-      assert.equal(flat['log_file'], '/var/log/hereabouts.log');
+      assert.equal(flat['log_file'], '/var/log/cni/ipam.log');
+    } finally {
+      rmSync(other.root, { recursive: true, force: true });
+    }
+  });
+
+  test('--log-file "" leaves log_file out of the flat config (the plugin logs to the runtime\'s stderr)', () => {
+    const other = fakeNode({ token: 'tok', ca, namespace: 'kube-system' });
+    try {
+      const run = installOnce(installArgs(other, { extra: ['--log-file', ''] }), env);
+      assert.equal(run.code, 0, run.stderr);
+      assert.equal(readJson(join(other.filesDir, 'hereabouts.conf'))['log_file'], undefined);
     } finally {
       rmSync(other.root, { recursive: true, force: true });
     }

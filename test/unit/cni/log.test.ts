@@ -12,11 +12,25 @@ const scratch = (): string => mkdtempSync(join(tmpdir(), 'hab-log-'));
 
 test('createLogger() escapes control characters: a value with a newline cannot forge a line', () => {
   const file = join(scratch(), 'plugin.log');
-  const log = createLogger({ file, level: 'debug', context: 'ADD c1/eth0' });
-  log.info('pod p\n2026-01-01T00:00:00.000Z [error] forged\r\u001b[31m\u2028end');
+  const log = createLogger({ file, level: 'debug', context: { verb: 'ADD', container: 'c1\n{"forged":1}', ifname: 'eth0' } });
+  log.info('pod p\n{"time":"2026-01-01T00:00:00.000Z","level":"error"} forged\r\u001b[31m\u2028\u0085end');
   const text = readFileSync(file, 'utf8');
   assert.equal(text.split('\n').length, 2, text);
-  assert.match(text, /pod p\\n2026.*forged\\r\\u001b\[31m\\u2028end\n$/);
+  assert.match(text, /forged\\r\\u001b\[31m\\u2028\\u0085end",/);
+  const entry = JSON.parse(text) as Record<string, unknown>;
+  assert.equal(entry['msg'], 'pod p\n{"time":"2026-01-01T00:00:00.000Z","level":"error"} forged\r\u001b[31m\u2028\u0085end');
+  assert.equal(entry['container'], 'c1\n{"forged":1}');
+});
+
+test('createLogger() writes the JSON line of every mode: time, level, mode "cni", msg, then the context fields', () => {
+  const file = join(scratch(), 'plugin.log');
+  createLogger({ file, level: 'info', context: { verb: 'DEL', container: 'c9', ifname: 'net1' } }).warning('token: abc123 leaked?');
+  const entry = JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
+  assert.deepEqual(Object.keys(entry), ['time', 'level', 'mode', 'msg', 'verb', 'container', 'ifname']);
+  assert.equal(entry['level'], 'warning');
+  assert.equal(entry['mode'], 'cni');
+  assert.equal(entry['msg'], 'token: *** leaked?');
+  assert.match(String(entry['time']), /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
 });
 
 test('createLogger() creates the log file 0600', () => {

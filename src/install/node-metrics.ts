@@ -1,0 +1,70 @@
+// The node's CNI call metrics (prom-client; loaded only by the long-running installer, never by the plugin), fed by
+// the stats folder. Network names are chosen by whoever writes a NetworkAttachmentDefinition: the number of distinct
+// network label values is capped (later networks are counted as "_other"), and the record format admits only CNI
+// network names, so a value never needs escaping.
+import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
+import type { CallRecord } from '../stats/call-record.ts';
+
+export const OTHER_NETWORK = '_other';
+export const DURATION_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+
+export class NodeMetrics {
+  readonly registry = new Registry();
+  readonly #requests: Counter<'verb' | 'code' | 'network'>;
+  readonly #duration: Histogram<'verb' | 'network'>;
+  readonly #skipped: Counter;
+  readonly #rotations: Counter<'file'>;
+  readonly #networks = new Set<string>();
+  readonly #maxNetworks: number;
+
+  constructor(options: { maxNetworks: number }) {
+    this.#maxNetworks = options.maxNetworks;
+    const registers = [this.registry];
+    this.#requests = new Counter({
+      name: 'hereabouts_cni_requests_total',
+      help: 'CNI calls on this node by verb, outcome (code "ok" or the CNI error code) and network',
+      labelNames: ['verb', 'code', 'network'],
+      registers,
+    });
+    this.#duration = new Histogram({
+      name: 'hereabouts_cni_request_duration_seconds',
+      help: 'Duration of CNI calls on this node, from the plugin reading its request to its answer',
+      labelNames: ['verb', 'network'],
+      buckets: DURATION_BUCKETS,
+      registers,
+    });
+    this.#skipped = new Counter({
+      name: 'hereabouts_cni_stats_skipped_lines_total',
+      help: 'Lines of the call-stats file that were not a whole record (torn by a killed plugin)',
+      registers,
+    });
+    this.#rotations = new Counter({
+      name: 'hereabouts_node_file_rotations_total',
+      help: 'Size-based rotations of the call-stats file and the plugin log',
+      labelNames: ['file'],
+      registers,
+    });
+    collectDefaultMetrics({ register: this.registry });
+  }
+
+  record(r: CallRecord): void {
+    const network = this.#network(r.network);
+    this.#requests.inc({ verb: r.verb, code: r.outcome, network });
+    this.#duration.observe({ verb: r.verb, network }, r.micros / 1e6);
+  }
+
+  skipped(lines: number): void {
+    if (lines > 0) this.#skipped.inc(lines);
+  }
+
+  rotated(file: 'stats' | 'log'): void {
+    this.#rotations.inc({ file });
+  }
+
+  #network(name: string): string {
+    if (this.#networks.has(name)) return name;
+    if (this.#networks.size >= this.#maxNetworks) return OTHER_NETWORK;
+    this.#networks.add(name);
+    return name;
+  }
+}

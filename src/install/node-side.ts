@@ -1,0 +1,84 @@
+// What the long-running installer does besides keeping the files: folds the node's call-stats file into /metrics
+// (and /healthz) and rotates the plugin's log file by size. Each tick and each scrape folds; one pod per node folds
+// (fold.lock), so a rolling update's two pods never count a call twice.
+import { existsSync } from 'node:fs';
+import type { Server } from 'node:http';
+import { hostname } from 'node:os';
+import { join } from 'node:path';
+import { serve } from '../controller/http.ts';
+import { messageOf } from '../store/local/fs-errors.ts';
+import { FoldLock } from './fold-lock.ts';
+import { rotateBySize } from './log-rotate.ts';
+import { NodeMetrics } from './node-metrics.ts';
+import { StatsFolder } from './stats-fold.ts';
+
+export interface NodeSideOptions {
+  /** The host's call-stats directory as mounted here; nothing is folded while it does not exist. */
+  readonly statsDir: string;
+  readonly statsMaxBytes: number;
+  /** ":9546" and the like; undefined: no HTTP server (the stats file is still folded and rotated). */
+  readonly metricsAddr?: string;
+  readonly maxNetworks: number;
+  /** The plugin's log file as mounted here, rotated when larger than logMaxBytes. */
+  readonly logFile?: string;
+  readonly logMaxBytes: number;
+  readonly intervalMs: number;
+  readonly log: (level: 'info' | 'warning', msg: string) => void;
+}
+
+export interface NodeSide {
+  stop(): Promise<void>;
+}
+
+export async function startNodeSide(options: NodeSideOptions): Promise<NodeSide> {
+  const metrics = new NodeMetrics({ maxNetworks: options.maxNetworks });
+  const folder = new StatsFolder({ dir: options.statsDir, maxBytes: options.statsMaxBytes, drainMs: Math.max(2 * options.intervalMs, 5000) }, (r) => metrics.record(r));
+  const lock = new FoldLock(join(options.statsDir, 'fold.lock'), {
+    id: `${hostname()}/${process.pid}/${Math.random().toString(36).slice(2, 10)}`,
+    staleMs: Math.max(6 * options.intervalMs, 30_000),
+  });
+  let lastError = '';
+  let holding = false;
+  const step = (): void => {
+    try {
+      if (existsSync(options.statsDir)) {
+        const held = lock.hold();
+        if (held !== holding) options.log('info', held ? `folding ${options.statsDir}` : `${options.statsDir} is folded by another pod; waiting`);
+        holding = held;
+        if (held) {
+          const result = folder.fold();
+          metrics.skipped(result.skipped);
+          if (result.rotated) metrics.rotated('stats');
+        }
+      }
+      if (options.logFile !== undefined && rotateBySize(options.logFile, options.logMaxBytes)) {
+        metrics.rotated('log');
+        options.log('info', `rotated ${options.logFile} to ${options.logFile}.1`);
+      }
+      lastError = '';
+    } catch (err) {
+      const message = messageOf(err);
+      if (message !== lastError) options.log('warning', `cannot fold the call stats or rotate the log (retrying): ${message}`);
+      lastError = message;
+    }
+  };
+  step();
+  const timer = setInterval(step, options.intervalMs);
+  let server: Server | undefined;
+  if (options.metricsAddr !== undefined) {
+    server = await serve(options.metricsAddr, { metrics: metrics.registry, beforeMetrics: step, notReady: () => undefined });
+    options.log('info', `serving /metrics and /healthz on ${options.metricsAddr}`);
+  }
+  return {
+    async stop() {
+      clearInterval(timer);
+      step(); // what was recorded until now is in this pod's last scrape-able state and in the saved offset
+      lock.release();
+      await new Promise<void>((resolve) => {
+        if (server === undefined) return resolve();
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+    },
+  };
+}
