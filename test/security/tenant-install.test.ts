@@ -3,10 +3,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
-import { closeSync, existsSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, symlinkSync, ftruncateSync } from 'node:fs';
+import { closeSync, existsSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, symlinkSync, ftruncateSync, utimesSync } from 'node:fs';
 import { join } from 'node:path';
 import { fakeNode, installArgs, type FakeNode, type PodEnv } from '../integration/install/host.ts';
 import { requireBinary } from '../support/paths.ts';
+import { STALE_TEMP_MS } from '../../src/install/binary.ts';
 
 const env: PodEnv = { KUBERNETES_SERVICE_HOST: '127.0.0.1', KUBERNETES_SERVICE_PORT: '6443', NODENAME: 'node-1' };
 const sa = { token: 'sa-token', ca: '-----BEGIN CERTIFICATE-----\nx\n-----END CERTIFICATE-----\n', namespace: 'kube-system' };
@@ -70,8 +71,14 @@ test('install sweeps temp files a killed installer left in hereabouts.d and the 
   mkdirSync(node.filesDir, { mode: 0o700 });
   const stale = [join(node.filesDir, '.token.tmp-4194303-abc123'), join(node.binDir, '.hereabouts.tmp-4194303-abc123')];
   for (const file of stale) closeSync(openSync(file, 'w'));
+  // The bin dir is shared with the other pod's installer during a rolling update: only an old temp file is a leftover.
+  const old = (Date.now() - STALE_TEMP_MS - 60_000) / 1000;
+  utimesSync(stale[1] as string, old, old);
+  const fresh = join(node.binDir, '.hereabouts.tmp-4194302-def456');
+  closeSync(openSync(fresh, 'w'));
   const run = installOnce(node);
   assert.equal(run.code, 0, run.stderr);
   for (const file of stale) assert.equal(existsSync(file), false, file);
+  assert.equal(existsSync(fresh), true, 'a fresh temp file in the bin dir may be another installer\'s and stays');
   rmSync(node.root, { recursive: true, force: true });
 });
