@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { builtinExportNames, bundleClient, bundleMain, clientImports, gitCommit, packageVersion } from './bundle.mjs';
 import { generateBlob, injectBlob } from './sea.mjs';
 import { commandFor, resolveTarget } from './target.mjs';
+import { embeddedFlags } from './train-flags.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const entry = 'src/cli/main.ts';
@@ -79,7 +80,7 @@ async function buildIn(work, { strip, target, dist }) {
   // The blob's format is the same on every machine; its top-level code cache is not, so only the target's Node may
   // write one.
   generateBlob({
-    command: trained ? commandFor(target, target.node, []) : [embeddedNode, []],
+    command: trained ? commandFor(target, target.node, embeddedFlags) : [embeddedNode, embeddedFlags],
     useCodeCache: trained,
     dir: work,
     main: outputs.loader,
@@ -129,7 +130,7 @@ function relocateMap(file, work, dist) {
 }
 
 function runEmbedded(target, args) {
-  const [file, rest] = commandFor(target, target.node, args);
+  const [file, rest] = commandFor(target, target.node, [...embeddedFlags, ...args]);
   const run = spawnSync(file, rest, { cwd: root, encoding: 'utf8', env: {} });
   if (run.status !== 0 || run.stderr !== '') {
     throw new Error(`${args.join(' ')} failed (${run.status ?? run.signal}):\n${run.stdout}${run.stderr}`);
