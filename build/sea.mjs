@@ -10,17 +10,18 @@ export const seaFuse = 'NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2';
 export const seaResource = 'NODE_SEA_BLOB';
 
 /**
- * Writes the SEA config and generates the blob with `node` (which must be the Node that will be embedded). Paths
- * are relative to `dir`, so that the config left in dist/ regenerates the same blob when run from there.
+ * Writes the SEA config and generates the blob with `command` (`[file, args]` that run the Node that will be embedded,
+ * e.g. under qemu-user; another Node only with `useCodeCache: false`). Paths are relative to `dir`, so that the
+ * config left in dist/ regenerates the same blob when run from there.
  * `execArgvExtension: "cli"`: a NODE_OPTIONS in kubelet's (or anyone's) environment must not change how the plugin
  * runs; an operator who needs a V8 flag passes `--node-options="..."` explicitly.
  */
-export function generateBlob({ node, dir, main, assets, configFile, blobFile }) {
+export function generateBlob({ command, useCodeCache, dir, main, assets, configFile, blobFile }) {
   const config = {
     main,
     output: blobFile,
     disableExperimentalSEAWarning: true,
-    useCodeCache: true,
+    useCodeCache,
     useSnapshot: false,
     execArgv: [],
     execArgvExtension: 'cli',
@@ -28,9 +29,10 @@ export function generateBlob({ node, dir, main, assets, configFile, blobFile }) 
   };
   writeFileSync(join(dir, configFile), `${JSON.stringify(config, null, 2)}\n`);
   // Node announces "Wrote single executable preparation blob" on success; only a failure is worth showing.
-  const run = spawnSync(node, ['--experimental-sea-config', configFile], { cwd: dir, encoding: 'utf8', env: {} });
+  const [file, args] = command;
+  const run = spawnSync(file, [...args, '--experimental-sea-config', configFile], { cwd: dir, encoding: 'utf8', env: {} });
   if (run.status !== 0) {
-    throw new Error(`${node} --experimental-sea-config failed (${run.status ?? run.signal}):\n${run.stdout}${run.stderr}`);
+    throw new Error(`${[file, ...args].join(' ')} --experimental-sea-config failed (${run.status ?? run.signal}):\n${run.stdout}${run.stderr}`);
   }
 }
 
@@ -39,11 +41,11 @@ export function generateBlob({ node, dir, main, assets, configFile, blobFile }) 
  * blob as a new ELF note, and it is the copy with the blob that must stay intact. Returns a note for the build log
  * when stripping was asked for but binutils' `strip` is missing (the result works, it is only larger).
  */
-export function injectBlob({ node, blobFile, output, strip }) {
+export function injectBlob({ node, blobFile, output, strip, stripCommand = 'strip' }) {
   rmSync(output, { force: true });
   copyFileSync(node, output);
   chmodSync(output, 0o755);
-  const note = strip ? stripBinary(output) : undefined;
+  const note = strip ? stripBinary(output, stripCommand) : undefined;
   runPostject(output, blobFile);
   chmodSync(output, 0o755);
   return note;
@@ -74,10 +76,10 @@ function runPostject(executable, blobFile) {
  * Drops the symbol table and debug info (about 18 MB). The dynamic symbol table, which native add-ons link against,
  * stays. `.gnu.build.attributes` (build-tool notes) goes too: binutils cannot rewrite it and warns once per note.
  */
-function stripBinary(file) {
-  const run = spawnSync('strip', ['--strip-all', '--remove-section=.gnu.build.attributes', file], { encoding: 'utf8' });
+function stripBinary(file, command) {
+  const run = spawnSync(command, ['--strip-all', '--remove-section=.gnu.build.attributes', file], { encoding: 'utf8' });
   if (run.error !== undefined && run.error.code === 'ENOENT') {
-    return 'strip (binutils) not found: dist/hereabouts keeps its symbol table (about 18 MB more)';
+    return `${command} (binutils) not found: the executable keeps its symbol table (about 18 MB more)`;
   }
   if (run.status !== 0 || run.stderr !== '') {
     throw new Error(`strip ${file} failed (${run.status ?? run.signal ?? run.error}):\n${run.stderr}`);

