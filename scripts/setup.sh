@@ -17,6 +17,11 @@ command -v containerd >/dev/null 2>&1 || need+=(containerd)
 command -v runc >/dev/null 2>&1 || need+=(runc)
 [ -x /bin/busybox ] || need+=(busybox-static)
 command -v nsenter >/dev/null 2>&1 || need+=(util-linux)
+# The multi-arch image (scripts/image/multiarch.sh): arm64 code caches trained under qemu-user, arm64 stripping,
+# and skopeo to copy the OCI layout as a release would.
+command -v qemu-aarch64-static >/dev/null 2>&1 || need+=(qemu-user-static)
+command -v aarch64-linux-gnu-strip >/dev/null 2>&1 || need+=(binutils-aarch64-linux-gnu)
+command -v skopeo >/dev/null 2>&1 || need+=(skopeo)
 if ((${#need[@]})); then
   if [ "$(id -u)" = 0 ]; then
     echo "setup: installing Debian packages: ${need[*]}"
@@ -32,3 +37,6 @@ if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modu
   echo "setup: installing npm packages (npm ci)"
   npm ci --no-audit --no-fund --loglevel=error
 fi
+
+# The arm64 Node (npm) and Debian's arm64 libraries, cached outside the repository (needs root for dpkg).
+if [ "$(id -u)" = 0 ]; then bash scripts/image/arm64-deps.sh; fi
