@@ -2,13 +2,13 @@
 // name, as listed at one instant, with each pool's network (the `network_name` prefix of its object names) and, for
 // a node-slice pool, its node. Pure: the reads are in inventory-read.ts.
 import type { IPAddress } from '../ip/address.ts';
-import { contains, type Cidr } from '../ip/cidr.ts';
+import { contains } from '../ip/cidr.ts';
 import type { PodView } from '../controller/pod-view.ts';
+import { poolIdentity as identity, sliceOwners } from '../controller/pool-identity.ts';
 import { poolView, type PoolView } from '../controller/pool-view.ts';
 import { reservedAddresses } from '../controller/reservations.ts';
 import { nodeSlicePoolView, reservationView, type NodeSlicePoolView, type ReservationView } from '../controller/views.ts';
-import { masked, parseCidr } from '../ip/cidr.ts';
-import { poolName, reservationName } from '../store/names.ts';
+import { reservationName } from '../store/names.ts';
 import type { AllocationRecord } from '../store/store.ts';
 
 export interface PodInfo {
@@ -78,36 +78,6 @@ export function buildInventory(listed: Listed): Inventory {
     reservations.set(view.name, { ...view, containerId: str(spec['containerid']), ifname: str(spec['ifname']), addresses: reservedAddresses(view.name, networkNames) });
   }
   return { namespace: listed.namespace, nowMs: listed.nowMs, pools, reservations, slices, pods: listed.pods, networkNames };
-}
-
-/** Pool name -> the network and node of a node slice (both spellings: with and without the network prefix). */
-function sliceOwners(slices: readonly NodeSlicePoolView[]): Map<string, { network: string; node: string }> {
-  const owners = new Map<string, { network: string; node: string }>();
-  for (const nsp of slices) {
-    for (const entry of [...nsp.entries, ...nsp.draining]) {
-      if (entry.nodeName === '') continue;
-      let slice: Cidr;
-      try {
-        slice = masked(parseCidr(entry.sliceRange));
-      } catch {
-        continue; // an unreadable slice names no pool
-      }
-      owners.set(poolName(slice, { node: entry.nodeName }), { network: '', node: entry.nodeName });
-      owners.set(poolName(slice, { networkName: nsp.name, node: entry.nodeName }), { network: nsp.name, node: entry.nodeName });
-    }
-  }
-  return owners;
-}
-
-/** A pool's network: its name is [<network_name>-][<node>-]<range>; a node slice's node comes from its NodeSlicePool. */
-function identity(view: PoolView, owners: ReadonlyMap<string, { network: string; node: string }>): { network?: string; node?: string } {
-  const owner = owners.get(view.name);
-  if (owner !== undefined) return owner;
-  if (view.range === undefined) return {};
-  const base = poolName(view.range);
-  if (view.name === base) return { network: '' };
-  if (view.name.endsWith(`-${base}`)) return { network: view.name.slice(0, -base.length - 1) };
-  return {};
 }
 
 /** The pools whose range contains the address (of network `network` when given). */

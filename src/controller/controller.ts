@@ -82,6 +82,7 @@ export class Controller {
     this.#slices = new NodeSlices(this.#api, { drainGraceMs: flags.sliceDrainGraceMs });
     this.metrics = new ControllerMetrics({
       pools: () => this.caches.pools.items.values(),
+      nodeSlicePools: () => this.caches.nodeSlicePools.items.values(),
       slices: () => sliceCounts(this.caches.nodeSlicePools.items.values()),
       starved: () => this.#starved,
       leading: () => this.leading,

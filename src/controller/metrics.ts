@@ -2,10 +2,32 @@
 // at scrape time, so they are current on every replica, leader or not; counters count what this replica did.
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Released } from './pool-release.ts';
+import { formatCidr } from '../ip/cidr.ts';
+import { poolIdentity, sliceOwners } from './pool-identity.ts';
 import type { PoolView } from './pool-view.ts';
+import type { NodeSlicePoolView } from './views.ts';
+
+/**
+ * Prometheus samples are float64: integers are exact up to 2^53 - 1. A pool larger than that (an IPv6 /64 holds
+ * 2^64 - 2) reports that cap instead of an inexact 1.8e19; its use shows in hereabouts_pool_usage_ratio.
+ */
+const MAX_EXACT = Number.MAX_SAFE_INTEGER;
+
+function exact(value: bigint): number {
+  return value > BigInt(MAX_EXACT) ? MAX_EXACT : Number(value);
+}
+
+/** Allocations over capacity, computed in bigints scaled to 1e-30 so a /64 with a few allocations is not 0. */
+export function usageRatio(pool: Pick<PoolView, 'allocations' | 'capacity'>): number {
+  if (pool.capacity <= 0n) return pool.allocations.size > 0 ? 1 : 0;
+  const scale = 10n ** 30n;
+  return Number((BigInt(pool.allocations.size) * scale) / pool.capacity) / 1e30;
+}
 
 export interface MetricSources {
   readonly pools: () => Iterable<PoolView>;
+  /** The NodeSlicePools, to tell a node-slice pool's network from its node. */
+  readonly nodeSlicePools: () => Iterable<NodeSlicePoolView>;
   readonly slices: () => Iterable<{ readonly network: string; readonly assigned: number; readonly free: number }>;
   /** network -> nodes left without a slice, as of the last slice pass. */
   readonly starved: () => ReadonlyMap<string, readonly string[]>;
@@ -23,18 +45,24 @@ export class ControllerMetrics {
 
   constructor(sources: MetricSources) {
     const registers = [this.registry];
-    const perPool = (name: string, help: string, value: (p: PoolView) => number | bigint): void => {
+    const perPool = (name: string, help: string, value: (p: PoolView) => number): void => {
       new Gauge({
-        name, help, labelNames: ['pool'], registers,
+        name, help, labelNames: ['pool', 'network', 'range'], registers,
         collect() {
           this.reset();
-          for (const pool of sources.pools()) if (pool.range !== undefined) this.set({ pool: pool.name }, Number(value(pool)));
+          const owners = sliceOwners(sources.nodeSlicePools());
+          for (const pool of sources.pools()) {
+            if (pool.range === undefined) continue;
+            const labels = { pool: pool.name, network: poolIdentity(pool, owners).network ?? '', range: formatCidr(pool.range) };
+            this.set(labels, value(pool));
+          }
         },
       });
     };
     perPool('hereabouts_pool_allocations', 'Allocated addresses per IPPool', (p) => p.allocations.size);
-    perPool('hereabouts_pool_capacity', 'Addresses the IPPool range can hand out', (p) => p.capacity);
-    perPool('hereabouts_pool_free', 'Capacity minus allocations per IPPool', (p) => p.free);
+    perPool('hereabouts_pool_capacity', `Addresses the IPPool range can hand out, capped at ${MAX_EXACT} (exact below)`, (p) => exact(p.capacity));
+    perPool('hereabouts_pool_free', `Capacity minus allocations per IPPool, capped at ${MAX_EXACT} (exact below)`, (p) => exact(p.free));
+    perPool('hereabouts_pool_usage_ratio', 'Allocations divided by capacity per IPPool (0 to 1)', usageRatio);
     new Gauge({
       name: 'hereabouts_node_slices', help: 'Node slices per network (NodeSlicePool), assigned or free', labelNames: ['network', 'state'], registers,
       collect() {

@@ -37,6 +37,8 @@ describe('controller metrics, health and pool status', () => {
     const old = ago(3_600_000);
     await createPool(ns, '10.89.253.0-30', '10.89.253.0/30', { '1': { ...allocation(ns, 'alive', uid), createdAt: old }, '2': { ...allocation(ns, 'alive', uid), createdAt: old } });
     await createReservation(ns, '10.89.253.1', `${ns.name}/alive`);
+    await createPool(ns, `${ns.name}-net6-fd89---64`, 'fd89::/64', { '1': allocation(ns, 'alive', uid) });
+    await createReservation(ns, `${ns.name}-net6-fd89--1`, `${ns.name}/alive`);
     controller = startController(ns, '--metrics-addr', `127.0.0.1:${m}`, '--health-addr', `127.0.0.1:${h}`, '--retry-period', '300ms', '--reconcile-interval', '1s');
     await controller.waitForLine((l) => / pass done/.test(l.msg) && l['released'] === 1, 15_000);
   });
@@ -51,9 +53,19 @@ describe('controller metrics, health and pool status', () => {
   test('/metrics reports allocations, capacity and free per pool, orphans cleaned, slices and leadership', async () => {
     assert.deepEqual(await offsets(ns, '10.89.255.0-30'), ['1']);
     const text = await (await fetch(`${metricsUrl}/metrics`)).text(); // after the first full pass (before())
-    assert.equal(sample(text, 'hereabouts_pool_allocations', { pool: '10.89.255.0-30' }), 1);
-    assert.equal(sample(text, 'hereabouts_pool_capacity', { pool: '10.89.255.0-30' }), 2);
-    assert.equal(sample(text, 'hereabouts_pool_free', { pool: '10.89.255.0-30' }), 1);
+    const small = { pool: '10.89.255.0-30', network: '', range: '10.89.255.0/30' };
+    assert.equal(sample(text, 'hereabouts_pool_allocations', small), 1);
+    assert.equal(sample(text, 'hereabouts_pool_capacity', small), 2);
+    assert.equal(sample(text, 'hereabouts_pool_free', small), 1);
+    assert.equal(sample(text, 'hereabouts_pool_usage_ratio', small), 0.5);
+    // A /64 holds 2^64 - 2 addresses: the gauges stay exact integers by capping at 2^53 - 1, the ratio carries the use.
+    const big = { pool: `${ns.name}-net6-fd89---64`, network: `${ns.name}-net6`, range: 'fd89::/64' };
+    assert.match(text, new RegExp(`^hereabouts_pool_capacity\\{[^}]*pool="${big.pool}"[^}]*\\} 9007199254740991$`, 'm'), 'capacity is printed as an exact integer, capped');
+    assert.equal(sample(text, 'hereabouts_pool_capacity', big), Number.MAX_SAFE_INTEGER);
+    assert.equal(sample(text, 'hereabouts_pool_free', big), Number.MAX_SAFE_INTEGER);
+    assert.equal(sample(text, 'hereabouts_pool_allocations', big), 1);
+    assert.ok((sample(text, 'hereabouts_pool_usage_ratio', big) ?? 0) > 0 && (sample(text, 'hereabouts_pool_usage_ratio', big) ?? 1) < 1e-18);
+    assert.doesNotMatch(text, /^hereabouts_pool_\w+\{[^}]*\} [0-9.]+e\+/m, 'no pool gauge in exponent notation');
     assert.equal(sample(text, 'hereabouts_orphans_cleaned_total', { reason: 'pod-gone' }), 1);
     assert.equal(sample(text, 'hereabouts_reservations_recreated_total'), 1);
     assert.ok((sample(text, 'hereabouts_node_slices', { network: `${ns.name}-net`, state: 'assigned' }) ?? 0) >= 1);
