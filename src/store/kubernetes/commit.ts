@@ -7,17 +7,22 @@
 // (fresh, or a pool only this node writes), so it never reserves an address another writer has committed. Of the
 // reservations it holds, only those it created and did not commit are removed, on the exact version created, and a
 // write that may have been applied keeps its claim's reservation (a leak the controller reclaims, not a duplicate).
+import { monotonicMs } from '../../clock.ts';
 import { CniCode, CniError } from '../../cni/errors.ts';
 import { formatIP } from '../../ip/address.ts';
 import { applyChange } from '../local/apply-change.ts';
 import { messageOf } from '../local/fs-errors.ts';
 import type { AllocationRecord, Allocations, Plan, PoolChange, PoolRef } from '../store.ts';
 import type { ApiClient } from './api.ts';
+import { ContentionMemory } from './contention.ts';
 import { mayHaveApplied, toCniError } from './errors.ts';
 import { allocationsPatch, decodePoolObject, newPoolObject, refusesClaim, type PoolState } from './pool-object.ts';
 import { dropCreated, followRecord, handOver, releaseReservation, reserve, type Held } from './reservations.ts';
 import { createObject, getObject, mergePatch } from './resources.ts';
 import { CONFLICT, retryOnConflict } from './retry.ts';
+
+/** The shared pools this process collided on recently (per process: a plugin process starts empty). */
+const contention = new ContentionMemory();
 
 export interface CommitLog {
   debug(msg: string): void;
@@ -78,12 +83,16 @@ export async function commitPool<T>(ctx: CommitContext, pool: PoolRef, plan: Pla
    * the lowest free address would otherwise probe every address one conflict at a time.
    */
   let collisions = 0;
-  let spread: number | undefined;
+  const contentionKey = `${ctx.api.namespace}/${pool.name}`;
+  // A pool this process raced others on a moment ago (a node agent serving a burst) is searched spread at once.
+  let spread: number | undefined = contention.contended(contentionKey, monotonicMs()) ? Math.random() : undefined;
   /** The claim of a write that met a conflict. */
   let contested: bigint | undefined;
 
   const collided = (): void => {
-    if (++collisions >= 2) spread ??= Math.random();
+    if (++collisions < 2) return;
+    spread ??= Math.random();
+    contention.mark(contentionKey, monotonicMs());
   };
 
   const attempt = async (): Promise<Settled<T> | typeof CONFLICT> => {
