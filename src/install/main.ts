@@ -3,6 +3,8 @@
 // token or CA, a removed or overwritten file — until SIGTERM. `--once` installs and exits (init-container style).
 import { basename, dirname, join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { DEFAULT_AGENT_SOCKET } from '../agent/default-socket.ts';
+import type { RunningAgent } from '../agent/server.ts';
 import { CniError } from '../cni/errors.ts';
 import { messageOf } from '../store/local/fs-errors.ts';
 import { isDnsSubdomain } from '../store/names.ts';
@@ -22,6 +24,8 @@ const usage = `Usage: hereabouts install [flags]
   --log-level LEVEL          log_level in the flat config (debug, verbose, info, warning, error, panic)
   --log-file FILE            log_file in the flat config (absolute path on the host)
   --poll-interval SECONDS    how often to check the token, the CA and the installed files (default 10)
+  --agent-socket PATH        serve the node's CNI calls on this unix socket, mounted at the same path as on the host
+                             (default /run/hereabouts/agent.sock; "" for none): the plugin forwards to it
   --once                     install, write the files and exit
   Environment: KUBERNETES_SERVICE_HOST, KUBERNETES_SERVICE_PORT (the API server, as every pod gets them),
   NODENAME (spec.nodeName through the downward API; written to hereabouts.d/nodename).
@@ -38,6 +42,7 @@ const flags = {
   'log-level': { type: 'string' },
   'log-file': { type: 'string' },
   'poll-interval': { type: 'string', default: '10' },
+  'agent-socket': { type: 'string', default: DEFAULT_AGENT_SOCKET },
   once: { type: 'boolean', default: false },
   help: { type: 'boolean', short: 'h', default: false },
 } as const;
@@ -85,7 +90,8 @@ export async function runInstall(argv: readonly string[]): Promise<number> {
   for (const path of syncFiles(first, plan.hostFiles.confDir)) log(`wrote ${path}`);
   if (plan.once) return 0;
 
-  return keep({
+  const agent = await startNodeAgent(values['agent-socket'], log);
+  const code = await keep({
     intervalMs: plan.intervalMs,
     log,
     check: () => {
@@ -99,6 +105,20 @@ export async function runInstall(argv: readonly string[]): Promise<number> {
       });
     },
   });
+  await agent?.close();
+  return code;
+}
+
+/** The node agent, unless disabled; a failure to start it leaves the plugin running in-process (and says why). */
+async function startNodeAgent(socketPath: string, log: (msg: string) => void): Promise<RunningAgent | undefined> {
+  if (socketPath === '') return undefined;
+  const { serveNodeAgent } = await import('../agent/main.ts');
+  try {
+    return await serveNodeAgent({ socketPath, log: (msg) => log(`agent: ${msg}`) });
+  } catch (err) {
+    log(`warning: no node agent (the plugin runs each call itself): ${messageOf(err)}`);
+    return undefined;
+  }
 }
 
 /** The plan, or what is wrong with the flags or the environment. */
