@@ -32,7 +32,7 @@ export async function callAgent(socketPath: string, env: NodeJS.ProcessEnv): Pro
   if (typeof socket === 'string') return { fallback: true, stdin: () => stdin, why: socket };
   const connectedAt = performance.now();
   const timeoutMs = answerTimeout(env['HEREABOUTS_AGENT_TIMEOUT_MS']);
-  const answer = await exchange(socket, encodeRequest({ env: forwardedEnv(env), stdin }), timeoutMs);
+  const answer = await exchange(socket, encodeRequest({ env: forwardedEnv(env), stdin, giveUpAt: Date.now() + timeoutMs }), timeoutMs);
   if (typeof answer === 'string') {
     writeFd(1, unansweredJson(stdin, answer));
     return 1;

@@ -1,5 +1,5 @@
 // The node agent's wire format, one request and one answer per connection, each a length-prefixed frame:
-//   request: u32 total length | u32 header length | header JSON {v, env} | the stdin bytes, as the runtime sent them
+//   request: u32 total length | u32 header length | header JSON {v, env, giveUpAt} | the stdin bytes, as sent
 //   answer:  u32 length | JSON {v, code, stdout, stderr, wallMs?, cpuMs?}
 // Lengths are big-endian. Only Buffer is used here: the client (src/agent/client.ts) must stay tiny.
 
@@ -17,6 +17,8 @@ export const FORWARDED_ENV: readonly string[] = ['NODENAME', 'HEREABOUTS_ALLOWED
 export interface AgentRequest {
   readonly env: Readonly<Record<string, string>>;
   readonly stdin: Buffer;
+  /** When the client stops waiting (epoch ms, same host): a call not started by then is not started at all. */
+  readonly giveUpAt: number;
 }
 
 export interface AgentAnswer {
@@ -38,7 +40,7 @@ export function forwardedEnv(env: Readonly<Record<string, string | undefined>>):
 }
 
 export function encodeRequest(req: AgentRequest): Buffer {
-  const header = Buffer.from(JSON.stringify({ v: PROTOCOL_VERSION, env: req.env }), 'utf8');
+  const header = Buffer.from(JSON.stringify({ v: PROTOCOL_VERSION, env: req.env, giveUpAt: req.giveUpAt }), 'utf8');
   const prefix = Buffer.alloc(8);
   prefix.writeUInt32BE(4 + header.length + req.stdin.length, 0);
   prefix.writeUInt32BE(header.length, 4);
@@ -57,16 +59,17 @@ export function decodeRequestFrame(body: Buffer): AgentRequest {
     throw new RangeError('request header is not JSON');
   }
   if (typeof header !== 'object' || header === null) throw new RangeError('request header is not an object');
-  const { v, env } = header as { v?: unknown; env?: unknown };
+  const { v, env, giveUpAt } = header as { v?: unknown; env?: unknown; giveUpAt?: unknown };
   if (v !== PROTOCOL_VERSION) throw new RangeError(`request protocol version ${JSON.stringify(v)} is not ${PROTOCOL_VERSION}`);
   if (typeof env !== 'object' || env === null || Array.isArray(env)) throw new RangeError('request env is not an object');
+  if (typeof giveUpAt !== 'number' || !Number.isFinite(giveUpAt)) throw new RangeError('request giveUpAt is not a time');
   const clean: Record<string, string> = {};
   for (const [name, value] of Object.entries(env)) {
     if (typeof value !== 'string') throw new RangeError(`request env ${JSON.stringify(name)} is not a string`);
     clean[name] = value;
   }
   // Only what a client may forward, whatever a client sent.
-  return { env: forwardedEnv(clean), stdin: Buffer.from(body.subarray(4 + headerLength)) };
+  return { env: forwardedEnv(clean), stdin: Buffer.from(body.subarray(4 + headerLength)), giveUpAt };
 }
 
 export function encodeAnswer(answer: AgentAnswer): Buffer {

@@ -80,10 +80,13 @@ function serve(socket: Socket, slots: Slots, options: AgentOptions): void {
     }
     received = true;
     clearTimeout(readTimer);
-    // A client that gave up while the call waited for a slot gets nothing run on its behalf.
+    // A client that gave up (closed, or past its deadline: the agent was stopped, or the call waited for a slot)
+    // before the call started gets nothing run on its behalf: it already reported the call as failed.
     void slots.run(async () => {
-      await new Promise((resolve) => setImmediate(resolve)); // let a pending end-of-stream arrive first
-      if (clientGone) return options.log('dropped a request: its client went away before it started');
+      if (clientGone || Date.now() >= request.giveUpAt) {
+        socket.destroy();
+        return options.log('dropped a request: its client went away before it started');
+      }
       const answer = await withDeadline(execute(request), request, options.deadlineMs ?? 110_000);
       if (!socket.destroyed) socket.end(encodeAnswer(answer));
     });
