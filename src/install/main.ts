@@ -90,11 +90,13 @@ export async function runInstall(argv: readonly string[]): Promise<number> {
   for (const path of syncFiles(first, plan.hostFiles.confDir)) log(`wrote ${path}`);
   if (plan.once) return 0;
 
-  const agent = await startNodeAgent(values['agent-socket'], log);
+  const agent = new AgentKeeper(values['agent-socket'], log);
+  await agent.ensure();
   const code = await keep({
     intervalMs: plan.intervalMs,
     log,
     check: () => {
+      void agent.ensure();
       for (const path of syncFiles(desired(), plan.hostFiles.confDir)) log(`rewrote ${path} (token, CA or file changed)`);
       // The aliases are links to the primary: a new primary means new links (written over in place, it is both).
       const primaryChanged = binaryChanged(installed[0] as InstalledBinary);
@@ -105,19 +107,44 @@ export async function runInstall(argv: readonly string[]): Promise<number> {
       });
     },
   });
-  await agent?.close();
+  await agent.close();
   return code;
 }
 
-/** The node agent, unless disabled; a failure to start it leaves the plugin running in-process (and says why). */
-async function startNodeAgent(socketPath: string, log: (msg: string) => void): Promise<RunningAgent | undefined> {
-  if (socketPath === '') return undefined;
-  const { serveNodeAgent } = await import('../agent/main.ts');
-  try {
-    return await serveNodeAgent({ socketPath, log: (msg) => log(`agent: ${msg}`) });
-  } catch (err) {
-    log(`warning: no node agent (the plugin runs each call itself): ${messageOf(err)}`);
-    return undefined;
+/**
+ * The node agent, unless disabled (--agent-socket ""). Until it runs, the plugin runs each call itself; a start that
+ * fails (during a rolling update the old pod's agent still serves the socket) is retried at every check.
+ */
+class AgentKeeper {
+  readonly #socketPath: string;
+  readonly #log: (msg: string) => void;
+  #agent: RunningAgent | undefined;
+  #starting = false;
+  #lastError = '';
+
+  constructor(socketPath: string, log: (msg: string) => void) {
+    this.#socketPath = socketPath;
+    this.#log = log;
+  }
+
+  async ensure(): Promise<void> {
+    if (this.#socketPath === '' || this.#agent !== undefined || this.#starting) return;
+    this.#starting = true;
+    try {
+      const { serveNodeAgent } = await import('../agent/main.ts');
+      this.#agent = await serveNodeAgent({ socketPath: this.#socketPath, log: (msg) => this.#log(`agent: ${msg}`) });
+      this.#lastError = '';
+    } catch (err) {
+      const message = messageOf(err);
+      if (message !== this.#lastError) this.#log(`no node agent yet (the plugin runs each call itself; retrying): ${message}`);
+      this.#lastError = message;
+    } finally {
+      this.#starting = false;
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.#agent?.close();
   }
 }
 
