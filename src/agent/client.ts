@@ -21,7 +21,7 @@ export interface Fallback {
 
 /** Forwards the call; returns the exit code, or a Fallback when the agent could not be reached. */
 export async function callAgent(socketPath: string, env: NodeJS.ProcessEnv): Promise<number | Fallback> {
-  const started = performance.now();
+  const started = { wallMs: performance.now(), cpuMs: cpuMs() };
   let stdin: Buffer;
   try {
     stdin = readStdinFd();
@@ -30,7 +30,7 @@ export async function callAgent(socketPath: string, env: NodeJS.ProcessEnv): Pro
   }
   const socket = await connected(socketPath);
   if (typeof socket === 'string') return { fallback: true, stdin: () => stdin, why: socket };
-  const connectedAt = performance.now();
+  const linked = { wallMs: performance.now(), cpuMs: cpuMs() };
   const timeoutMs = answerTimeout(env['HEREABOUTS_AGENT_TIMEOUT_MS']);
   const answer = await exchange(socket, encodeRequest({ env: forwardedEnv(env), stdin, giveUpAt: Date.now() + timeoutMs }), timeoutMs);
   if (typeof answer === 'string') {
@@ -39,7 +39,7 @@ export async function callAgent(socketPath: string, env: NodeJS.ProcessEnv): Pro
   }
   if (answer.stderr !== '') writeFd(2, answer.stderr);
   if (answer.stdout !== '') writeFd(1, answer.stdout);
-  if (env['HEREABOUTS_TIMINGS'] === '1') printTimings(started, connectedAt, answer);
+  if (env['HEREABOUTS_TIMINGS'] === '1') printTimings(started, linked, answer);
   return answer.code;
 }
 
@@ -95,15 +95,21 @@ function answerTimeout(value: string | undefined): number {
   return value !== undefined && Number.isInteger(ms) && ms > 0 ? ms : DEFAULT_ANSWER_TIMEOUT_MS;
 }
 
-function printTimings(started: number, connectedAt: number, answer: AgentAnswer): void {
-  const now = performance.now();
+/** HEREABOUTS_TIMINGS=1: the same line as the in-process plugin prints, with the agent's share as its own step. */
+function printTimings(started: { wallMs: number; cpuMs: number }, connected: { wallMs: number; cpuMs: number }, answer: AgentAnswer): void {
+  const now = { wallMs: performance.now(), cpuMs: cpuMs() };
+  const agentWall = answer.wallMs ?? 0;
   const round = (ms: number): number => Math.round(ms * 10) / 10;
-  const cpu = process.cpuUsage();
   const parts = [
-    { label: 'process start, stdin', wallMs: round(started) },
-    { label: 'connect to the node agent', wallMs: round(connectedAt - started) },
-    { label: 'in the node agent', wallMs: round(now - connectedAt), agentWallMs: answer.wallMs, agentCpuMs: answer.cpuMs },
-    { label: 'client CPU so far', cpuMs: round((cpu.user + cpu.system) / 1000) },
+    { label: 'process start, stdin', wallMs: round(started.wallMs), cpuMs: round(started.cpuMs) },
+    { label: 'connect to the node agent', wallMs: round(connected.wallMs - started.wallMs), cpuMs: round(connected.cpuMs - started.cpuMs) },
+    { label: 'in the node agent (the agent\'s wall and CPU)', wallMs: round(agentWall), cpuMs: round(answer.cpuMs ?? 0) },
+    { label: 'round trip, waiting (this process)', wallMs: round(now.wallMs - connected.wallMs - agentWall), cpuMs: round(now.cpuMs - connected.cpuMs) },
   ];
   writeFd(2, `hereabouts-timings ${JSON.stringify(parts)}\n`);
+}
+
+function cpuMs(): number {
+  const cpu = process.cpuUsage();
+  return (cpu.user + cpu.system) / 1000;
 }

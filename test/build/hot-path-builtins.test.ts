@@ -51,7 +51,7 @@ test('CNI ADD through the node agent loads node:net but no TLS, HTTP or crypto m
   let stderr = '';
   const env = { ...cniEnv('ADD'), CNI_CONTAINERID: 'via-agent', HEREABOUTS_AGENT_SOCKET: join(dir, 'run', 'agent.sock'), HEREABOUTS_TIMINGS: '1' };
   const extra = [...loadedModules([bundle], env, conf, (text) => (stderr = text))].filter((m) => !baseline.has(m));
-  assert.match(stderr, /"in the node agent"/, 'the call was served by the agent');
+  assert.match(stderr, /"in the node agent/, 'the call was served by the agent');
   assert.ok(extra.includes('NativeModule net'), `expected node:net among ${extra.join(', ')}`);
   assert.deepEqual(extra.filter((m) => /\b(tls|_tls_\w+|https?|_http_\w+|crypto)\b/.test(m)), []);
 });

@@ -25,7 +25,7 @@ function add(socket: string, dataDir: string, containerId: string, extraEnv: Rec
 
 const addressOf = (out: CniOutcome): string | undefined => (out.json?.['ips'] as Array<{ address: string }> | undefined)?.[0]?.address;
 /** The client prints this timing line only when the agent answered. */
-const servedByAgent = (out: CniOutcome): boolean => out.stderr.includes('"in the node agent"');
+const servedByAgent = (out: CniOutcome): boolean => out.stderr.includes('"in the node agent');
 
 function allocations(dataDir: string, network = 'agent', pool = '10.91.0.0-24'): Record<string, string> {
   const stored = JSON.parse(readFileSync(join(dataDir, network, `${pool}.json`), 'utf8')) as { allocations: Record<string, { id: string }> };

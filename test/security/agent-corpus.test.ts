@@ -60,7 +60,7 @@ test(`${COUNT} hostile configs give the same stdout and exit code in-process and
   for (const c of generate(s, COUNT)) {
     const local = await run(s, c, '');
     const remote = await run(s, c, socket);
-    if (remote.stderr.includes('"in the node agent"')) served++;
+    if (remote.stderr.includes('"in the node agent')) served++;
     if (local.stdout !== remote.stdout || local.code !== remote.code) {
       mismatches.push(`case ${c.id} (${c.verb}: ${c.what.join(', ')}): in-process ${local.code} ${local.stdout.slice(0, 300)} | agent ${remote.code} ${remote.stdout.slice(0, 300)}`);
     }

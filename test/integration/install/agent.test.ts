@@ -37,7 +37,7 @@ test('the installer starts its agent once the previous agent on the socket is go
     extraEnv: { HEREABOUTS_AGENT_SOCKET: socket, HEREABOUTS_TIMINGS: '1' },
   });
   assert.equal(out.code, 0, out.stdout + out.stderr);
-  assert.match(out.stderr, /"in the node agent"/);
+  assert.match(out.stderr, /"in the node agent/);
   installer.child.kill('SIGTERM');
   assert.equal(await installer.exit(), 0);
   assert.throws(() => lstatSync(socket), /ENOENT/, 'the agent removes its socket when it stops');

@@ -88,7 +88,7 @@ function call(command: 'ADD' | 'DEL', conf: Record<string, unknown>, containerId
 
 const conf = (name: string, range: string) => cniConf(ns, NODE, { name, range, kubeconfig });
 const addressOf = (out: CniOutcome) => (out.json?.['ips'] as Array<{ address: string }> | undefined)?.[0]?.address;
-const servedByAgent = (out: CniOutcome): boolean => out.stderr.includes('"in the node agent"');
+const servedByAgent = (out: CniOutcome): boolean => out.stderr.includes('"in the node agent');
 
 test('ADD and DEL through the agent: the IPPool records the caller\'s NODENAME', async () => {
   const c = conf('agent-verbs', '10.120.0.0/24');
