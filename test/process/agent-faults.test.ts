@@ -150,3 +150,38 @@ test('calls for different pools run concurrently in the agent: one waiting on a 
   assert.equal(first.code, 0, first.stdout + first.stderr);
   assert.equal(addressOf(first), '10.92.0.2/24');
 });
+
+test('a call the agent has not finished by --deadline-seconds is answered with code 11; it completes later and the retry finds it', { timeout: 60_000 }, async (t) => {
+  const s = setup(t);
+  const holder = holdPoolLock(s.dataDir, NETWORK, CIDR, s.goFile);
+  t.after(() => holder.child.kill('SIGKILL'));
+  await until('the holder to take the lock', () => holder.output().includes('planned'));
+  const agent = await startAgentProcess(bin, s.socket, ['--deadline-seconds', '1']);
+  t.after(() => agent.kill());
+  const out = await add(s, 'slow');
+  assertNoAnswer(out, /the call did not finish within 1000 ms/);
+  writeFileSync(s.goFile, '');
+  await until('the slow call to commit', () => allocations(s)['2'] === 'slow');
+  const retry = await add(s, 'slow');
+  assert.equal(addressOf(retry), '10.92.0.2/24');
+});
+
+test('--max-concurrent bounds the calls in flight: the next one waits for a slot', { timeout: 60_000 }, async (t) => {
+  const s = setup(t);
+  const holder = holdPoolLock(s.dataDir, NETWORK, CIDR, s.goFile);
+  t.after(() => holder.child.kill('SIGKILL'));
+  await until('the holder to take the lock', () => holder.output().includes('planned'));
+  const agent = await startAgentProcess(bin, s.socket, ['--max-concurrent', '1']);
+  t.after(() => agent.kill());
+  const first = add(s, 'first');
+  await until('the first call to wait on the lock', waitingOnLock(s, 'first'));
+  let secondDone = false;
+  const second = add(s, 'second', {}, 'elsewhere', '10.93.0.0/24').then((out) => ((secondDone = true), out));
+  await new Promise((r) => setTimeout(r, 1_500));
+  assert.equal(secondDone, false, 'a second call ran while the only slot was taken');
+  writeFileSync(s.goFile, '');
+  assert.equal((await first).code, 0);
+  const out = await second;
+  assert.equal(out.code, 0, out.stdout + out.stderr);
+  assert.equal(addressOf(out), '10.93.0.1/24');
+});
