@@ -6,6 +6,12 @@
 import { createHash } from 'node:crypto';
 import type { Agent } from 'node:http';
 
+/**
+ * An idle kept connection is closed after this long: well before an API server closes it on its side (a request
+ * racing that close would fail), and a node with no pod starts holds nothing open.
+ */
+export const IDLE_SOCKET_MS = 30_000;
+
 /** Identities kept at once; a rotation leaves the old one behind, evicted (and its sockets closed) when over. */
 const MAX_KEPT = 8;
 
@@ -17,14 +23,22 @@ export function keepConnections(): void {
   kept ??= new Map();
 }
 
-/**
- * The agent for `server` and this TLS material: a kept one when keeping, else `make()`'s. `material` must hold
- * everything that decides whom the connection trusts and how it authenticates (CA, client cert and key, ...).
- */
-export function agentFor(server: string, material: readonly unknown[], make: () => Agent): Agent {
+/** What decides whom a connection trusts and how it authenticates (request options of node:https). */
+export interface TlsIdentity {
+  readonly ca?: unknown;
+  readonly cert?: unknown;
+  readonly key?: unknown;
+  readonly pfx?: unknown;
+  readonly passphrase?: unknown;
+  readonly rejectUnauthorized?: unknown;
+  readonly servername?: unknown;
+}
+
+/** The agent for `server` and this TLS identity: a kept one when keeping, else `make()`'s. */
+export function agentFor(server: string, tls: TlsIdentity, make: () => Agent): Agent {
   if (kept === undefined) return make();
   const hash = createHash('sha256').update(server);
-  for (const part of material) {
+  for (const part of [tls.ca, tls.cert, tls.key, tls.pfx, tls.passphrase, tls.rejectUnauthorized, tls.servername]) {
     hash.update('\0');
     if (part !== undefined) hash.update(typeof part === 'string' || Buffer.isBuffer(part) ? part : JSON.stringify(part));
   }

@@ -13,7 +13,7 @@ import { createHash } from 'node:crypto';
 import { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent, type AgentOptions, type RequestOptions } from 'node:https';
 import { join, resolve } from 'node:path';
-import { agentFor, releaseAgent } from './connection-pool.ts';
+import { agentFor, IDLE_SOCKET_MS, releaseAgent } from './connection-pool.ts';
 import type { ApiEndpoint } from './kubeconfig.ts';
 
 export const ENTRY_FORMAT = 1;
@@ -194,8 +194,10 @@ export function endpointOf(recipe: Recipe): ApiEndpoint | undefined {
       (options.headers as Record<string, string>)['Authorization'] = `Bearer ${token}`.trim();
     }
     const tls = tlsOf(options);
-    const agent = agentFor(recipe.server, [tls.ca, tls.cert, tls.key, tls.rejectUnauthorized, tls.servername], () =>
-      recipe.server.startsWith('http:') ? new HttpAgent({ keepAlive: true, maxSockets: 4 }) : new HttpsAgent({ keepAlive: true, maxSockets: 4, ...tls }),
+    const agent = agentFor(recipe.server, tls, () =>
+      recipe.server.startsWith('http:')
+        ? new HttpAgent({ keepAlive: true, maxSockets: 4, timeout: IDLE_SOCKET_MS })
+        : new HttpsAgent({ keepAlive: true, maxSockets: 4, timeout: IDLE_SOCKET_MS, ...tls }),
     );
     return { server: recipe.server, namespace: recipe.namespace, requestOptions: { ...options, agent }, agent };
   } catch {
