@@ -22,16 +22,21 @@ let tokenFile: string;
 let kubeconfig: string;
 
 interface CountingProxy {
-  readonly url: string;
+  url: string;
   connections: number;
+  /** Bytes from clients held back while paused (the API server sees nothing of them until resume). */
+  held: number;
+  pause(): void;
+  resume(): void;
   close(): void;
 }
 
-/** A transparent TCP proxy (TLS passes through) that counts the connections clients open to the API server. */
+/** A transparent TCP proxy (TLS passes through) that counts the connections clients open, and can hold their bytes. */
 async function countingProxy(upstream: string): Promise<CountingProxy> {
   const target = new URL(upstream);
   const open = new Set<Socket>();
-  const state = { url: '', connections: 0, close: () => undefined as void };
+  const waiting: Array<() => void> = [];
+  let paused = false;
   const server: Server = createServer((client) => {
     state.connections++;
     const up = createConnection({ host: target.hostname, port: Number(target.port) });
@@ -40,17 +45,32 @@ async function countingProxy(upstream: string): Promise<CountingProxy> {
       s.on('close', () => open.delete(s));
       s.on('error', () => (client.destroy(), up.destroy()));
     }
-    client.pipe(up);
+    client.on('data', (chunk: Buffer) => {
+      if (!paused) return void up.write(chunk);
+      state.held += chunk.length;
+      waiting.push(() => up.write(chunk));
+    });
+    client.on('end', () => (paused ? waiting.push(() => up.end()) : up.end()));
     up.pipe(client);
   });
+  const state: CountingProxy = {
+    url: '',
+    connections: 0,
+    held: 0,
+    pause: () => void (paused = true),
+    resume: () => {
+      paused = false;
+      for (const release of waiting.splice(0)) release();
+    },
+    close: () => {
+      for (const s of open) s.destroy();
+      server.close();
+    },
+  };
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const address = server.address();
   if (address === null || typeof address === 'string') throw new Error('no port');
   state.url = `https://127.0.0.1:${address.port}`;
-  state.close = () => {
-    for (const s of open) s.destroy();
-    server.close();
-  };
   return state;
 }
 
@@ -132,4 +152,40 @@ test('a rotated token takes effect on the next call through the agent\'s kept co
   const again = await call('ADD', c, 't1');
   assert.equal(again.code, 0, again.stdout + again.stderr);
   assert.equal(addressOf(again), '10.122.0.2/24');
+});
+
+test('agent SIGKILLed while its API request hangs: code 11, the retry (in-process, stale socket) gets one address, a new agent takes over', async () => {
+  const c = conf('agent-kill', '10.123.0.0/24');
+  assert.equal((await call('ADD', c, 'before-kill')).code, 0);
+  proxy.pause();
+  let out: CniOutcome;
+  try {
+    const pending = call('ADD', c, 'killed');
+    for (let i = 0; proxy.held === 0; i++) {
+      if (i > 500) throw new Error('the agent sent nothing to the API server');
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    agent.kill('SIGKILL');
+    out = await pending;
+  } finally {
+    proxy.resume();
+  }
+  assert.equal(out.json?.['code'], 11, out.stdout);
+  assert.match(String(out.json?.['msg']), /^node agent did not answer: /);
+  const retry = await call('ADD', c, 'killed');
+  assert.equal(retry.code, 0, retry.stdout + retry.stderr);
+  assert.ok(!retry.stderr.includes('"in the node agent'), 'the socket is stale: the plugin ran in-process');
+  assert.equal(addressOf(retry), '10.123.0.2/24');
+  const held = [...((await poolView(ns, '10.123.0.0-24'))?.allocations ?? new Map()).entries()].map(([ip, e]) => `${ip}=${String(e['id'])}`).sort();
+  assert.deepEqual(held, ['10.123.0.1=before-kill', '10.123.0.2=killed']);
+
+  // A new agent replaces the stale socket; started with HEREABOUTS_TIMINGS=1 in its own environment, it still does not
+  // collect the per-process timing report across calls (it would print it at exit).
+  agent = await startAgentProcess(requireBinary(), socket, [], { HEREABOUTS_TIMINGS: '1' });
+  const served = await call('ADD', c, 'after-kill');
+  assert.ok(served.stderr.includes('"in the node agent'), served.stderr);
+  assert.equal(addressOf(served), '10.123.0.3/24');
+  agent.kill('SIGTERM');
+  assert.equal(await agent.exited, 0);
+  assert.ok(!agent.log().includes('hereabouts-timings'), agent.log());
 });
