@@ -21,7 +21,7 @@ export interface Fallback {
 
 /** Forwards the call; returns the exit code, or a Fallback when the agent could not be reached. */
 export async function callAgent(socketPath: string, env: NodeJS.ProcessEnv): Promise<number | Fallback> {
-  const started = { wallMs: performance.now(), cpuMs: cpuMs() };
+  const started = { wallMs: sinceStartMs(), cpuMs: cpuMs() };
   let stdin: Buffer;
   try {
     stdin = readStdinFd();
@@ -30,7 +30,7 @@ export async function callAgent(socketPath: string, env: NodeJS.ProcessEnv): Pro
   }
   const socket = await connected(socketPath);
   if (typeof socket === 'string') return { fallback: true, stdin: () => stdin, why: socket };
-  const linked = { wallMs: performance.now(), cpuMs: cpuMs() };
+  const linked = { wallMs: sinceStartMs(), cpuMs: cpuMs() };
   const timeoutMs = answerTimeout(env['HEREABOUTS_AGENT_TIMEOUT_MS']);
   const answer = await exchange(socket, encodeRequest({ env: forwardedEnv(env), stdin, giveUpAt: Date.now() + timeoutMs }), timeoutMs);
   if (typeof answer === 'string') {
@@ -97,7 +97,7 @@ function answerTimeout(value: string | undefined): number {
 
 /** HEREABOUTS_TIMINGS=1: the same line as the in-process plugin prints, with the agent's share as its own step. */
 function printTimings(started: { wallMs: number; cpuMs: number }, connected: { wallMs: number; cpuMs: number }, answer: AgentAnswer): void {
-  const now = { wallMs: performance.now(), cpuMs: cpuMs() };
+  const now = { wallMs: sinceStartMs(), cpuMs: cpuMs() };
   const agentWall = answer.wallMs ?? 0;
   const round = (ms: number): number => Math.round(ms * 10) / 10;
   const parts = [
@@ -112,4 +112,9 @@ function printTimings(started: { wallMs: number; cpuMs: number }, connected: { w
 function cpuMs(): number {
   const cpu = process.cpuUsage();
   return (cpu.user + cpu.system) / 1000;
+}
+
+/** Wall time since the process started; process.uptime() loads nothing (the global `performance` loads perf_hooks). */
+function sinceStartMs(): number {
+  return process.uptime() * 1000;
 }
