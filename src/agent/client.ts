@@ -16,7 +16,6 @@ const CONNECT_TIMEOUT_MS = 1_000;
 export interface Fallback {
   readonly fallback: true;
   readonly stdin: () => Buffer;
-  readonly why: string;
 }
 
 /** Forwards the call; returns the exit code, or a Fallback when the agent could not be reached. */
@@ -26,10 +25,10 @@ export async function callAgent(socketPath: string, env: NodeJS.ProcessEnv): Pro
   try {
     stdin = readStdinFd();
   } catch (err) {
-    return { fallback: true, stdin: () => { throw err; }, why: 'stdin' };
+    return { fallback: true, stdin: () => { throw err; } };
   }
   const socket = await connected(socketPath);
-  if (typeof socket === 'string') return { fallback: true, stdin: () => stdin, why: socket };
+  if (socket === undefined) return { fallback: true, stdin: () => stdin }; // nothing was sent
   const linked = { wallMs: sinceStartMs(), cpuMs: cpuMs() };
   const timeoutMs = answerTimeout(env['HEREABOUTS_AGENT_TIMEOUT_MS']);
   const answer = await exchange(socket, encodeRequest({ env: forwardedEnv(env), stdin, giveUpAt: Date.now() + timeoutMs }), timeoutMs);
@@ -43,22 +42,22 @@ export async function callAgent(socketPath: string, env: NodeJS.ProcessEnv): Pro
   return answer.code;
 }
 
-/** A connected socket, or why not (ENOENT, ECONNREFUSED, EACCES...: nothing was sent). */
-function connected(path: string): Promise<Socket | string> {
+/** A connected socket, or undefined when it cannot be had (ENOENT, ECONNREFUSED, EACCES, a full backlog...). */
+function connected(path: string): Promise<Socket | undefined> {
   return new Promise((resolve) => {
     const socket = connect(path);
     const timer = setTimeout(() => {
       socket.destroy();
-      resolve('connect timed out');
+      resolve(undefined);
     }, CONNECT_TIMEOUT_MS);
     socket.once('connect', () => {
       clearTimeout(timer);
       socket.removeAllListeners('error');
       resolve(socket);
     });
-    socket.once('error', (err: NodeJS.ErrnoException) => {
+    socket.once('error', () => {
       clearTimeout(timer);
-      resolve(err.code ?? err.message);
+      resolve(undefined);
     });
   });
 }
