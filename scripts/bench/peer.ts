@@ -5,6 +5,10 @@
 //   2. Bursts: N ADDs from simulated nodes, K in flight, with node slices and with one shared pool: ADD/s, p50/p99,
 //      CPU per ADD, apiserver+etcd CPU per ADD (/proc/<pid>/stat), requests and 409 conflicts per ADD.
 //   3. Audit: no address held twice in any pool of either plugin (must be 0).
+// hereabouts runs twice: as a plain plugin process, and with a node agent (`hereabouts agent`, one per simulated node,
+// each on its own socket, HEREABOUTS_AGENT_SOCKET set for that node's calls). With the agent, the CPU columns are the
+// plugin (client) process; the agents' CPU per ADD is printed beside it (/proc/<pid>/stat of every agent), and a
+// node's cost per ADD is the sum of the two.
 // Node slices: Whereabouts' node-slice controller is not run (it needs Node and NetworkAttachmentDefinition
 // objects); both plugins get the same pre-created NodeSlicePool status, as the controller would write it.
 // Usage: node scripts/bench/peer.ts [--no-build] [--single N] [--burst N] [--nodes N] [--concurrency N]
@@ -127,8 +131,45 @@ function cniEnv(node: string, pod: string, timings = false): Record<string, stri
     CNI_PATH: '/opt/cni/bin',
     CNI_ARGS: `IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=${pod}`,
     NODENAME: node,
+    // The namespaces' kubeconfigs and cache dirs are temp dirs: allowed as a node's runtime would allow them.
+    HEREABOUTS_ALLOWED_DIRS: tmpdir(),
     ...(timings ? { HEREABOUTS_TIMINGS: '1' } : {}),
   };
+}
+
+// --- node agents (one per simulated node)
+interface NodeAgent {
+  readonly socket: string;
+  readonly pid: number;
+  readonly kill: () => void;
+}
+const agents = new Map<string, NodeAgent>();
+
+/** The node's agent, started on first use; resolves once it listens. */
+async function agentFor(node: string): Promise<NodeAgent> {
+  const known = agents.get(node);
+  if (known !== undefined) return known;
+  const socket = join(work, 'agents', node, 'agent.sock');
+  const child = spawn(hereaboutsBin, ['agent', '--socket', socket], { env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' }, stdio: ['ignore', 'ignore', 'pipe'] });
+  let log = '';
+  child.stderr?.on('data', (b: Buffer) => (log += b.toString()));
+  for (let i = 0; !log.includes('listening on'); i++) {
+    if (i > 500 || child.exitCode !== null) throw new Error(`agent for ${node} did not start: ${log}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  const agent = { socket, pid: child.pid ?? 0, kill: () => void child.kill('SIGTERM') };
+  agents.set(node, agent);
+  return agent;
+}
+
+/** CPU time (user + system) of these agents so far, from /proc (all their threads). */
+function agentsCpuMs(list: Iterable<NodeAgent>): number {
+  let total = 0;
+  for (const agent of list) {
+    const fields = readFileSync(`/proc/${agent.pid}/stat`, 'utf8').replace(/^.*\) /s, '').split(' ');
+    total += (Number(fields[11]) + Number(fields[12])) * TICK_MS;
+  }
+  return total;
 }
 
 function binary(plugin: Plugin, tools: Tools): string {
@@ -215,12 +256,22 @@ async function single(tools: Tools, spaces: Record<Plugin, Namespace>): Promise<
   const hlConf = JSON.stringify({ cniVersion: '0.4.0', name: 'bench-hl', type: 'bridge', ipam: { type: 'host-local', ranges: [[{ subnet: '10.61.0.0/16' }]], dataDir: hl } });
   const hereabouts = (i: number) =>
     measured(tools, hereaboutsBin, cniEnv('single-node', `hereabouts-s-${i}`, true), request('hereabouts', spaces.hereabouts, 'single-node', net)).then((r) => checked(r, 'hereabouts ADD'));
-  const cases: Array<{ label: string; plugin?: Plugin; run: (round: number) => Promise<Run> }> = [
+  const cases: Array<{ label: string; plugin?: Plugin; agent?: boolean; run: (round: number) => Promise<Run> }> = [
     { label: '`node -e 0` (embedded Node)', run: () => measured(tools, embeddedNode, {}, '').then((r) => checked(r, 'node')) },
     ...(existsSync(hostLocal)
       ? [{ label: 'host-local ADD (Debian)', run: (i: number) => measured(tools, hostLocal, cniEnv('n', `hl-${i}`), hlConf).then((r) => checked(r, 'host-local ADD')) }]
       : []),
     { label: 'hereabouts ADD (Kubernetes store)', plugin: 'hereabouts', run: hereabouts },
+    {
+      label: 'hereabouts ADD through its node agent (the plugin process; agent CPU below)',
+      plugin: 'hereabouts',
+      agent: true,
+      run: async (i: number) => {
+        const agent = await agentFor('single-node');
+        const env = { ...cniEnv('single-node', `hereabouts-a-${i}`, true), HEREABOUTS_AGENT_SOCKET: agent.socket };
+        return measured(tools, hereaboutsBin, env, request('hereabouts', spaces.hereabouts, 'single-node', net)).then((r) => checked(r, 'hereabouts ADD via agent'));
+      },
+    },
     {
       label: 'hereabouts ADD, full TLS handshake (stored session removed first)',
       plugin: 'hereabouts',
@@ -249,9 +300,12 @@ async function single(tools: Tools, spaces: Record<Plugin, Namespace>): Promise<
   auditSince();
   const samples = cases.map((): Run[] => []);
   const requests = cases.map((): AuditEvent[] => []);
+  let agentCpu = 0;
   for (let round = 0; round < singleRounds; round++) {
     for (const [i, c] of cases.entries()) {
+      const before = c.agent === true ? agentsCpuMs(agents.values()) : 0;
       samples[i]?.push(await c.run(round));
+      if (c.agent === true) agentCpu += agentsCpuMs(agents.values()) - before;
       if (c.plugin !== undefined) requests[i]?.push(...(auditSince().get(c.plugin) ?? []));
     }
   }
@@ -267,7 +321,15 @@ async function single(tools: Tools, spaces: Record<Plugin, Namespace>): Promise<
       return [c.label, `${f(quantile(runs.map((r) => r.wallMs), 0.5))} ms`, `${f(quantile(runs.map((r) => r.wallMs), 0.9))} ms`, `${f(cpu)} ms`, `${f(cpu / base, 2)}x`, perAdd];
     }),
   );
-  breakdown('stored TLS session', samples[cases.findIndex((c) => c.plugin === 'hereabouts')] ?? []);
+  const viaAgent = samples[cases.findIndex((c) => c.agent === true)] ?? [];
+  const clientCpu = quantile(viaAgent.map((r) => r.cpuMs), 0.5);
+  const perAdd = agentCpu / singleRounds;
+  console.log(
+    `\nThrough the node agent, per ADD: plugin process ${f(clientCpu)} ms CPU (p50) + agent ${f(perAdd)} ms CPU (mean, /proc/<pid>/stat over ` +
+      `${singleRounds} calls, ${f(TICK_MS, 0)} ms ticks) = ${f(clientCpu + perAdd)} ms of node CPU (${f((clientCpu + perAdd) / base, 2)}x \`node -e 0\`).`,
+  );
+  breakdown('through the node agent', viaAgent);
+  breakdown('stored TLS session', samples[cases.findIndex((c) => c.plugin === 'hereabouts' && c.agent !== true)] ?? []);
   breakdown('full TLS handshake', samples[cases.findIndex((c) => c.label.includes('full TLS'))] ?? []);
   breakdown('connection cache cleared', samples[cases.findIndex((c) => c.label.includes('cache cleared'))] ?? []);
 }
@@ -305,34 +367,39 @@ interface BurstResult {
   readonly cells: readonly string[];
 }
 
-async function burst(tools: Tools, cp: ControlPlane, plugin: Plugin, ns: Namespace, slices: boolean, index: number): Promise<BurstResult> {
-  const net: NetOptions = { name: `burst-${slices ? 'slices' : 'shared'}`, range: `10.${70 + index}.0.0/16`, slices };
+async function burst(tools: Tools, cp: ControlPlane, plugin: Plugin, ns: Namespace, slices: boolean, index: number, withAgents = false): Promise<BurstResult> {
+  const net: NetOptions = { name: `burst-${slices ? 'slices' : 'shared'}${withAgents ? '-agent' : ''}`, range: `10.${70 + index}.0.0/16`, slices };
   const nodes = Array.from({ length: burstNodes }, (_, i) => `node-${String(i).padStart(3, '0')}`);
   if (slices) await createNodeSlicePool(ns, net.name, net.range, 24, nodes);
   for (const node of nodes) mkdirSync(join(ns.dir, 'nodes', node), { recursive: true });
+  const nodeAgents = withAgents ? await Promise.all(nodes.map((node) => agentFor(node))) : [];
   auditSince();
+  const agents0 = agentsCpuMs(nodeAgents);
   const server0 = serverCpuMs(cp);
   const started = performance.now();
   const runs = await limited(
     concurrency,
     Array.from({ length: burstSize }, (_, i) => () => {
       const node = nodes[i % burstNodes] ?? '';
-      return measured(tools, binary(plugin, tools), cniEnv(node, `${plugin}-${net.name}-${i}`), request(plugin, ns, node, net));
+      const env = { ...cniEnv(node, `${plugin}-${net.name}-${i}`), ...(withAgents ? { HEREABOUTS_AGENT_SOCKET: nodeAgents[i % burstNodes]?.socket ?? '' } : {}) };
+      return measured(tools, binary(plugin, tools), env, request(plugin, ns, node, net));
     }),
   );
   const wallS = (performance.now() - started) / 1000;
   const serverMs = serverCpuMs(cp) - server0;
+  const agentMs = agentsCpuMs(nodeAgents) - agents0;
   const events = auditSince().get(plugin) ?? [];
   const ok = runs.filter((r) => r.code === 0);
   const ips = ok.map((r) => JSON.stringify((JSON.parse(r.stdout) as { ips?: Array<{ address?: string }> }).ips?.[0]?.address ?? null));
   const distinct = new Set(ips).size;
   if (ok.length < runs.length) console.error(`${plugin} ${net.name}: ${runs.length - ok.length} failed; first: ${(runs.find((r) => r.code !== 0)?.stdout ?? '').slice(0, 500)}`);
   return {
-    label: `${plugin}, ${slices ? 'node slices' : 'shared pool'}`,
+    label: `${plugin}${withAgents ? ' + node agents' : ''}, ${slices ? 'node slices' : 'shared pool'}`,
     cells: [
       f(ok.length / wallS),
       `${f(quantile(runs.map((r) => r.wallMs), 0.5), 0)} / ${f(quantile(runs.map((r) => r.wallMs), 0.99), 0)} ms`,
       `${f(mean(runs.map((r) => r.cpuMs)))} ms`,
+      withAgents ? `${f(agentMs / burstSize)} ms` : '',
       `${f(serverMs / burstSize)} ms`,
       f(events.length / burstSize, 1),
       f(conflicts(events) / burstSize, 2),
@@ -383,8 +450,9 @@ async function main(): Promise<void> {
     let index = 0;
     for (const slices of [true, false]) {
       for (const plugin of ['hereabouts', 'whereabouts'] as const) rows.push(await burst(tools, cp, plugin, spaces[plugin], slices, index++));
+      rows.push(await burst(tools, cp, 'hereabouts', spaces.hereabouts, slices, index++, true));
     }
-    table(['', 'ADD/s', 'p50 / p99', 'CPU per ADD', 'apiserver+etcd CPU per ADD', 'API requests per ADD', '409 conflicts per ADD', 'failed', 'duplicate results'], rows.map((r) => [r.label, ...r.cells]));
+    table(['', 'ADD/s', 'p50 / p99', 'CPU per ADD (plugin process)', 'node agents\' CPU per ADD', 'apiserver+etcd CPU per ADD', 'API requests per ADD', '409 conflicts per ADD', 'failed', 'duplicate results'], rows.map((r) => [r.label, ...r.cells]));
     console.log('\n### Audit: addresses held twice across all IPPools of each plugin (must be 0)\n');
     const audits = await Promise.all((['hereabouts', 'whereabouts'] as const).map(async (p) => [p, await duplicates(spaces[p])] as const));
     table(['', 'pools', 'addresses', 'duplicates'], audits.map(([p, a]) => [p, String(a.pools), String(a.addresses), String(a.duplicates)]));
@@ -392,6 +460,7 @@ async function main(): Promise<void> {
     if (audits.some(([, a]) => a.duplicates > 0)) process.exitCode = 1;
     for (const ns of Object.values(spaces)) await ns.cleanup();
   } finally {
+    for (const agent of agents.values()) agent.kill();
     stopControlPlane(cp);
   }
 }

@@ -1,11 +1,22 @@
 // Entry point of the single executable. The CNI path is chosen first and imports only what a CNI verb needs;
 // subcommands load their (heavier) modules on demand.
+import { lstatSync } from 'node:fs';
+import { DEFAULT_AGENT_SOCKET } from '../agent/default-socket.ts';
 import { buildInfo } from './build-info.ts';
 
 async function main(argv: readonly string[]): Promise<number> {
   if (process.env['CNI_COMMAND'] !== undefined && argv.length === 0) {
+    // A node agent serves the call when its socket is there (src/agent/client.ts); VERSION needs no store.
+    const socket = process.env['CNI_COMMAND'] === 'VERSION' ? undefined : agentSocket(process.env);
+    let stdin: (() => Buffer) | undefined;
+    if (socket !== undefined) {
+      const { callAgent } = await import('../agent/client.ts');
+      const answered = await callAgent(socket, process.env);
+      if (typeof answered === 'number') return answered;
+      stdin = answered.stdin;
+    }
     const { runPlugin } = await import('../cni/plugin.ts');
-    return runPlugin();
+    return runPlugin(stdin === undefined ? {} : { stdin });
   }
   const [command, ...rest] = argv;
   switch (command) {
@@ -18,6 +29,10 @@ async function main(argv: readonly string[]): Promise<number> {
     case 'controller': {
       const { runController } = await import('../controller/main.ts');
       return runController(rest);
+    }
+    case 'agent': {
+      const { runAgent } = await import('../agent/main.ts');
+      return runAgent(rest);
     }
     case 'install': {
       const { runInstall } = await import('../install/main.ts');
@@ -67,10 +82,22 @@ async function main(argv: readonly string[]): Promise<number> {
   }
 }
 
+/** The agent socket (from the runtime's environment, never the network config) when one exists at the configured path (no socket: in-process, without loading node:net). */
+function agentSocket(env: NodeJS.ProcessEnv): string | undefined {
+  const path = env['HEREABOUTS_AGENT_SOCKET'] ?? DEFAULT_AGENT_SOCKET;
+  if (path === '') return undefined; // explicitly off
+  try {
+    return lstatSync(path).isSocket() ? path : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 function usage(): string {
   return `Usage:
   hereabouts                 CNI plugin (with CNI_COMMAND set, request on stdin)
   hereabouts controller      leader-elected cleanup of orphaned allocations and reservations, metrics (--help)
+  hereabouts agent          node agent: serves CNI calls on a unix socket (--help for flags)
   hereabouts install         DaemonSet entry: install the plugin and its config on the node (--help for flags)
   hereabouts status          pools at a glance: range, capacity, used, free, orphans (--help for flags)
   hereabouts ip ADDRESS      who holds an address: pool, pod, node, container, since when, reservation

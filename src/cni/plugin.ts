@@ -16,7 +16,8 @@ import type { VerbContext } from './verbs/context.ts';
 /** The process's environment, stdin and outputs; tests replace them to run many requests in one process. */
 export interface PluginIO {
   readonly env?: NodeJS.ProcessEnv;
-  readonly stdin?: Buffer;
+  /** The request bytes, or a function that returns them (or throws what reading them threw). */
+  readonly stdin?: Buffer | (() => Buffer);
   /** stdout (the one JSON document). */
   readonly stdout?: (text: string) => void;
   /** stderr (log lines when there is no log_file). */
@@ -36,7 +37,7 @@ export async function runPlugin(io: PluginIO = {}): Promise<number> {
   try {
     const env = readCniEnv(processEnv);
     if (env.verb === 'VERSION') return await answerVersion(io);
-    request = decodeRequest(io.stdin ?? readStdinFd());
+    request = decodeRequest(stdinOf(io) ?? readStdinFd());
     version = negotiate(request, env.verb);
     const config = parseNetworkConfig(request, {
       verb: env.verb,
@@ -52,7 +53,7 @@ export async function runPlugin(io: PluginIO = {}): Promise<number> {
     });
     for (const note of config.notes ?? []) logger.debug(note);
     for (const warning of config.warnings) logger.warning(warning);
-    store = await openStore(config, { log: logger });
+    store = await openStore(config, { log: logger, env: processEnv });
     return await runVerb({ env, config, store, logger, version }, out);
   } catch (err) {
     const cniVersion = version ?? bestEffortVersion(request);
@@ -109,11 +110,15 @@ async function runVerb(ctx: VerbContext & { env: CniEnv }, out: OutputOptions): 
 async function answerVersion(io: PluginIO): Promise<number> {
   let request: unknown;
   try {
-    request = decodeRequest(io.stdin ?? readStdinFd({ timeoutMs: 100 }));
+    request = decodeRequest(stdinOf(io) ?? readStdinFd({ timeoutMs: 100 }));
   } catch {
     request = undefined; // no (valid) request: report the latest version, as the spec allows
   }
   return writeResult(versionInfo(request), io.stdout === undefined ? {} : { write: io.stdout });
+}
+
+function stdinOf(io: PluginIO): Buffer | undefined {
+  return typeof io.stdin === 'function' ? io.stdin() : io.stdin;
 }
 
 function describe(env: CniEnv): { verb: string; container?: string; ifname?: string } {

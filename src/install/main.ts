@@ -3,10 +3,12 @@
 // token or CA, a removed or overwritten file — until SIGTERM. `--once` installs and exits (init-container style).
 import { basename, dirname, join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { DEFAULT_AGENT_SOCKET } from '../agent/default-socket.ts';
 import { CniError } from '../cni/errors.ts';
 import { jsonLog } from '../controller/log.ts';
 import { messageOf } from '../store/local/fs-errors.ts';
 import { isDnsSubdomain } from '../store/names.ts';
+import { AgentKeeper } from './agent-keeper.ts';
 import { binaryChanged, installBinary, linkBinary, sweepTemps, type InstalledBinary } from './binary.ts';
 import { checkFlatConfig, readServiceAccount, syncFiles } from './config-files.ts';
 import { parseAddr } from '../controller/http.ts';
@@ -37,6 +39,8 @@ const usage = `Usage: hereabouts install [flags]
   --stats-max-bytes N        rotate the call-stats file when it is larger (default 4194304)
   --metrics-max-networks N   distinct network label values before the rest count as "_other" (default 100)
   --poll-interval SECONDS    how often to check the token, the CA and the installed files (default 10)
+  --agent-socket PATH        serve the node's CNI calls on this unix socket, mounted at the same path as on the host
+                             (default /run/hereabouts/agent.sock; "" for none): the plugin forwards to it
   --once                     install, write the files and exit
   Environment: KUBERNETES_SERVICE_HOST, KUBERNETES_SERVICE_PORT (the API server, as every pod gets them),
   NODENAME (spec.nodeName through the downward API; written to hereabouts.d/nodename).
@@ -59,6 +63,7 @@ const flags = {
   'stats-max-bytes': { type: 'string', default: String(4 * 1024 * 1024) },
   'metrics-max-networks': { type: 'string', default: '100' },
   'poll-interval': { type: 'string', default: '10' },
+  'agent-socket': { type: 'string', default: DEFAULT_AGENT_SOCKET },
   once: { type: 'boolean', default: false },
   help: { type: 'boolean', short: 'h', default: false },
 } as const;
@@ -111,11 +116,14 @@ export async function runInstall(argv: readonly string[]): Promise<number> {
   // Loaded here, not for --once: the metrics library is only for the long-running pod.
   const { startNodeSide } = await import('./node-side.ts');
   const nodeSide = await startNodeSide({ ...plan.nodeSide, intervalMs: plan.intervalMs, log: (level, msg) => logger[level](msg) });
+  const agent = new AgentKeeper(values['agent-socket'], log);
+  await agent.ensure();
   const code = await keep({
     intervalMs: plan.intervalMs,
     log,
     warn: (msg) => logger.warning(msg),
     check: () => {
+      void agent.ensure();
       for (const path of syncFiles(desired(), plan.hostFiles.confDir)) log(`rewrote ${path} (token, CA or file changed)`);
       // The aliases are links to the primary: a new primary means new links (written over in place, it is both).
       const primaryChanged = binaryChanged(installed[0] as InstalledBinary);
@@ -126,6 +134,7 @@ export async function runInstall(argv: readonly string[]): Promise<number> {
       });
     },
   });
+  await agent.close();
   await nodeSide.stop();
   return code;
 }

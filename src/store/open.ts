@@ -6,6 +6,8 @@ import type { Store } from './store.ts';
 
 export interface OpenStoreOptions {
   readonly log: Logger;
+  /** The request's environment (NODENAME); default process.env. A node agent serves many, each with its own. */
+  readonly env?: Readonly<Record<string, string | undefined>>;
 }
 
 export async function openStore(config: NetworkConfig, options: OpenStoreOptions): Promise<Store> {

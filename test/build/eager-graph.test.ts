@@ -83,3 +83,26 @@ test('the Kubernetes client is reachable from the entry point, so the checks abo
   }
   assert.ok(everything.has('sea-asset:@kubernetes/client-node'), 'nothing in src/ imports @kubernetes/client-node');
 });
+
+/** Everything reachable from `root`, dynamic imports included. */
+function fullClosure(graph: Graph, root: string): Map<string, readonly string[]> {
+  const chains = new Map<string, readonly string[]>([[root, [root]]]);
+  const queue = [root];
+  for (let module = queue.shift(); module !== undefined; module = queue.shift()) {
+    for (const imp of graph.get(module) ?? []) {
+      if (chains.has(imp.path)) continue;
+      chains.set(imp.path, [...(chains.get(module) ?? []), imp.path]);
+      if (imp.external !== true) queue.push(imp.path);
+    }
+  }
+  return chains;
+}
+
+test('the node agent client (the plugin path when an agent serves) loads no TLS, HTTP, Kubernetes client, plugin or store', () => {
+  assert.ok(graph.has('src/agent/client.ts'), 'src/agent/client.ts is not in dist/meta.json');
+  const agentPath = new Map([...eagerClosure(graph, 'src/cli/main.ts'), ...fullClosure(graph, 'src/agent/client.ts')]);
+  const banned = /^node:(tls|https|http|http2|crypto)$|@kubernetes\/client-node|k8s-client-loader|^src\/(cni\/plugin|cni\/verbs|config|store|ipam|allocator)\b/;
+  const offenders = [...agentPath].filter(([path]) => banned.test(path)).map(([, chain]) => chain.join(' -> '));
+  assert.deepEqual(offenders, []);
+  assert.ok(agentPath.has('node:net'), 'the client is expected to reach the agent through node:net');
+});

@@ -7,11 +7,12 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { embeddedNode, repoRoot } from '../support/paths.ts';
+import { embeddedNode, repoRoot, requireBinary } from '../support/paths.ts';
+import { startAgentProcess } from '../support/agent.ts';
 
 const bundle = join(repoRoot, 'dist', 'hereabouts.cjs');
 
-function loadedModules(args: string[], env: Record<string, string>, input: string): Set<string> {
+function loadedModules(args: string[], env: Record<string, string>, input: string, stderr?: (text: string) => void): Set<string> {
   const dir = mkdtempSync(join(tmpdir(), 'hab-modules-'));
   try {
     const preload = join(dir, 'record.cjs');
@@ -19,6 +20,7 @@ function loadedModules(args: string[], env: Record<string, string>, input: strin
     writeFileSync(preload, `process.on('exit', () => require('fs').writeFileSync(${JSON.stringify(out)}, process.moduleLoadList.join('\\n')));`);
     const run = spawnSync(embeddedNode, ['-r', preload, ...args], { env, input, encoding: 'utf8' });
     assert.equal(run.status, 0, run.stdout + run.stderr);
+    stderr?.(run.stderr);
     return new Set(readFileSync(out, 'utf8').split('\n'));
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -38,5 +40,20 @@ for (const command of ['VERSION', 'ADD', 'CHECK', 'DEL']) {
     assert.deepEqual(extra, []);
   });
 }
+
+test('CNI ADD through the node agent loads node:net but no TLS, HTTP, crypto or perf_hooks module', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'hab-hot-agent-'));
+  const agent = await startAgentProcess(requireBinary(), join(dir, 'run', 'agent.sock'));
+  t.after(() => {
+    agent.kill();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  let stderr = '';
+  const env = { ...cniEnv('ADD'), CNI_CONTAINERID: 'via-agent', HEREABOUTS_AGENT_SOCKET: join(dir, 'run', 'agent.sock'), HEREABOUTS_TIMINGS: '1' };
+  const extra = [...loadedModules([bundle], env, conf, (text) => (stderr = text))].filter((m) => !baseline.has(m));
+  assert.match(stderr, /"in the node agent/, 'the call was served by the agent');
+  assert.ok(extra.includes('NativeModule net'), `expected node:net among ${extra.join(', ')}`);
+  assert.deepEqual(extra.filter((m) => /\b(tls|_tls_\w+|https?|_http_\w+|crypto|perf_hooks)\b/.test(m)), []);
+});
 
 test.after(() => rmSync(dataDir, { recursive: true, force: true }));

@@ -6,19 +6,18 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runPlugin } from '../../src/cni/plugin.ts';
 import { requireBinary } from '../support/paths.ts';
 import { generate, makeSandbox, type HostileCase, type Sandbox } from './corpus.ts';
-import { changes, judge, snapshot, type Verdict } from './judge.ts';
+import { changes, judge, protectedState, type Verdict } from './judge.ts';
 
 const COUNT = 5200;
 const EXECUTABLE_EVERY = 16;
 const BOUND_MS = 5000;
 const RSS_LIMIT = 256 * 1024 * 1024;
-const SYSTEM_FILES = ['/etc/passwd', '/etc/shadow', '/etc/group', '/root/.ssh/authorized_keys'];
 
 function envOf(s: Sandbox, c: HostileCase): Record<string, string> {
   return {
@@ -31,13 +30,6 @@ function envOf(s: Sandbox, c: HostileCase): Record<string, string> {
     HEREABOUTS_ALLOWED_DIRS: s.allowed,
     NODENAME: 'corpus-node',
   };
-}
-
-export function protectedState(s: Sandbox): Map<string, string> {
-  const state = snapshot(s.host);
-  for (const entry of snapshot(s.root).keys()) if (!entry.startsWith(`${s.allowed}/`) && !state.has(entry)) state.set(entry, 'present');
-  for (const file of SYSTEM_FILES) if (existsSync(file)) snapshot(file.replace(/\/[^/]+$/, ''), new Map()).forEach((v, k) => k === file && state.set(k, v));
-  return state;
 }
 
 async function inProcess(s: Sandbox, c: HostileCase): Promise<Verdict> {

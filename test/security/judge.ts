@@ -1,7 +1,8 @@
 // What every hostile request must get back: one CNI error JSON (an integer code and a message, no stack trace) or a
 // valid result (ADD: the IPs; the other verbs: nothing), and never the internal-error code.
-import { lstatSync, readdirSync, readFileSync, type Stats } from 'node:fs';
+import { existsSync, lstatSync, readdirSync, readFileSync, type Stats } from 'node:fs';
 import { join } from 'node:path';
+import type { Sandbox } from './corpus.ts';
 
 export interface Verdict {
   readonly ok: boolean;
@@ -59,4 +60,14 @@ export function changes(before: Map<string, string>, after: Map<string, string>)
   for (const [path, state] of after) if (before.get(path) !== state) out.push(`${before.has(path) ? 'changed' : 'created'} ${path}`);
   for (const path of before.keys()) if (!after.has(path)) out.push(`removed ${path}`);
   return out;
+}
+
+const SYSTEM_FILES = ['/etc/passwd', '/etc/shadow', '/etc/group', '/root/.ssh/authorized_keys'];
+
+/** What must not change in a corpus run: the sandbox outside the allowed directory, and a few system files. */
+export function protectedState(s: Sandbox): Map<string, string> {
+  const state = snapshot(s.host);
+  for (const entry of snapshot(s.root).keys()) if (!entry.startsWith(`${s.allowed}/`) && !state.has(entry)) state.set(entry, 'present');
+  for (const file of SYSTEM_FILES) if (existsSync(file)) snapshot(file.replace(/\/[^/]+$/, ''), new Map()).forEach((v, k) => k === file && state.set(k, v));
+  return state;
 }

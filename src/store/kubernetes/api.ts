@@ -6,6 +6,7 @@ import { request as httpsRequest } from 'node:https';
 import type { Socket } from 'node:net';
 import { TLSSocket } from 'node:tls';
 import { buildInfo } from '../../cli/build-info.ts';
+import { releaseAgent } from './connection-pool.ts';
 import type { ApiEndpoint } from './kubeconfig.ts';
 import { mark, timingsEnabled } from './timings.ts';
 import type { TlsSessionStore } from './tls-session.ts';
@@ -140,8 +141,9 @@ export class ApiClient {
     });
   }
 
+  /** Ends this call's use of the connection: closed in a plugin process, kept for the next call in the node agent. */
   close(): void {
-    this.endpoint.agent.destroy();
+    releaseAgent(this.endpoint.agent);
   }
 }
 

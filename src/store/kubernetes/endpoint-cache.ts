@@ -13,6 +13,7 @@ import { createHash } from 'node:crypto';
 import { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent, type AgentOptions, type RequestOptions } from 'node:https';
 import { join, resolve } from 'node:path';
+import { agentFor, IDLE_SOCKET_MS, releaseAgent } from './connection-pool.ts';
 import type { ApiEndpoint } from './kubeconfig.ts';
 
 export const ENTRY_FORMAT = 1;
@@ -102,10 +103,10 @@ export async function loadEndpointCached(
   // Cached only when the recipe rebuilds exactly what the client resolved.
   const rebuilt = recipe === undefined ? undefined : endpointOf(recipe);
   if (recipe === undefined || rebuilt === undefined || !sameEndpoint(rebuilt, endpoint)) {
-    rebuilt?.agent.destroy();
+    if (rebuilt !== undefined) releaseAgent(rebuilt.agent);
     return { endpoint, outcome: 'uncacheable' };
   }
-  rebuilt.agent.destroy();
+  releaseAgent(rebuilt.agent);
   writeEntry(entryFile, { format: ENTRY_FORMAT, kubeconfig: resolve(kubeconfig), ...read.identity, recipe });
   return { endpoint, outcome: 'miss' };
 }
@@ -192,9 +193,12 @@ export function endpointOf(recipe: Recipe): ApiEndpoint | undefined {
       const token = 'token' in auth ? auth.token : readBounded(auth.tokenFile).toString('utf8');
       (options.headers as Record<string, string>)['Authorization'] = `Bearer ${token}`.trim();
     }
-    const agent = recipe.server.startsWith('http:')
-      ? new HttpAgent({ keepAlive: true, maxSockets: 4 })
-      : new HttpsAgent({ keepAlive: true, maxSockets: 4, ...tlsOf(options) });
+    const tls = tlsOf(options);
+    const agent = agentFor(recipe.server, tls, () =>
+      recipe.server.startsWith('http:')
+        ? new HttpAgent({ keepAlive: true, maxSockets: 4, timeout: IDLE_SOCKET_MS })
+        : new HttpsAgent({ keepAlive: true, maxSockets: 4, timeout: IDLE_SOCKET_MS, ...tls }),
+    );
     return { server: recipe.server, namespace: recipe.namespace, requestOptions: { ...options, agent }, agent };
   } catch {
     return undefined;

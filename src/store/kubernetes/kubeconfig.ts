@@ -14,6 +14,7 @@ import { CniCode, CniError } from '../../cni/errors.ts';
 import { readBounded } from '../../fs/read-bounded.ts';
 import { UnsafeFileError } from '../../fs/unsafe-file.ts';
 import { messageOf } from '../local/fs-errors.ts';
+import { agentFor, IDLE_SOCKET_MS } from './connection-pool.ts';
 
 /** Whereabouts' default when the current context names no namespace. */
 export const DEFAULT_NAMESPACE = 'kube-system';
@@ -122,7 +123,7 @@ export async function endpointFromText(
   const headers = requestOptions.headers as Record<string, unknown>;
   if (typeof headers['Authorization'] === 'string') headers['Authorization'] = headers['Authorization'].trim();
   const server = cluster.server.replace(/\/+$/, '');
-  const agent = keepAliveAgent(requestOptions, { plainHttp: server.startsWith('http:'), proxied: Boolean(cluster.proxyUrl) });
+  const agent = keepAliveAgent(server, requestOptions, { plainHttp: server.startsWith('http:'), proxied: Boolean(cluster.proxyUrl) });
   return { server, namespace, requestOptions: { ...requestOptions, agent }, agent };
 }
 
@@ -169,15 +170,16 @@ function whereInvalid(err: unknown): string {
 }
 
 /**
- * One keep-alive agent per process: an ADD with reservations makes two requests, and the second one then skips the
+ * One keep-alive agent per process (kept across calls in the node agent, connection-pool.ts): an ADD with reservations makes two requests, and the second one then skips the
  * TLS handshake. Proxied and plain-HTTP clusters keep the agent client-node built for them.
  */
-function keepAliveAgent(options: RequestOptions, how: { plainHttp: boolean; proxied: boolean }): Agent {
+function keepAliveAgent(server: string, options: RequestOptions, how: { plainHttp: boolean; proxied: boolean }): Agent {
   if ((how.plainHttp || how.proxied) && typeof options.agent === 'object') return options.agent;
   const { ca, cert, key, pfx, passphrase, rejectUnauthorized, servername } = options;
-  return new HttpsAgent({
+  return agentFor(server, options, () => new HttpsAgent({
     keepAlive: true,
     maxSockets: 4,
+    timeout: IDLE_SOCKET_MS,
     ...(ca === undefined ? {} : { ca }),
     ...(cert === undefined ? {} : { cert }),
     ...(key === undefined ? {} : { key }),
@@ -185,5 +187,5 @@ function keepAliveAgent(options: RequestOptions, how: { plainHttp: boolean; prox
     ...(passphrase === undefined ? {} : { passphrase }),
     ...(rejectUnauthorized === undefined ? {} : { rejectUnauthorized }),
     ...(servername === undefined ? {} : { servername }),
-  });
+  }));
 }

@@ -106,6 +106,17 @@ describe('deploy/ manifests', () => {
     assert.deepEqual(container?.env?.find((e) => e.name === 'NODENAME')?.valueFrom, { fieldRef: { fieldPath: 'spec.nodeName' } });
   });
 
+  test('the node agent sees what the host\'s plugin reads and writes at the same paths, and listens where the plugin looks', () => {
+    const spec = podSpec('DaemonSet', 'hereabouts-node');
+    const [container] = spec.containers;
+    for (const path of ['/etc/cni/net.d', '/var/lib/cni', '/run/hereabouts']) {
+      const mount = container?.volumeMounts?.find((m) => m.mountPath === path);
+      assert.equal(spec.volumes?.find((v) => v.name === mount?.name)?.hostPath?.path, path, `${path} is the host's ${path}`);
+    }
+    const help = spawnSync(bin, ['install', '--help'], { encoding: 'utf8' }).stdout;
+    assert.match(help, /--agent-socket PATH[\s\S]*default \/run\/hereabouts\/agent\.sock/);
+  });
+
   test('the DaemonSet rolls by surging: the new installer is up before the old one (whose token the plugin uses) goes', () => {
     const strategy = find('DaemonSet', 'hereabouts-node').spec['updateStrategy'];
     assert.deepEqual(strategy, { type: 'RollingUpdate', rollingUpdate: { maxSurge: 1, maxUnavailable: 0 } });

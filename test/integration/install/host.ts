@@ -36,7 +36,10 @@ export function writeServiceAccount(node: FakeNode, sa: Partial<ServiceAccountFi
   if (sa.namespace !== undefined) writeFileSync(join(node.saDir, 'namespace'), sa.namespace);
 }
 
-/** `install` with the node's dirs; the host sees the config dir at `hostConfDir` (default: where it really is). */
+/**
+ * `install` with the node's dirs; the host sees the config dir at `hostConfDir` (default: where it really is). The node
+ * agent listens in the fake node too (never at the host's default socket, which real plugin calls would find).
+ */
 export function installArgs(node: FakeNode, options: { hostConfDir?: string; extra?: readonly string[] } = {}): string[] {
   return [
     'install',
@@ -44,6 +47,7 @@ export function installArgs(node: FakeNode, options: { hostConfDir?: string; ext
     '--cni-conf-dir', node.confDir,
     '--host-cni-conf-dir', options.hostConfDir ?? node.confDir,
     '--service-account-dir', node.saDir,
+    ...(options.extra?.includes('--agent-socket') === true ? [] : ['--agent-socket', join(node.root, 'run', 'agent.sock')]),
     ...(options.extra ?? []),
   ];
 }

@@ -1,0 +1,147 @@
+// The node agent: the plugin, hosted. Each connection carries one CNI call (frame.ts); the agent runs it through the
+// very runPlugin() a plugin process runs — same validation, trust checks, file locks and node cache — with the
+// forwarded environment and stdin, and answers with what the process would have printed and its exit code.
+// What stays across calls is only what makes them cheap: loaded code and open API connections (connection-pool.ts).
+import { createServer, type Server, type Socket } from 'node:net';
+import { writeError } from '../cni/output.ts';
+import { runPlugin } from '../cni/plugin.ts';
+import { monotonicMs } from '../clock.ts';
+import { keepConnections } from '../store/kubernetes/connection-pool.ts';
+import { decodeRequestFrame, encodeAnswer, FrameReader, MAX_REQUEST_BYTES, type AgentAnswer, type AgentRequest } from './frame.ts';
+import { prepareSocketPath, restrictSocket } from './socket-file.ts';
+import { unansweredJson } from './unanswered.ts';
+
+export interface AgentOptions {
+  readonly socketPath: string;
+  /** Calls run at once; more wait their turn (default 16). */
+  readonly maxConcurrent?: number;
+  /** Connections open at once; more are closed at once, before reading (default 256). */
+  readonly maxConnections?: number;
+  /** A call not finished by then is answered with code 11 (it may still complete; default 110 s). */
+  readonly deadlineMs?: number;
+  /** A connection that has not sent its whole request by then is closed (default 5 s). */
+  readonly readTimeoutMs?: number;
+  readonly log: (msg: string) => void;
+}
+
+export interface RunningAgent {
+  readonly socketPath: string;
+  close(): Promise<void>;
+}
+
+export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
+  await prepareSocketPath(options.socketPath);
+  keepConnections();
+  const slots = new Slots(options.maxConcurrent ?? 16);
+  const server = createServer({ allowHalfOpen: false }, (socket) => serve(socket, slots, options));
+  server.maxConnections = options.maxConnections ?? 256;
+  await listen(server, options.socketPath);
+  restrictSocket(options.socketPath);
+  options.log(`listening on ${options.socketPath}`);
+  return {
+    socketPath: options.socketPath,
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
+}
+
+function listen(server: Server, path: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(path, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+}
+
+function serve(socket: Socket, slots: Slots, options: AgentOptions): void {
+  const reader = new FrameReader(MAX_REQUEST_BYTES);
+  let received = false;
+  let clientGone = false;
+  const readTimer = setTimeout(() => socket.destroy(), options.readTimeoutMs ?? 5_000);
+  socket.on('error', () => undefined); // a client that went away: nothing to answer
+  socket.on('end', () => {
+    clientGone = true;
+  });
+  socket.on('close', () => {
+    clientGone = true;
+    clearTimeout(readTimer);
+  });
+  socket.on('data', (chunk: Buffer) => {
+    if (received) return socket.destroy(); // one request per connection
+    let request: AgentRequest;
+    try {
+      const body = reader.push(chunk);
+      if (body === undefined) return;
+      request = decodeRequestFrame(body);
+    } catch (err) {
+      options.log(`refused a request: ${(err as Error).message}`);
+      return socket.destroy();
+    }
+    received = true;
+    clearTimeout(readTimer);
+    // A client that gave up (closed, or past its deadline: the agent was stopped, or the call waited for a slot)
+    // before the call started gets nothing run on its behalf: it already reported the call as failed.
+    void slots.run(async () => {
+      if (clientGone || Date.now() >= request.giveUpAt) {
+        socket.destroy();
+        return options.log('dropped a request: its client went away before it started');
+      }
+      const answer = await withDeadline(execute(request), request, options.deadlineMs ?? 110_000);
+      if (!socket.destroyed) socket.end(encodeAnswer(answer));
+    });
+  });
+}
+
+async function execute(request: AgentRequest): Promise<AgentAnswer> {
+  const started = monotonicMs();
+  const cpu = process.cpuUsage();
+  let stdout = '';
+  let stderr = '';
+  let code: number;
+  try {
+    code = await runPlugin({
+      env: request.env,
+      stdin: request.stdin,
+      stdout: (text) => void (stdout += text),
+      stderr: (text) => void (stderr += text),
+    });
+  } catch (err) {
+    // runPlugin answers every error itself; this is a failure while closing the store, after the answer was made.
+    stderr += `hereabouts agent: ${err instanceof Error ? err.message : String(err)}\n`;
+    code = stdout === '' ? writeError(err, undefined, { write: (text) => void (stdout += text) }) : 1;
+  }
+  const used = process.cpuUsage(cpu);
+  return { code, stdout, stderr, wallMs: monotonicMs() - started, cpuMs: (used.user + used.system) / 1000 };
+}
+
+/** The answer, or code 11 once `ms` have passed (the call itself cannot be stopped and may still complete). */
+function withDeadline(work: Promise<AgentAnswer>, request: AgentRequest, ms: number): Promise<AgentAnswer> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<AgentAnswer>((resolve) => {
+    timer = setTimeout(() => resolve({ code: 1, stdout: unansweredJson(request.stdin, `the call did not finish within ${ms} ms`), stderr: '' }), ms);
+  });
+  return Promise.race([work, late]).finally(() => clearTimeout(timer));
+}
+
+/** At most `limit` calls at once, first come first served. */
+class Slots {
+  readonly #limit: number;
+  #running = 0;
+  readonly #waiting: (() => void)[] = [];
+
+  constructor(limit: number) {
+    this.#limit = limit;
+  }
+
+  async run(task: () => Promise<void>): Promise<void> {
+    if (this.#running >= this.#limit) await new Promise<void>((resolve) => this.#waiting.push(resolve));
+    this.#running++;
+    try {
+      await task();
+    } finally {
+      this.#running--;
+      this.#waiting.shift()?.();
+    }
+  }
+}

@@ -1,0 +1,41 @@
+// The node agent inside the long-running installer (--agent-socket): started once the socket is free, retried at
+// every check until then.
+import type { RunningAgent } from '../agent/server.ts';
+import { messageOf } from '../store/local/fs-errors.ts';
+
+/**
+ * The node agent, unless disabled (--agent-socket ""). Until it runs, the plugin runs each call itself; a start that
+ * fails (during a rolling update the old pod's agent still serves the socket) is retried at every check.
+ */
+export class AgentKeeper {
+  readonly #socketPath: string;
+  readonly #log: (msg: string) => void;
+  #agent: RunningAgent | undefined;
+  #starting = false;
+  #lastError = '';
+
+  constructor(socketPath: string, log: (msg: string) => void) {
+    this.#socketPath = socketPath;
+    this.#log = log;
+  }
+
+  async ensure(): Promise<void> {
+    if (this.#socketPath === '' || this.#agent !== undefined || this.#starting) return;
+    this.#starting = true;
+    try {
+      const { serveNodeAgent } = await import('../agent/main.ts');
+      this.#agent = await serveNodeAgent({ socketPath: this.#socketPath, log: (msg) => this.#log(`agent: ${msg}`) });
+      this.#lastError = '';
+    } catch (err) {
+      const message = messageOf(err);
+      if (message !== this.#lastError) this.#log(`no node agent yet (the plugin runs each call itself; retrying): ${message}`);
+      this.#lastError = message;
+    } finally {
+      this.#starting = false;
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.#agent?.close();
+  }
+}

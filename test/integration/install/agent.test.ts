@@ -1,0 +1,44 @@
+// `hereabouts install` serves the node agent on --agent-socket: plugin calls on the node are forwarded to it. During a
+// rolling update the new pod finds the socket still served by the old pod's agent: it keeps installing, and takes
+// the socket over once the old agent lets go.
+import { after, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { lstatSync, readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { startAgentProcess } from '../../support/agent.ts';
+import { runCni } from '../../support/cni.ts';
+import { controlPlane } from '../../support/control-plane.ts';
+import { requireBinary } from '../../support/paths.ts';
+import { fakeNode, installArgs, startInstaller, waitFor, type RunningInstaller } from './host.ts';
+
+const cleanups: (() => void)[] = [];
+after(() => cleanups.forEach((f) => f()));
+
+test('the installer starts its agent once the previous agent on the socket is gone, and the agent serves calls', { timeout: 60_000 }, async () => {
+  const ca = readFileSync((await controlPlane()).ca, 'utf8');
+  const node = fakeNode({ token: 't', ca, namespace: 'kube-system' });
+  cleanups.push(() => rmSync(node.root, { recursive: true, force: true }));
+  const socket = join(node.root, 'run', 'agent.sock');
+  const previous = await startAgentProcess(requireBinary(), socket);
+  cleanups.push(() => previous.kill());
+  const installer: RunningInstaller = startInstaller(installArgs(node, { extra: ['--poll-interval', '0.2'] }), {
+    KUBERNETES_SERVICE_HOST: '10.96.0.1',
+    NODENAME: 'node-a',
+  });
+  cleanups.push(() => installer.child.kill('SIGKILL'));
+  await waitFor(() => installer.stderr().includes('no node agent yet'), 'the installer found the socket served', installer);
+  assert.match(installer.stderr(), /served by another agent/);
+  previous.kill('SIGTERM');
+  await previous.exited;
+  await waitFor(() => installer.stderr().includes(`agent: listening on ${socket}`), 'the installer\'s agent took over', installer);
+  assert.ok(lstatSync(socket).isSocket());
+  const conf = { cniVersion: '1.0.0', name: 'inst', type: 'bridge', ipam: { type: 'hereabouts', datastore: 'local', data_dir: join(node.root, 'data'), range: '10.94.0.0/24' } };
+  const out = await runCni(requireBinary(), { command: 'ADD', containerId: 'c1', netns: '/x', ifname: 'eth0', path: '/x' }, conf, {
+    extraEnv: { HEREABOUTS_AGENT_SOCKET: socket, HEREABOUTS_TIMINGS: '1' },
+  });
+  assert.equal(out.code, 0, out.stdout + out.stderr);
+  assert.match(out.stderr, /"in the node agent/);
+  installer.child.kill('SIGTERM');
+  assert.equal(await installer.exit(), 0);
+  assert.throws(() => lstatSync(socket), /ENOENT/, 'the agent removes its socket when it stops');
+});
