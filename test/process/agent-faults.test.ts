@@ -56,7 +56,12 @@ function allocations(s: Setup): Record<string, string> {
 
 /** The agent's call for `containerId` is waiting on the held lock. */
 const waitingOnLock = (s: Setup, containerId: string) => (): boolean =>
-  existsSync(s.logFile) && new RegExp(`ADD ${containerId}/eth0 .*is held by pid \\d+`).test(readFileSync(s.logFile, 'utf8'));
+  existsSync(s.logFile) &&
+  readFileSync(s.logFile, 'utf8')
+    .split('\n')
+    .filter((line) => line.startsWith('{'))
+    .map((line) => JSON.parse(line) as { verb?: string; container?: string; msg?: string })
+    .some((l) => l.verb === 'ADD' && l.container === containerId && /is held by pid \d+/.test(l.msg ?? ''));
 
 function assertNoAnswer(out: CniOutcome, why: RegExp): void {
   assert.notEqual(out.code, 0);
