@@ -62,16 +62,38 @@ export async function startNodeSide(options: NodeSideOptions): Promise<NodeSide>
       lastError = message;
     }
   };
-  step();
-  const timer = setInterval(step, options.intervalMs);
   let server: Server | undefined;
-  if (options.metricsAddr !== undefined) {
-    server = await serve(options.metricsAddr, { metrics: metrics.registry, beforeMetrics: step, notReady: () => undefined });
-    options.log('info', `serving /metrics and /healthz on ${options.metricsAddr}`);
-  }
+  let listening: Promise<void> | undefined;
+  let listenError = '';
+  /**
+   * The pod runs in the host's network: during a surge rolling update the old pod still holds the port, so a failed
+   * listen is retried at every interval (the old pod goes once this one runs) instead of failing the pod.
+   */
+  const listen = (addr: string): Promise<void> =>
+    serve(addr, { metrics: metrics.registry, beforeMetrics: step, notReady: () => undefined }).then(
+      (started) => {
+        server = started;
+        options.log('info', `serving /metrics and /healthz on ${addr}`);
+      },
+      (err: unknown) => {
+        const message = messageOf(err);
+        if (message !== listenError) options.log('warning', `not serving /metrics yet (retrying): ${message}`);
+        listenError = message;
+      },
+    );
+  const tick = (): void => {
+    step();
+    if (options.metricsAddr !== undefined && server === undefined && listening === undefined) {
+      listening = listen(options.metricsAddr).finally(() => (listening = undefined));
+    }
+  };
+  tick();
+  await listening;
+  const timer = setInterval(tick, options.intervalMs);
   return {
     async stop() {
       clearInterval(timer);
+      await listening;
       step(); // what was recorded until now is in this pod's last scrape-able state and in the saved offset
       lock.release();
       await new Promise<void>((resolve) => {
