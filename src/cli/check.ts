@@ -1,8 +1,8 @@
 // `hereabouts check`: a consistency report of pools, reservations, pods and node slices; exit 1 on any problem.
-import { COMMON_HELP, connect, EXIT, parseCommand, runCommand, toJson } from './connect.ts';
+import { COMMON_HELP, EXIT, toJson } from './connect.ts';
 import { checkReport, formatCheck, PROBLEM_KINDS } from './check-report.ts';
-import { readInventory } from './inventory-read.ts';
-import { judgingOf, POLICY_HELP, POLICY_OPTIONS, withBareBooleans } from './policy-flags.ts';
+import { runJudgedCommand } from './judged-command.ts';
+import { POLICY_HELP } from './policy-flags.ts';
 
 const usage = `Usage: hereabouts check [flags]
   Checks that pools, OverlappingRangeIPReservations, pods and node slices agree. Problems:
@@ -11,20 +11,9 @@ const usage = `Usage: hereabouts check [flags]
 ${POLICY_HELP}${COMMON_HELP}`;
 
 export function runCheck(argv: readonly string[]): Promise<number> {
-  return runCommand('check', async () => {
-    const { flags, values, help } = parseCommand('check', withBareBooleans(argv), POLICY_OPTIONS, []);
-    if (help) {
-      process.stdout.write(usage);
-      return EXIT.ok;
-    }
-    const judging = judgingOf(values);
-    const api = await connect(flags);
-    try {
-      const report = checkReport(await readInventory(api, { pods: true }), judging);
-      process.stdout.write(flags.output === 'json' ? toJson(report) : formatCheck(report));
-      return report.problems.length === 0 ? EXIT.ok : EXIT.problem;
-    } finally {
-      api.close();
-    }
+  return runJudgedCommand('check', argv, usage, (inv, judging, flags) => {
+    const report = checkReport(inv, judging);
+    process.stdout.write(flags.output === 'json' ? toJson(report) : formatCheck(report));
+    return report.problems.length === 0 ? EXIT.ok : EXIT.problem;
   });
 }

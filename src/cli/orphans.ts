@@ -1,9 +1,9 @@
 // `hereabouts orphans`: what the controller would release, and why, by its own rules. Reads the whereabouts
 // objects of the namespace and every pod (as the controller's caches hold them).
-import { COMMON_HELP, connect, EXIT, parseCommand, runCommand, toJson } from './connect.ts';
-import { readInventory } from './inventory-read.ts';
+import { COMMON_HELP, EXIT, toJson } from './connect.ts';
+import { runJudgedCommand } from './judged-command.ts';
 import { formatOrphans, orphansReport } from './orphans-report.ts';
-import { judgingOf, POLICY_HELP, POLICY_OPTIONS, withBareBooleans } from './policy-flags.ts';
+import { POLICY_HELP } from './policy-flags.ts';
 
 const usage = `Usage: hereabouts orphans [flags]
   The allocations and OverlappingRangeIPReservations the controller releases on its next pass, and why (pod-gone,
@@ -13,22 +13,10 @@ const usage = `Usage: hereabouts orphans [flags]
 ${POLICY_HELP}${COMMON_HELP}`;
 
 export function runOrphans(argv: readonly string[]): Promise<number> {
-  return runCommand('orphans', async () => {
-    const { flags, values, help } = parseCommand('orphans', withBareBooleans(argv), POLICY_OPTIONS, []);
-    if (help) {
-      process.stdout.write(usage);
-      return EXIT.ok;
-    }
-    const judging = judgingOf(values);
-    const api = await connect(flags);
-    try {
-      const inv = await readInventory(api, { pods: true });
-      if (inv.pods === undefined) throw new Error('pods cannot be listed (403): orphans are judged by their pods');
-      const report = orphansReport(inv, judging);
-      process.stdout.write(flags.output === 'json' ? toJson(report) : formatOrphans(report, inv.nowMs));
-      return EXIT.ok;
-    } finally {
-      api.close();
-    }
+  return runJudgedCommand('orphans', argv, usage, (inv, judging, flags) => {
+    if (inv.pods === undefined) throw new Error('pods cannot be listed (403): orphans are judged by their pods');
+    const report = orphansReport(inv, judging);
+    process.stdout.write(flags.output === 'json' ? toJson(report) : formatOrphans(report, inv.nowMs));
+    return EXIT.ok;
   });
 }

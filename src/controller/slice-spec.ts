@@ -40,27 +40,24 @@ function ipamSections(nad: unknown): { source: string; config: Obj; sections: Ar
   return sections.length === 0 ? undefined : { source, config, sections };
 }
 
-/** The network_name values a NAD uses (to split reservation names correctly). */
-export function networkNamesOf(nad: unknown): string[] {
-  let found;
+/** A NAD's IPAM sections; undefined when it has none or its config cannot be read (a TypeError of ipamSections). */
+function readableSections(nad: unknown): ReturnType<typeof ipamSections> | undefined {
   try {
-    found = ipamSections(nad);
+    return ipamSections(nad);
   } catch (err) {
-    if (err instanceof TypeError) return [];
+    if (err instanceof TypeError) return undefined;
     throw err;
   }
-  return (found?.sections ?? []).map((s) => s.ipam['network_name']).filter((n): n is string => typeof n === 'string' && n !== '');
+}
+
+/** The network_name values a NAD uses (to split reservation names correctly). */
+export function networkNamesOf(nad: unknown): string[] {
+  return (readableSections(nad)?.sections ?? []).map((s) => s.ipam['network_name']).filter((n): n is string => typeof n === 'string' && n !== '');
 }
 
 /** The IPPool names of a NAD's ranges outside node-slice mode, named as the plugin names them; [] when unreadable. */
 export function rangePoolNamesOf(nad: unknown): string[] {
-  let found;
-  try {
-    found = ipamSections(nad);
-  } catch (err) {
-    if (err instanceof TypeError) return [];
-    throw err;
-  }
+  const found = readableSections(nad);
   if (found === undefined) return [];
   const names: string[] = [];
   for (const section of found.sections) {

@@ -288,7 +288,7 @@ describe('Helm chart deploy/helm/hereabouts', () => {
     const container = nodePod(defaults).spec.containers[0]!;
     assert.ok(container.command.includes('--metrics-addr=:9546'), container.command.join(' '));
     assertAccepted(container.command);
-    assert.deepEqual(container.ports, [{ name: 'metrics', containerPort: 9546 }]);
+    assert.equal(container.ports, undefined, 'no container port: in the host network it would block the surging pod');
     // The plugin's stats directory and the host's /var/log (for the log file's rotation) are mounted.
     const volumes = nodePod(defaults).spec.volumes ?? [];
     assert.ok(volumes.some((v) => v.hostPath?.path === '/var/lib/hereabouts/stats'));
@@ -296,11 +296,13 @@ describe('Helm chart deploy/helm/hereabouts', () => {
     assert.ok(!defaults.some((o) => o.kind === 'PodMonitor'));
     const objects = template(helmBin, { node: { metricsAddr: ':9600' }, monitoring: { podMonitor: { enabled: true, interval: '15s', labels: { release: 'kps' } } } });
     const pod = nodePod(objects);
-    assert.deepEqual(pod.spec.containers[0]!.ports, [{ name: 'metrics', containerPort: 9600 }]);
-    const monitor = find(objects, 'PodMonitor', 'hereabouts-node') as unknown as { metadata: { labels: Record<string, string> }; spec: { selector: { matchLabels: Record<string, string> }; podMetricsEndpoints: Array<{ port: string; path: string; interval: string }> } };
+    // No ports entry: in the host network it is a host port, and the surge update's new pod could not be scheduled.
+    assert.equal(pod.spec.containers[0]!.ports, undefined);
+    assert.ok(pod.spec.containers[0]!.command.includes('--metrics-addr=:9600'));
+    const monitor = find(objects, 'PodMonitor', 'hereabouts-node') as unknown as { metadata: { labels: Record<string, string> }; spec: { selector: { matchLabels: Record<string, string> }; podMetricsEndpoints: Array<{ portNumber: number; path: string; interval: string }> } };
     assert.equal(monitor.metadata.labels['release'], 'kps');
     assert.deepEqual(monitor.spec.selector.matchLabels, pod.metadata.labels);
-    assert.deepEqual(monitor.spec.podMetricsEndpoints, [{ port: 'metrics', path: '/metrics', interval: '15s' }]);
+    assert.deepEqual(monitor.spec.podMetricsEndpoints, [{ portNumber: 9600, path: '/metrics', interval: '15s' }]);
     // Off: no flag, no port, and a PodMonitor would have nothing to scrape.
     const off = nodePod(template(helmBin, { node: { metricsAddr: '' } })).spec.containers[0]!;
     assert.ok(!off.command.some((a) => a.startsWith('--metrics-addr')));

@@ -121,6 +121,10 @@ describe('deploy/ manifests', () => {
     const strategy = find('DaemonSet', 'hereabouts-node').spec['updateStrategy'];
     assert.deepEqual(strategy, { type: 'RollingUpdate', rollingUpdate: { maxSurge: 1, maxUnavailable: 0 } });
     assert.ok(Number(find('DaemonSet', 'hereabouts-node').spec['minReadySeconds']) >= 5, 'time to write the token before it counts as available');
+    // In the host network a declared port is a host port: the scheduler would refuse the surging pod on its node.
+    const pod = podSpec('DaemonSet', 'hereabouts-node') as PodSpec & { hostNetwork?: boolean; containers: Array<{ ports?: unknown[] }> };
+    assert.equal(pod.hostNetwork, true);
+    for (const container of pod.containers) assert.equal(container.ports, undefined, 'no container port: it would block the surge');
   });
 
   test('both workloads select linux/amd64 nodes, the only platform the executable is built for', () => {
