@@ -13,7 +13,7 @@ alive() { [[ -n ${1:-} && $(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null) =~ ^[^ZX
 # Private copies of every host path the runtime, Multus or the DaemonSet's hostPath volumes touch.
 # The mount points themselves are made on the host if missing (start.sh recorded which, stop.sh
 # removes them).
-for d in etc/cni/net.d opt/cni/bin var/lib/cni run/netns run/containerd var/log/containers var/log/pods; do
+for d in etc/cni/net.d opt/cni/bin var/lib/cni run/netns run/containerd var/log var/log/containers var/log/pods run/hereabouts var/lib/hereabouts; do
   mkdir -p "$dir/host/$d"
   mount --bind "$dir/host/$d" "/$d"
 done

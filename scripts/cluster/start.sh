@@ -67,7 +67,7 @@ t_build=$(date +%s.%N)
 # --- host state to put back: sysctls kubelet writes, host dirs the binds need.
 sysctl -n kernel.panic kernel.panic_on_oops vm.overcommit_memory | paste -sd' ' >"$dir/sysctl.saved"
 : >"$dir/created-dirs"
-for d in etc/cni/net.d opt/cni/bin var/lib/cni run/netns run/containerd var/log/containers var/log/pods; do
+for d in etc/cni/net.d opt/cni/bin var/lib/cni run/netns run/containerd var/log var/log/containers var/log/pods run/hereabouts var/lib/hereabouts; do
   p=/$d
   while [[ ! -e $p ]]; do echo "$p" >>"$dir/created-dirs"; p=$(dirname "$p"); done
   mkdir -p "/$d"

@@ -31,7 +31,9 @@ const baseline = loadedModules(['-e', '0'], {}, '');
 const dataDir = mkdtempSync(join(tmpdir(), 'hab-hot-'));
 const conf = JSON.stringify({ cniVersion: '1.0.0', name: 'hot', type: 'bridge', ipam: { type: 'hereabouts', datastore: 'local', data_dir: dataDir, range: '10.60.0.0/24' } });
 // The temp data_dir is allowed as a node's runtime would allow it (docs/security.md).
-const cniEnv = (command: string) => ({ CNI_COMMAND: command, CNI_CONTAINERID: 'hot', CNI_NETNS: '/x', CNI_IFNAME: 'eth0', CNI_PATH: '/x', HEREABOUTS_ALLOWED_DIRS: tmpdir() });
+// No node agent on this "node" (a socket path that does not exist), whatever this host has in /run/hereabouts.
+const noAgent = join(dataDir, 'no-agent', 'agent.sock');
+const cniEnv = (command: string) => ({ CNI_COMMAND: command, CNI_CONTAINERID: 'hot', CNI_NETNS: '/x', CNI_IFNAME: 'eth0', CNI_PATH: '/x', HEREABOUTS_ALLOWED_DIRS: tmpdir(), HEREABOUTS_AGENT_SOCKET: noAgent });
 
 for (const command of ['VERSION', 'ADD', 'CHECK', 'DEL']) {
   test(`CNI ${command} on the local store loads no built-in module that node -e 0 does not`, () => {

@@ -7,7 +7,12 @@ import { tmpdir } from 'node:os';
  * allow (docs/security.md): the runtime's environment allows them, as an operator would. The tenant suite
  * (test/security/) overrides this to play by the default policy.
  */
-export const TEST_TRUST_ENV: Readonly<Record<string, string>> = { HEREABOUTS_ALLOWED_DIRS: tmpdir() };
+export const TEST_TRUST_ENV: Readonly<Record<string, string>> = {
+  HEREABOUTS_ALLOWED_DIRS: tmpdir(),
+  // No node agent: a test's calls run in the process it spawns, whatever a cluster on this host left in
+  // /run/hereabouts. Agent tests name their own socket.
+  HEREABOUTS_AGENT_SOCKET: '',
+};
 
 export interface CniCall {
   readonly command: 'ADD' | 'DEL' | 'CHECK' | 'GC' | 'STATUS' | 'VERSION' | string;
