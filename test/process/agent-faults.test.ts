@@ -54,6 +54,20 @@ function allocations(s: Setup): Record<string, string> {
   return Object.fromEntries(Object.entries(stored.allocations).map(([k, v]) => [k, v.id]));
 }
 
+/** The pool's lock held by another process (writing s.goFile lets it go), and an agent on s.socket. */
+async function lockedPoolAndAgent(
+  t: { after: (fn: () => void) => void },
+  agentArgs: string[] = [],
+): Promise<{ s: Setup; agent: Awaited<ReturnType<typeof startAgentProcess>>; holder: ReturnType<typeof holdPoolLock> }> {
+  const s = setup(t);
+  const holder = holdPoolLock(s.dataDir, NETWORK, CIDR, s.goFile);
+  t.after(() => holder.child.kill('SIGKILL'));
+  await until('the holder to take the lock', () => holder.output().includes('planned'));
+  const agent = await startAgentProcess(bin, s.socket, agentArgs);
+  t.after(() => agent.kill());
+  return { s, agent, holder };
+}
+
 /** The agent's call for `containerId` is waiting on the held lock. */
 const waitingOnLock = (s: Setup, containerId: string) => (): boolean =>
   existsSync(s.logFile) &&
@@ -72,12 +86,7 @@ function assertNoAnswer(out: CniOutcome, why: RegExp): void {
 }
 
 test('agent SIGKILLed mid-call: the client answers code 11 and does not run the call itself; the retry duplicates nothing', { timeout: 60_000 }, async (t) => {
-  const s = setup(t);
-  const holder = holdPoolLock(s.dataDir, NETWORK, CIDR, s.goFile);
-  t.after(() => holder.child.kill('SIGKILL'));
-  await until('the holder to take the lock', () => holder.output().includes('planned'));
-  const agent = await startAgentProcess(bin, s.socket);
-  t.after(() => agent.kill());
+  const { s, agent, holder } = await lockedPoolAndAgent(t);
   const call = add(s, 'victim');
   await until('the agent\'s call to wait on the lock', waitingOnLock(s, 'victim'));
   agent.kill('SIGKILL');
@@ -111,12 +120,7 @@ test('agent SIGSTOPped before it read the call: code 11 at the client\'s deadlin
 });
 
 test('a call that completes in the agent after the client gave up: the retried ADD gets the same address, DEL frees it', { timeout: 60_000 }, async (t) => {
-  const s = setup(t);
-  const holder = holdPoolLock(s.dataDir, NETWORK, CIDR, s.goFile);
-  t.after(() => holder.child.kill('SIGKILL'));
-  await until('the holder to take the lock', () => holder.output().includes('planned'));
-  const agent = await startAgentProcess(bin, s.socket);
-  t.after(() => agent.kill());
+  const { s } = await lockedPoolAndAgent(t);
   const out = await add(s, 'late', { HEREABOUTS_AGENT_TIMEOUT_MS: '1500' });
   assertNoAnswer(out, /no answer within 1500 ms/);
   assert.ok(waitingOnLock(s, 'late')(), 'the call had started in the agent');
@@ -134,12 +138,7 @@ test('a call that completes in the agent after the client gave up: the retried A
 });
 
 test('calls for different pools run concurrently in the agent: one waiting on a lock does not hold up another', { timeout: 60_000 }, async (t) => {
-  const s = setup(t);
-  const holder = holdPoolLock(s.dataDir, NETWORK, CIDR, s.goFile);
-  t.after(() => holder.child.kill('SIGKILL'));
-  await until('the holder to take the lock', () => holder.output().includes('planned'));
-  const agent = await startAgentProcess(bin, s.socket);
-  t.after(() => agent.kill());
+  const { s } = await lockedPoolAndAgent(t);
   let waiterDone = false;
   const waiter = add(s, 'waiter').then((out) => {
     waiterDone = true;
@@ -157,12 +156,7 @@ test('calls for different pools run concurrently in the agent: one waiting on a 
 });
 
 test('a call the agent has not finished by --deadline-seconds is answered with code 11; it completes later and the retry finds it', { timeout: 60_000 }, async (t) => {
-  const s = setup(t);
-  const holder = holdPoolLock(s.dataDir, NETWORK, CIDR, s.goFile);
-  t.after(() => holder.child.kill('SIGKILL'));
-  await until('the holder to take the lock', () => holder.output().includes('planned'));
-  const agent = await startAgentProcess(bin, s.socket, ['--deadline-seconds', '1']);
-  t.after(() => agent.kill());
+  const { s } = await lockedPoolAndAgent(t, ['--deadline-seconds', '1']);
   const out = await add(s, 'slow');
   assertNoAnswer(out, /the call did not finish within 1000 ms/);
   writeFileSync(s.goFile, '');
@@ -172,12 +166,7 @@ test('a call the agent has not finished by --deadline-seconds is answered with c
 });
 
 test('--max-concurrent bounds the calls in flight: the next one waits for a slot', { timeout: 60_000 }, async (t) => {
-  const s = setup(t);
-  const holder = holdPoolLock(s.dataDir, NETWORK, CIDR, s.goFile);
-  t.after(() => holder.child.kill('SIGKILL'));
-  await until('the holder to take the lock', () => holder.output().includes('planned'));
-  const agent = await startAgentProcess(bin, s.socket, ['--max-concurrent', '1']);
-  t.after(() => agent.kill());
+  const { s } = await lockedPoolAndAgent(t, ['--max-concurrent', '1']);
   const first = add(s, 'first');
   await until('the first call to wait on the lock', waitingOnLock(s, 'first'));
   let secondDone = false;
