@@ -9,21 +9,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startAgentProcess } from '../support/agent.ts';
 import { requireBinary } from '../support/paths.ts';
-import { generate, makeSandbox, type HostileCase, type Sandbox } from './corpus.ts';
+import { envOf, generate, makeSandbox, type HostileCase, type Sandbox } from './corpus.ts';
 import { changes, protectedState } from './judge.ts';
 
 const COUNT = 160;
 
 function run(s: Sandbox, c: HostileCase, agentSocket: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const env = {
-    CNI_COMMAND: c.verb,
-    CNI_CONTAINERID: `corpus${c.id}`,
-    CNI_NETNS: '/var/run/netns/corpus',
-    CNI_IFNAME: 'eth0',
-    CNI_PATH: '/usr/lib/cni',
-    CNI_ARGS: c.args,
-    HEREABOUTS_ALLOWED_DIRS: s.allowed,
-    NODENAME: 'corpus-node',
+    ...envOf(s, c),
     HEREABOUTS_AGENT_SOCKET: agentSocket,
     HEREABOUTS_TIMINGS: '1',
   };

@@ -11,26 +11,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runPlugin } from '../../src/cni/plugin.ts';
 import { requireBinary } from '../support/paths.ts';
-import { generate, makeSandbox, type HostileCase, type Sandbox } from './corpus.ts';
+import { envOf, generate, makeSandbox, type HostileCase, type Sandbox } from './corpus.ts';
 import { changes, judge, protectedState, type Verdict } from './judge.ts';
 
 const COUNT = 5200;
 const EXECUTABLE_EVERY = 16;
 const BOUND_MS = 5000;
 const RSS_LIMIT = 256 * 1024 * 1024;
-
-function envOf(s: Sandbox, c: HostileCase): Record<string, string> {
-  return {
-    CNI_COMMAND: c.verb,
-    CNI_CONTAINERID: `corpus${c.id}`,
-    CNI_NETNS: '/var/run/netns/corpus',
-    CNI_IFNAME: 'eth0',
-    CNI_PATH: '/usr/lib/cni',
-    CNI_ARGS: c.args,
-    HEREABOUTS_ALLOWED_DIRS: s.allowed,
-    NODENAME: 'corpus-node',
-  };
-}
 
 async function inProcess(s: Sandbox, c: HostileCase): Promise<Verdict> {
   let stdout = '';

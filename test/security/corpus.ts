@@ -169,3 +169,18 @@ export function* generate(s: Sandbox, count: number, seed = 0x7e4a47): Generator
 function withControlArgs(r: () => number): string {
   return `p${CONTROL[Math.floor(r() * CONTROL.length)]?.replace('\u0000', '') ?? ''}x`;
 }
+
+/** The runtime's environment of one case's call (a node's, with the sandbox's dirs allowed). */
+export function envOf(s: Sandbox, c: HostileCase): Record<string, string> {
+  return {
+    CNI_COMMAND: c.verb,
+    CNI_CONTAINERID: `corpus${c.id}`,
+    CNI_NETNS: '/var/run/netns/corpus',
+    CNI_IFNAME: 'eth0',
+    CNI_PATH: '/usr/lib/cni',
+    CNI_ARGS: c.args,
+    HEREABOUTS_ALLOWED_DIRS: s.allowed,
+    NODENAME: 'corpus-node',
+    HEREABOUTS_AGENT_SOCKET: '', // in the spawned process, whatever this host has in /run/hereabouts
+  };
+}
