@@ -2,6 +2,7 @@
 // every check until then.
 import type { RunningAgent } from '../agent/server.ts';
 import { messageOf } from '../store/local/fs-errors.ts';
+import { RetryLog } from './retry-log.ts';
 
 /**
  * The node agent, unless disabled (--agent-socket ""). Until it runs, the plugin runs each call itself; a start that
@@ -10,13 +11,14 @@ import { messageOf } from '../store/local/fs-errors.ts';
 export class AgentKeeper {
   readonly #socketPath: string;
   readonly #log: (msg: string) => void;
+  readonly #failures: RetryLog;
   #agent: RunningAgent | undefined;
   #starting = false;
-  #lastError = '';
 
   constructor(socketPath: string, log: (msg: string) => void) {
     this.#socketPath = socketPath;
     this.#log = log;
+    this.#failures = new RetryLog(log);
   }
 
   async ensure(): Promise<void> {
@@ -25,11 +27,9 @@ export class AgentKeeper {
     try {
       const { serveNodeAgent } = await import('../agent/main.ts');
       this.#agent = await serveNodeAgent({ socketPath: this.#socketPath, log: (msg) => this.#log(`agent: ${msg}`) });
-      this.#lastError = '';
+      this.#failures.succeeded();
     } catch (err) {
-      const message = messageOf(err);
-      if (message !== this.#lastError) this.#log(`no node agent yet (the plugin runs each call itself; retrying): ${message}`);
-      this.#lastError = message;
+      this.#failures.failed(`no node agent yet (the plugin runs each call itself; retrying): ${messageOf(err)}`);
     } finally {
       this.#starting = false;
     }

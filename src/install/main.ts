@@ -9,6 +9,7 @@ import { jsonLog } from '../controller/log.ts';
 import { messageOf } from '../store/local/fs-errors.ts';
 import { isDnsSubdomain } from '../store/names.ts';
 import { AgentKeeper } from './agent-keeper.ts';
+import { RetryLog } from './retry-log.ts';
 import { binaryChanged, installBinary, linkBinary, sweepTemps, type InstalledBinary } from './binary.ts';
 import { checkFlatConfig, readServiceAccount, syncFiles } from './config-files.ts';
 import { parseAddr } from '../controller/http.ts';
@@ -205,18 +206,15 @@ function planOf(values: Flags, env: NodeJS.ProcessEnv, warn: (msg: string) => vo
  */
 function keep(options: { intervalMs: number; log: (msg: string) => void; warn: (msg: string) => void; check: () => void }): Promise<number> {
   return new Promise((resolve) => {
-    let lastError = '';
+    // A projected volume may be mid-update; the next tick retries.
+    const failures = new RetryLog(options.warn);
     let timer: NodeJS.Timeout;
     const tick = (): void => {
       try {
         options.check();
-        if (lastError !== '') options.log('recovered: files are up to date');
-        lastError = '';
+        if (failures.succeeded()) options.log('recovered: files are up to date');
       } catch (err) {
-        // A projected volume may be mid-update; the next tick retries. Each distinct failure is logged once.
-        const message = messageOf(err);
-        if (message !== lastError) options.warn(`cannot bring the files up to date (retrying): ${message}`);
-        lastError = message;
+        failures.failed(`cannot bring the files up to date (retrying): ${messageOf(err)}`);
       }
       timer = setTimeout(tick, options.intervalMs);
     };

@@ -10,6 +10,7 @@ import { messageOf } from '../store/local/fs-errors.ts';
 import { FoldLock } from './fold-lock.ts';
 import { rotateBySize } from './log-rotate.ts';
 import { NodeMetrics } from './node-metrics.ts';
+import { RetryLog } from './retry-log.ts';
 import { StatsFolder } from './stats-fold.ts';
 
 export interface NodeSideOptions {
@@ -37,7 +38,7 @@ export async function startNodeSide(options: NodeSideOptions): Promise<NodeSide>
     id: `${hostname()}/${process.pid}/${Math.random().toString(36).slice(2, 10)}`,
     staleMs: Math.max(6 * options.intervalMs, 30_000),
   });
-  let lastError = '';
+  const foldFailures = new RetryLog((msg) => options.log('warning', msg));
   let holding = false;
   const step = (): void => {
     try {
@@ -55,16 +56,14 @@ export async function startNodeSide(options: NodeSideOptions): Promise<NodeSide>
         metrics.rotated('log');
         options.log('info', `rotated ${options.logFile} to ${options.logFile}.1`);
       }
-      lastError = '';
+      foldFailures.succeeded();
     } catch (err) {
-      const message = messageOf(err);
-      if (message !== lastError) options.log('warning', `cannot fold the call stats or rotate the log (retrying): ${message}`);
-      lastError = message;
+      foldFailures.failed(`cannot fold the call stats or rotate the log (retrying): ${messageOf(err)}`);
     }
   };
   let server: Server | undefined;
   let listening: Promise<void> | undefined;
-  let listenError = '';
+  const listenFailures = new RetryLog((msg) => options.log('warning', msg));
   /**
    * The pod runs in the host's network: during a surge rolling update the old pod still holds the port, so a failed
    * listen is retried at every interval (the old pod goes once this one runs) instead of failing the pod.
@@ -73,13 +72,10 @@ export async function startNodeSide(options: NodeSideOptions): Promise<NodeSide>
     serve(addr, { metrics: metrics.registry, beforeMetrics: step, notReady: () => undefined }).then(
       (started) => {
         server = started;
+        listenFailures.succeeded();
         options.log('info', `serving /metrics and /healthz on ${addr}`);
       },
-      (err: unknown) => {
-        const message = messageOf(err);
-        if (message !== listenError) options.log('warning', `not serving /metrics yet (retrying): ${message}`);
-        listenError = message;
-      },
+      (err: unknown) => listenFailures.failed(`not serving /metrics yet (retrying): ${messageOf(err)}`),
     );
   const tick = (): void => {
     step();
