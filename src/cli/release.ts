@@ -5,7 +5,7 @@
 // network holds the address. A live pod's address (Running or Pending, its sandbox not torn down) is refused
 // unless --force.
 import { formatIP, type IPAddress } from '../ip/address.ts';
-import { lastOf, networkOf } from '../ip/cidr.ts';
+import { releaseRef, sameRecord } from '../controller/pool-release.ts';
 import { fetchPool, commitPool, type CommitLog } from '../store/kubernetes/commit.ts';
 import type { ApiClient } from '../store/kubernetes/api.ts';
 import { releaseReservation } from '../store/kubernetes/reservations.ts';
@@ -48,9 +48,6 @@ export function liveReason(record: AllocationRecord, pod: PodInfo | null): strin
   return `pod ${record.podRef} is ${view.phase}${pod.node === undefined ? '' : ` on ${pod.node}`} with its sandbox present`;
 }
 
-const sameRecord = (a: AllocationRecord, b: AllocationRecord): boolean =>
-  a.containerId === b.containerId && a.podRef === b.podRef && a.ifname === b.ifname && (a.podUid ?? '') === (b.podUid ?? '');
-
 export function runRelease(argv: readonly string[]): Promise<number> {
   return runCommand('release', async () => {
     const { flags, values, positionals, help } = parseCommand('release', argv, { network: { type: 'string' }, force: { type: 'boolean', default: false } }, ['<address>']);
@@ -79,9 +76,7 @@ const stderrLog: CommitLog = {
 };
 
 function refOf(pool: PoolInfo, network: string): PoolRef {
-  const cidr = pool.view.range!;
-  // Freeing an address only: the range's bounds and exclusions play no part (as for the controller).
-  return { name: pool.view.name, network, networkNamed: network !== '', range: { cidr, start: networkOf(cidr), end: lastOf(cidr), exclude: [] } };
+  return releaseRef(pool.view.name, pool.view.range!, network);
 }
 
 export async function release(api: ApiClient, ip: IPAddress, network: string, force: boolean): Promise<ReleaseReport> {

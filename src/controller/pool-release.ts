@@ -5,7 +5,7 @@
 // released addresses are left to the reservation pass, which deletes one only once its address is free everywhere.
 import { CniError } from '../cni/errors.ts';
 import { formatIP } from '../ip/address.ts';
-import { lastOf, networkOf } from '../ip/cidr.ts';
+import { lastOf, networkOf, type Cidr } from '../ip/cidr.ts';
 import { commitPool } from '../store/kubernetes/commit.ts';
 import type { ApiClient } from '../store/kubernetes/api.ts';
 import type { AllocationRecord, PoolRef } from '../store/store.ts';
@@ -40,15 +40,20 @@ const CLEANUP_TIMEOUT_MS = 2_000;
 
 class NotLeading extends Error {}
 
-const sameRecord = (a: AllocationRecord, b: AllocationRecord): boolean =>
+/** The same attachment: a record re-written for another container or pod is not the one judged. */
+export const sameRecord = (a: AllocationRecord, b: AllocationRecord): boolean =>
   a.containerId === b.containerId && a.podRef === b.podRef && a.ifname === b.ifname && (a.podUid ?? '') === (b.podUid ?? '');
+
+/** A pool to free addresses in: the range's bounds and exclusions play no part (the controller, `hereabouts release`). */
+export function releaseRef(name: string, cidr: Cidr, network: string): PoolRef {
+  return { name, network, networkNamed: network !== '', range: { cidr, start: networkOf(cidr), end: lastOf(cidr), exclude: [] } };
+}
 
 /** The allocations released (empty when none was still an orphan, the pool kept changing, or leadership was lost). */
 export async function releaseFromPool(api: ApiClient, pool: PoolView, candidates: readonly Candidate[], judge: Judge, options: ReleaseOptions): Promise<Released[]> {
   const range = pool.range;
   if (range === undefined || !options.leading()) return [];
-  // The controller frees addresses only: the range's bounds and exclusions play no part.
-  const ref: PoolRef = { name: pool.name, network: '', networkNamed: false, range: { cidr: range, start: networkOf(range), end: lastOf(range), exclude: [] } };
+  const ref = releaseRef(pool.name, range, '');
   const ctx = { api, reservations: false, budgetMs: options.budgetMs ?? DEFAULT_BUDGET_MS, cleanupTimeoutMs: CLEANUP_TIMEOUT_MS, log: options.log };
   try {
     return await commitPool(ctx, ref, (current) => {
