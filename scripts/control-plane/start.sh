@@ -270,8 +270,20 @@ k() { KUBECONFIG=$dir/kubeconfig KUBECACHEDIR=$dir/kube-cache "$kubectl" --reque
 k get namespace kube-system >/dev/null 2>&1 || k create namespace kube-system >/dev/null
 k apply -f "$repo/deploy/crds/" >"$dir/crds.log" 2>&1 ||
   { cat "$dir/crds.log" >&2; exit 1; }
-k wait --for=condition=Established --timeout="${timeout}s" -f "$repo/deploy/crds/" >>"$dir/crds.log" 2>&1 ||
-  { cat "$dir/crds.log" >&2; exit 1; }
+# Poll instead of `kubectl wait`: right after the create a CRD has no status.conditions yet,
+# and this kubectl's wait then fails at once ("status.conditions accessor error") instead of waiting.
+crds_established() {
+  local want got
+  want=$(k apply --dry-run=client -f "$repo/deploy/crds/" -o name 2>>"$dir/crds.log" | sort) || return 1
+  got=$(k get crd -o jsonpath='{range .items[*]}{.metadata.name}{" "}{.status.conditions[?(@.type=="Established")].status}{"\n"}{end}' 2>>"$dir/crds.log" |
+    awk '$2 == "True" {print "customresourcedefinition.apiextensions.k8s.io/" $1}' | sort)
+  [ -n "$want" ] && [ -z "$(comm -23 <(echo "$want") <(echo "$got"))" ]
+}
+crd_deadline=$(( $(date +%s) + timeout ))
+until crds_established; do
+  [ "$(date +%s)" -lt "$crd_deadline" ] || { echo "CRDs not Established within ${timeout}s" >>"$dir/crds.log"; cat "$dir/crds.log" >&2; exit 1; }
+  sleep 0.1
+done
 t_crd=$(date +%s.%N)
 
 rss() { awk '/^VmRSS/ {print int($2/1024)}' "/proc/$1/status" 2>/dev/null || echo "?"; }

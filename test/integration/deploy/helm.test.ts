@@ -361,7 +361,15 @@ describe('Helm chart deploy/helm/hereabouts', () => {
       const crds = execFileSync('bash', [join(repoRoot, 'scripts', 'tools', 'prometheus-operator-crds.sh')], { encoding: 'utf8' }).trim();
       for (const kind of ['servicemonitors', 'podmonitors', 'prometheusrules']) {
         kube('', 'apply', '--server-side', '--force-conflicts', '-f', join(crds, `monitoring.coreos.com_${kind}.yaml`));
-        kube('', 'wait', '--for=condition=Established', '--timeout=60s', `crd/${kind}.monitoring.coreos.com`);
+      }
+      // Polled rather than `kubectl wait`, which fails at once on a CRD whose status has no conditions yet.
+      for (const kind of ['servicemonitors', 'podmonitors', 'prometheusrules']) {
+        const established = (): boolean => kube('', 'get', `crd/${kind}.monitoring.coreos.com`, '-o', 'jsonpath={.status.conditions[?(@.type=="Established")].status}') === 'True';
+        const deadline = Date.now() + 60_000;
+        while (!established()) {
+          assert.ok(Date.now() < deadline, `crd/${kind}.monitoring.coreos.com not Established within 60 s`);
+          execFileSync('sleep', ['0.1']);
+        }
       }
       const yaml = templateYaml(helmBin, { namespace: ns.name, monitoring: { serviceMonitor: { enabled: true, labels: { release: 'kps' } }, podMonitor: { enabled: true }, prometheusRule: { enabled: true } } }, '--skip-crds');
       const out = kube(yaml, 'apply', '--dry-run=server', '-f', '-');
