@@ -3,7 +3,7 @@
 //   1. One call at a time (interleaved rounds): wall p50, CPU per call (wait4 rusage of the plugin process), API
 //      requests per ADD by verb and resource (the apiserver's audit log), and hereabouts' own time breakdown.
 //   2. Bursts: N ADDs from simulated nodes, K in flight, with node slices and with one shared pool: ADD/s, p50/p99,
-//      CPU per ADD, apiserver+etcd CPU per ADD (/proc/<pid>/stat), requests and 409 conflicts per ADD.
+//      CPU per ADD, apiserver+etcd CPU per ADD (/proc/<pid>/stat), requests and conflicts (409, 422) per ADD.
 //   3. Audit: no address held twice in any pool of either plugin (must be 0).
 // hereabouts runs twice: as a plain plugin process, and with a node agent (`hereabouts agent`, one per simulated node,
 // each on its own socket, HEREABOUTS_AGENT_SOCKET set for that node's calls). With the agent, the CPU columns are the
@@ -214,13 +214,15 @@ function auditSince(): Map<Plugin, AuditEvent[]> {
 function byKind(events: readonly AuditEvent[], ops: number): string {
   const counts = new Map<string, number>();
   for (const e of events) {
-    const kind = `${e.verb ?? '?'} ${e.objectRef?.resource ?? '(none)'}${e.responseStatus?.code === 409 ? ' (409)' : ''}`;
+    const code = e.responseStatus?.code;
+    const kind = `${e.verb ?? '?'} ${e.objectRef?.resource ?? '(none)'}${code === 409 || code === 422 ? ` (${code})` : ''}`;
     counts.set(kind, (counts.get(kind) ?? 0) + 1);
   }
   return [...counts].sort(([a], [b]) => a.localeCompare(b)).map(([k, n]) => `${k} ${(n / ops).toFixed(2)}`).join(', ');
 }
 
-const conflicts = (events: readonly AuditEvent[]): number => events.filter((e) => e.responseStatus?.code === 409).length;
+/** 409 (a resourceVersion or name conflict) and 422 (a key-level claim whose tests failed: the offset was taken). */
+const conflicts = (events: readonly AuditEvent[]): number => events.filter((e) => e.responseStatus?.code === 409 || e.responseStatus?.code === 422).length;
 
 // --- apiserver + etcd CPU
 const TICK_MS = 1000 / Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim());
@@ -452,7 +454,7 @@ async function main(): Promise<void> {
       for (const plugin of ['hereabouts', 'whereabouts'] as const) rows.push(await burst(tools, cp, plugin, spaces[plugin], slices, index++));
       rows.push(await burst(tools, cp, 'hereabouts', spaces.hereabouts, slices, index++, true));
     }
-    table(['', 'ADD/s', 'p50 / p99', 'CPU per ADD (plugin process)', 'node agents\' CPU per ADD', 'apiserver+etcd CPU per ADD', 'API requests per ADD', '409 conflicts per ADD', 'failed', 'duplicate results'], rows.map((r) => [r.label, ...r.cells]));
+    table(['', 'ADD/s', 'p50 / p99', 'CPU per ADD (plugin process)', 'node agents\' CPU per ADD', 'apiserver+etcd CPU per ADD', 'API requests per ADD', 'conflicts per ADD (409, 422)', 'failed', 'duplicate results'], rows.map((r) => [r.label, ...r.cells]));
     console.log('\n### Audit: addresses held twice across all IPPools of each plugin (must be 0)\n');
     const audits = await Promise.all((['hereabouts', 'whereabouts'] as const).map(async (p) => [p, await duplicates(spaces[p])] as const));
     table(['', 'pools', 'addresses', 'duplicates'], audits.map(([p, a]) => [p, String(a.pools), String(a.addresses), String(a.duplicates)]));

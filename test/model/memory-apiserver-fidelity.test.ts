@@ -69,6 +69,26 @@ async function script(api: ApiClient, node: string): Promise<Seen[]> {
   await call('unconditional merge patch', 'p1', { method: 'PATCH', path: `${wb}/ippools/p1`, contentType: merge, body: { spec: { allocations: { '2': entry } } } });
   await call('merge patch removing a key', 'p1', { method: 'PATCH', path: `${wb}/ippools/p1`, contentType: merge, body: { spec: { allocations: { '2': null } } } });
   await call('patch as plain JSON', 'p1', { method: 'PATCH', path: `${wb}/ippools/p1`, contentType: 'application/json', body: { spec: {} } });
+  const json = 'application/json-patch+json';
+  const claim = (offset: string, annotations: string): unknown[] => [
+    { op: 'test', path: '/spec/range', value: '10.0.0.0/24' },
+    { op: 'test', path: annotations, value: null },
+    { op: 'test', path: `/spec/allocations/${offset}`, value: null },
+    { op: 'add', path: `/spec/allocations/${offset}`, value: entry },
+  ];
+  const jsonPatchOf = (body: unknown[]): ApiRequest => ({ method: 'PATCH', path: `${wb}/ippools/p1`, contentType: json, body });
+  const offsets = (b: unknown): unknown => Object.keys(obj(obj(obj(b)['spec'])['allocations'])).sort();
+  await call('key-level claim of a free offset (no annotations)', 'p1', jsonPatchOf(claim('5', '/metadata/annotations')), offsets);
+  await call('key-level claim of a taken offset', 'p1', jsonPatchOf(claim('5', '/metadata/annotations')));
+  await call('test of a member under a missing parent', 'p1', jsonPatchOf(claim('6', '/metadata/annotations/hereabouts.cni.cncf.io~1retired')));
+  await call('annotate pool', 'p1', { method: 'PATCH', path: `${wb}/ippools/p1`, contentType: merge, body: { metadata: { annotations: { other: 'x' } } } });
+  await call('test of no annotations on an annotated pool', 'p1', jsonPatchOf(claim('6', '/metadata/annotations')));
+  await call('key-level claim (annotated, not retired)', 'p1', jsonPatchOf(claim('6', '/metadata/annotations/hereabouts.cni.cncf.io~1retired')), offsets);
+  await call('retire pool', 'p1', { method: 'PATCH', path: `${wb}/ippools/p1`, contentType: merge, body: { metadata: { annotations: { 'hereabouts.cni.cncf.io/retired': 'u/1', other: null } } } });
+  await call('key-level claim in a retired pool', 'p1', jsonPatchOf(claim('7', '/metadata/annotations/hereabouts.cni.cncf.io~1retired')));
+  await call('test of another range', 'p1', jsonPatchOf([{ op: 'test', path: '/spec/range', value: '10.0.0.0/25' }]));
+  await call('JSON patch removing offsets', 'p1', jsonPatchOf([{ op: 'remove', path: '/spec/allocations/5' }, { op: 'remove', path: '/spec/allocations/6' }, { op: 'remove', path: '/metadata/annotations' }]), offsets);
+  await call('JSON patch of a missing pool', 'x', { method: 'PATCH', path: `${wb}/ippools/nope`, contentType: json, body: claim('1', '/metadata/annotations') });
   const current = (await call('get again', 'p1', { method: 'GET', path: `${wb}/ippools/p1` })) as Obj;
   await call('put on a stale version', 'p1', { method: 'PUT', path: `${wb}/ippools/p1`, body: { ...current, metadata: { ...meta(current), resourceVersion: rv1 } } });
   await call('put without a version', 'p1', { method: 'PUT', path: `${wb}/ippools/p1`, body: { ...current, metadata: { name: 'p1' } } });

@@ -1,7 +1,7 @@
 // An in-memory kube-apiserver for exactly the calls hereabouts makes, plugged in where the real client is
 // (ApiClient.send). It keeps the server's rules that the write path relies on: uid and creationTimestamp on create,
 // one global, monotonically increasing resourceVersion, 409 AlreadyExists on a second create, 409 Conflict on a stale
-// resourceVersion (PUT, merge PATCH) and on failed DeleteOptions preconditions, 404 NotFound, metadata.generation bumps
+// resourceVersion (PUT, merge PATCH) and on failed DeleteOptions preconditions, JSON patches (422 when one fails), 404 NotFound, metadata.generation bumps
 // on spec changes, status subresources, graceful pod deletion, Status objects as error bodies, paginated LISTs over
 // a consistent snapshot. Watches are not served (the model drives controller passes from LISTs).
 // test/integration/model/memory-apiserver-fidelity.test.ts runs one request script against this and the real server.
@@ -78,6 +78,44 @@ export function mergePatch(target: unknown, patch: unknown): unknown {
   return out;
 }
 
+const PATCH_FAILED = Symbol('patch-failed');
+
+/**
+ * RFC 6902 JSON patch on objects (test, add, remove, replace) as kube-apiserver applies it: a `test` for null
+ * passes on a missing member of an existing object, and fails when the parent is missing too. PATCH_FAILED when
+ * an operation does not apply.
+ */
+export function jsonPatch(target: unknown, operations: unknown): unknown {
+  if (!Array.isArray(operations)) return PATCH_FAILED;
+  const doc = clone(target);
+  for (const operation of operations) {
+    if (!isObj(operation) || typeof operation['path'] !== 'string') return PATCH_FAILED;
+    const tokens = operation['path'].split('/').slice(1).map((t) => t.replaceAll('~1', '/').replaceAll('~0', '~'));
+    const key = tokens.pop();
+    let parent: unknown = doc;
+    for (const t of tokens) parent = isObj(parent) ? parent[t] : undefined;
+    if (key === undefined || !isObj(parent)) return PATCH_FAILED;
+    const value = operation['value'];
+    switch (operation['op']) {
+      case 'test':
+        if (parent[key] === undefined ? value !== null : !isEquivalent(parent[key], value)) return PATCH_FAILED;
+        break;
+      case 'add':
+        parent[key] = clone(value);
+        break;
+      case 'replace':
+      case 'remove':
+        if (!(key in parent)) return PATCH_FAILED;
+        if (operation['op'] === 'remove') delete parent[key];
+        else parent[key] = clone(value);
+        break;
+      default:
+        return PATCH_FAILED;
+    }
+  }
+  return doc;
+}
+
 const resourceLabel = (r: Route): string => (r.group === '' ? r.plural : `${r.plural}.${r.group}`);
 
 function status(code: number, reason: string, message: string, r?: Route, name?: string): ApiResponse {
@@ -140,7 +178,10 @@ export class MemoryApiServer {
       case 'PUT':
         return this.#update(r, r.name, () => req.body);
       case 'PATCH':
-        if (req.contentType !== 'application/merge-patch+json') return status(415, 'UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: application/merge-patch+json (got ${req.contentType ?? 'none'})`);
+        if (req.contentType === 'application/json-patch+json') {
+          return this.#update(r, r.name, (current) => jsonPatch(current, req.body));
+        }
+        if (req.contentType !== 'application/merge-patch+json') return status(415, 'UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json (got ${req.contentType ?? 'none'})`);
         return this.#update(r, r.name, (current) => mergePatch(current, req.body));
       case 'DELETE':
         return this.#delete(r, r.name, req.body);
@@ -220,6 +261,7 @@ export class MemoryApiServer {
     const current = this.#objects.get(key);
     if (current === undefined) return notFound(r, name);
     const proposed = next(clone(current));
+    if (proposed === PATCH_FAILED) return status(422, 'Invalid', 'the server rejected our request due to an error in our request');
     if (!isObj(proposed) || !isObj(proposed['metadata'])) return status(400, 'BadRequest', 'the body must be an object with metadata');
     const pmeta = proposed['metadata'];
     const cmeta = current['metadata'] as Obj;

@@ -54,6 +54,36 @@ export async function mergePatch(api: ApiClient, plural: Plural, name: string, p
   return { kind: 'patched', object: res.body };
 }
 
+export type JsonPatchResult = PatchResult | { readonly kind: 'test-failed' };
+
+/**
+ * RFC 6902 JSON patch, applied by the API server to the object as it is at that moment (it retries its own storage
+ * conflicts), so it is only as conditional as its `test` operations. A failed test is 422 Invalid ('test-failed');
+ * the API server answers a patch that does not apply (a missing parent) the same way.
+ */
+export async function jsonPatch(api: ApiClient, plural: Plural, name: string, operations: readonly JsonPatchOperation[]): Promise<JsonPatchResult> {
+  const res = await api.send({
+    method: 'PATCH',
+    path: objectPath(api.namespace, plural, name),
+    body: operations,
+    contentType: 'application/json-patch+json',
+  });
+  if (res.status === 422) return { kind: 'test-failed' };
+  if (res.status === 409) return { kind: 'conflict' };
+  if (res.status === 404) return { kind: 'gone' };
+  if (!ok(res)) throw new ApiStatusError(`patch ${plural}/${name}`, res);
+  return { kind: 'patched', object: res.body };
+}
+
+export type JsonPatchOperation =
+  | { readonly op: 'test'; readonly path: string; readonly value: unknown }
+  | { readonly op: 'add'; readonly path: string; readonly value: unknown };
+
+/** A JSON pointer token (RFC 6901): "~" and "/" escaped. */
+export function pointerToken(key: string): string {
+  return key.replaceAll('~', '~0').replaceAll('/', '~1');
+}
+
 /** metadata.uid and metadata.resourceVersion of an object: what a conditional write or delete is keyed to. */
 export interface ObjectVersion {
   readonly uid: string;

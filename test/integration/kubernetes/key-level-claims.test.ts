@@ -1,0 +1,151 @@
+// Key-level claims on a real kube-apiserver: a lone claim is a JSON patch whose `test` operations hold its
+// preconditions (the offset is free, the pool is not retired, the range is as read) instead of a resourceVersion.
+// Writers of other offsets of a shared pool then do not make it conflict, and an offset someone else committed after
+// the read (Whereabouts writes the pool before it reserves, or not at all) is never overwritten.
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { firstFree } from '../../../src/allocator/first-free.ts';
+import { ApiClient, type ApiRequest, type ApiResponse } from '../../../src/store/kubernetes/api.ts';
+import { commitPool, type CommitContext } from '../../../src/store/kubernetes/commit.ts';
+import { loadEndpoint } from '../../../src/store/kubernetes/kubeconfig.ts';
+import { createObject, getObject, replaceObject } from '../../../src/store/kubernetes/resources.ts';
+import type { AllocationRecord, Plan, PoolRef } from '../../../src/store/store.ts';
+import { networkOf } from '../../../src/ip/cidr.ts';
+import { controlPlane, createNamespace, type Namespace } from '../../support/control-plane.ts';
+import { testRange } from '../../support/memory-store.ts';
+import { memoryLogger, reservationNames } from './harness.ts';
+
+let ns: Namespace;
+let api: ApiClient;
+let other: ApiClient;
+
+before(async () => {
+  ns = await createNamespace(await controlPlane(), 'key-level');
+  api = new ApiClient(await loadEndpoint(ns.kubeconfig), { timeoutMs: 20_000 });
+  other = new ApiClient(await loadEndpoint(ns.kubeconfig), { timeoutMs: 20_000 });
+});
+
+after(async () => {
+  await ns?.cleanup();
+});
+
+type Obj = Record<string, unknown>;
+const obj = (v: unknown): Obj => (typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Obj) : {});
+
+function poolRef(name: string, cidr: string): PoolRef {
+  return { name, network: 'keylevel', networkNamed: false, range: testRange(cidr) };
+}
+
+/** The offset of an address in its pool's range. */
+const offsetOf = (pool: PoolRef, address: bigint): bigint => address - networkOf(pool.range.cidr);
+
+function firstFreePlan(pool: PoolRef, record: AllocationRecord): Plan<bigint> {
+  return (current, refused) => {
+    const address = firstFree(pool.range, current, refused);
+    if (address === undefined) throw new Error('exhausted');
+    return { change: { claim: { address, record } }, value: address };
+  };
+}
+
+interface Seen {
+  readonly method: string;
+  readonly resource: string;
+  readonly contentType?: string;
+  readonly status: number;
+}
+
+/** Records this writer's requests; `beforeFirstPoolPatch` runs (awaited) just before its first IPPool PATCH. */
+function recorded(client: ApiClient, beforeFirstPoolPatch: () => Promise<void>): { seen: Seen[] } {
+  const seen: Seen[] = [];
+  const send = client.send.bind(client);
+  let interleaved = false;
+  client.send = async (req: ApiRequest, options?: { timeoutMs?: number }): Promise<ApiResponse> => {
+    const resource = /\/(ippools|overlappingrangeipreservations)(\/|$)/.exec(req.path)?.[1] ?? req.path;
+    if (req.method === 'PATCH' && resource === 'ippools' && !interleaved) {
+      interleaved = true;
+      await beforeFirstPoolPatch();
+    }
+    const res = await send(req, options);
+    seen.push({ method: req.method, resource, ...(req.contentType === undefined ? {} : { contentType: req.contentType }), status: res.status });
+    return res;
+  };
+  return { seen };
+}
+
+function context(client: ApiClient, log = memoryLogger()): CommitContext {
+  return { api: client, node: 'node-a', reservations: true, budgetMs: 20_000, cleanupTimeoutMs: 5_000, log };
+}
+
+/** What a Whereabouts writer does: PUT the whole pool conditional on the resourceVersion it read, no reservation. */
+async function whereaboutsCommit(name: string, offset: string, entry: Obj): Promise<void> {
+  const current = obj(await getObject(other, 'ippools', name));
+  const spec = obj(current['spec']);
+  const result = await replaceObject(other, 'ippools', name, { ...current, spec: { ...spec, allocations: { ...obj(spec['allocations']), [offset]: entry } } });
+  assert.equal(result.kind, 'patched');
+}
+
+async function allocationsOf(name: string): Promise<Obj> {
+  return obj(obj(obj(await getObject(other, 'ippools', name))['spec'])['allocations']);
+}
+
+async function createPool(name: string, range: string, allocations: Obj): Promise<void> {
+  const created = await createObject(other, 'ippools', { apiVersion: 'whereabouts.cni.cncf.io/v1alpha1', kind: 'IPPool', metadata: { name }, spec: { range, allocations } } as unknown as { metadata: { name: string } });
+  assert.equal(created.kind, 'created');
+}
+
+test('a claim lands on the first write although another writer wrote another offset since the read', async () => {
+  const pool = poolRef('10.91.0.0-24', '10.91.0.0/24');
+  await createPool(pool.name, '10.91.0.0/24', { '1': { id: 'w1', podref: 'ns/w1', ifname: 'eth0' } });
+  const { seen } = recorded(api, () => whereaboutsCommit(pool.name, '10', { id: 'w10', podref: 'ns/w10', ifname: 'eth0' }));
+  const address = await commitPool(context(api), pool, firstFreePlan(pool, { containerId: 'a2', ifname: 'eth0', podRef: 'ns/a2' }));
+  assert.equal(offsetOf(pool, address), 2n);
+  const poolWrites = seen.filter((s) => s.resource === 'ippools' && s.method !== 'GET');
+  assert.deepEqual(poolWrites, [{ method: 'PATCH', resource: 'ippools', contentType: 'application/json-patch+json', status: 200 }], 'one key-level write, no conflict');
+  const allocations = await allocationsOf(pool.name);
+  assert.deepEqual(Object.keys(allocations).sort(), ['1', '10', '2']);
+  assert.equal(obj(allocations['10'])['id'], 'w10', 'the other writer\'s entry survives');
+  assert.equal(obj(allocations['2'])['id'], 'a2');
+  assert.equal(obj(allocations['2'])['node'], 'node-a');
+  assert.match(String(obj(allocations['2'])['createdAt']), /^\d{4}-\d\d-\d\dT/);
+});
+
+test('an offset committed by a Whereabouts writer after the read is not overwritten: the claim re-reads and moves on', async () => {
+  const pool = poolRef('10.92.0.0-24', '10.92.0.0/24');
+  await createPool(pool.name, '10.92.0.0/24', { '1': { id: 'w1', podref: 'ns/w1', ifname: 'eth0' } });
+  // The Whereabouts writer commits .2 (the offset this writer planned and reserved) without a reservation yet.
+  const { seen } = recorded(api, () => whereaboutsCommit(pool.name, '2', { id: 'w2', podref: 'ns/w2', ifname: 'eth0' }));
+  const log = memoryLogger();
+  const address = await commitPool(context(api, log), pool, firstFreePlan(pool, { containerId: 'a3', ifname: 'eth0', podRef: 'ns/a3' }));
+  assert.equal(offsetOf(pool, address), 3n);
+  const patches = seen.filter((s) => s.resource === 'ippools' && s.method === 'PATCH').map((s) => s.status);
+  assert.deepEqual(patches, [422, 200], 'the first claim fails its test, the second lands');
+  const allocations = await allocationsOf(pool.name);
+  assert.equal(obj(allocations['2'])['id'], 'w2', 'the Whereabouts entry is intact');
+  assert.equal(obj(allocations['3'])['id'], 'a3');
+  // The reservation made for .2 is handed to the pod that holds it, not deleted: .2 stays reserved.
+  const reservation = obj(await getObject(other, 'overlappingrangeipreservations', '10.92.0.2'));
+  assert.equal(obj(reservation['spec'])['podref'], 'ns/w2');
+  assert.deepEqual((await reservationNames(ns)).filter((n) => n.startsWith('10.92.')), ['10.92.0.2', '10.92.0.3']);
+  assert.ok(log.lines.some((l) => /10\.92\.0\.2 is not free there any more/.test(l)), log.lines.join('\n'));
+});
+
+test('16 writers claiming in one shared pool at once: distinct addresses, and no pool write conflicts with another', async () => {
+  const pool = poolRef('10.93.0.0-24', '10.93.0.0/24');
+  await createPool(pool.name, '10.93.0.0/24', {});
+  const clients = await Promise.all(Array.from({ length: 16 }, async () => new ApiClient(await loadEndpoint(ns.kubeconfig), { timeoutMs: 20_000 })));
+  const seen: Seen[][] = clients.map((c) => recorded(c, async () => {}).seen);
+  // Spread plans (as a contended writer's are) so that the writers mostly pick different offsets.
+  const addresses = await Promise.all(clients.map((c, i) => {
+    const plan: Plan<bigint> = (current, refused) => {
+      const address = firstFree(pool.range, new Map([...current, ...Array.from({ length: i * 8 }, (_, k) => [networkOf(pool.range.cidr) + BigInt(k + 1), { containerId: '', ifname: '', podRef: '' }] as const)]), refused);
+      if (address === undefined) throw new Error('exhausted');
+      return { change: { claim: { address, record: { containerId: `c${i}`, ifname: 'eth0', podRef: `ns/p${i}` } } }, value: address };
+    };
+    return commitPool(context(c), pool, plan);
+  }));
+  assert.equal(new Set(addresses).size, 16);
+  const allocations = await allocationsOf(pool.name);
+  assert.equal(Object.keys(allocations).length, 16);
+  const poolStatuses = seen.flat().filter((s) => s.resource === 'ippools' && s.method === 'PATCH').map((s) => s.status);
+  assert.deepEqual(poolStatuses, Array.from({ length: 16 }, () => 200), 'every writer landed its claim on its first write');
+});
