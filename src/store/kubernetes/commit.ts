@@ -1,13 +1,14 @@
 // The one write path of an IPPool (DESIGN §5, §9), used by the plugin (under its pool lock, from its cache) and by
-// the controller (from a fresh read): plan -> reserve a claimed address cluster-wide -> write the pool conditional
-// on its resourceVersion -> on 409 re-read, re-plan and retry (retry.ts) -> settle the reservations.
+// the controller (from a fresh read): plan -> reserve a claimed address cluster-wide -> write the pool
+// conditionally -> on 409/422 re-read, re-plan and retry (retry.ts) -> settle the reservations.
 //
 // Invariants: an address is committed only by a conditional write (or the pool's creation), so a stale view costs
 // a retry, never a duplicate. A lone claim is conditional on its own offset being free (a key-level JSON patch), so
-// writers of other offsets of a shared pool do not conflict; every other change is conditional on resourceVersion. A claim is reserved before its write and only from a view this writer may act on
-// (fresh, or a pool only this node writes), so it never reserves an address another writer has committed. Of the
-// reservations it holds, only those it created and did not commit are removed, on the exact version created, and a
-// write that may have been applied keeps its claim's reservation (a leak the controller reclaims, not a duplicate).
+// writers of other offsets of a shared pool do not conflict; every other change is conditional on the
+// resourceVersion. A claim is reserved before its write and only from a view this writer may act on (fresh, or a
+// pool only this node writes), so it never reserves an address another writer has committed. Of the reservations
+// it holds, only those it created and did not commit are removed, on the exact version created, and a write that
+// may have been applied keeps its claim's reservation (a leak the controller reclaims, not a duplicate).
 import { monotonicMs } from '../../clock.ts';
 import { CniCode, CniError } from '../../cni/errors.ts';
 import { formatIP } from '../../ip/address.ts';
