@@ -22,7 +22,12 @@ export interface AgentOptions {
   /** A connection that has not sent its whole request by then is closed (default 5 s). */
   readonly readTimeoutMs?: number;
   readonly log: (msg: string) => void;
+  /** Told how each request ended (the installer counts them on its /metrics). */
+  readonly observe?: (result: AgentCallResult) => void;
 }
+
+/** answered: the call ran and its answer was sent; deadline: code 11 after the deadline; dropped: its client had gone. */
+export type AgentCallResult = 'answered' | 'deadline' | 'dropped';
 
 export interface RunningAgent {
   readonly socketPath: string;
@@ -85,10 +90,12 @@ function serve(socket: Socket, slots: Slots, options: AgentOptions): void {
     void slots.run(async () => {
       if (clientGone || Date.now() >= request.giveUpAt) {
         socket.destroy();
+        options.observe?.('dropped');
         return options.log('dropped a request: its client went away before it started');
       }
-      const answer = await withDeadline(execute(request), request, options.deadlineMs ?? 110_000);
-      if (!socket.destroyed) socket.end(encodeAnswer(answer));
+      const answer = await withDeadline(execute(request), options.deadlineMs ?? 110_000);
+      options.observe?.(answer === undefined ? 'deadline' : 'answered');
+      if (!socket.destroyed) socket.end(encodeAnswer(answer ?? unanswered(request, options.deadlineMs ?? 110_000)));
     });
   });
 }
@@ -115,13 +122,18 @@ async function execute(request: AgentRequest): Promise<AgentAnswer> {
   return { code, stdout, stderr, wallMs: monotonicMs() - started, cpuMs: (used.user + used.system) / 1000 };
 }
 
-/** The answer, or code 11 once `ms` have passed (the call itself cannot be stopped and may still complete). */
-function withDeadline(work: Promise<AgentAnswer>, request: AgentRequest, ms: number): Promise<AgentAnswer> {
+/** The answer, or undefined once `ms` have passed (the call itself cannot be stopped and may still complete). */
+function withDeadline(work: Promise<AgentAnswer>, ms: number): Promise<AgentAnswer | undefined> {
   let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<AgentAnswer>((resolve) => {
-    timer = setTimeout(() => resolve({ code: 1, stdout: unansweredJson(request.stdin, `the call did not finish within ${ms} ms`), stderr: '' }), ms);
+  const late = new Promise<undefined>((resolve) => {
+    timer = setTimeout(() => resolve(undefined), ms);
   });
   return Promise.race([work, late]).finally(() => clearTimeout(timer));
+}
+
+/** Code 11 for a call past the agent's deadline. */
+function unanswered(request: AgentRequest, ms: number): AgentAnswer {
+  return { code: 1, stdout: unansweredJson(request.stdin, `the call did not finish within ${ms} ms`), stderr: '' };
 }
 
 /** At most `limit` calls at once, first come first served. */

@@ -1,6 +1,6 @@
 // The node agent inside the long-running installer (--agent-socket): started once the socket is free, retried at
 // every check until then.
-import type { RunningAgent } from '../agent/server.ts';
+import type { AgentCallResult, RunningAgent } from '../agent/server.ts';
 import { messageOf } from '../store/local/fs-errors.ts';
 import { RetryLog } from './retry-log.ts';
 
@@ -12,13 +12,16 @@ export class AgentKeeper {
   readonly #socketPath: string;
   readonly #log: (msg: string) => void;
   readonly #failures: RetryLog;
+  readonly #observer: AgentObserver | undefined;
   #agent: RunningAgent | undefined;
   #starting = false;
 
-  constructor(socketPath: string, log: (msg: string) => void) {
+  constructor(socketPath: string, log: (msg: string) => void, observer?: AgentObserver) {
     this.#socketPath = socketPath;
     this.#log = log;
     this.#failures = new RetryLog(log);
+    this.#observer = observer;
+    observer?.agentUp(false);
   }
 
   async ensure(): Promise<void> {
@@ -26,7 +29,9 @@ export class AgentKeeper {
     this.#starting = true;
     try {
       const { serveNodeAgent } = await import('../agent/main.ts');
-      this.#agent = await serveNodeAgent({ socketPath: this.#socketPath, log: (msg) => this.#log(`agent: ${msg}`) });
+      const observe = this.#observer === undefined ? {} : { observe: (result: AgentCallResult) => this.#observer?.agentCall(result) };
+      this.#agent = await serveNodeAgent({ socketPath: this.#socketPath, log: (msg) => this.#log(`agent: ${msg}`), ...observe });
+      this.#observer?.agentUp(true);
       this.#failures.succeeded();
     } catch (err) {
       this.#failures.failed(`no node agent yet (the plugin runs each call itself; retrying): ${messageOf(err)}`);
@@ -37,5 +42,12 @@ export class AgentKeeper {
 
   async close(): Promise<void> {
     await this.#agent?.close();
+    this.#observer?.agentUp(false);
   }
+}
+
+/** The agent's state and requests, for /metrics. */
+export interface AgentObserver {
+  agentUp(up: boolean): void;
+  agentCall(result: AgentCallResult): void;
 }

@@ -117,7 +117,7 @@ export async function runInstall(argv: readonly string[]): Promise<number> {
   // Loaded here, not for --once: the metrics library is only for the long-running pod.
   const { startNodeSide } = await import('./node-side.ts');
   const nodeSide = await startNodeSide({ ...plan.nodeSide, intervalMs: plan.intervalMs, log: (level, msg) => logger[level](msg) });
-  const agent = new AgentKeeper(values['agent-socket'], log);
+  const agent = new AgentKeeper(values['agent-socket'], log, nodeSide.metrics);
   await agent.ensure();
   const code = await keep({
     intervalMs: plan.intervalMs,

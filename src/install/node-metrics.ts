@@ -2,7 +2,8 @@
 // the stats folder. Network names are chosen by whoever writes a NetworkAttachmentDefinition: the number of distinct
 // network label values is capped (later networks are counted as "_other"), and the record format admits only CNI
 // network names, so a value never needs escaping.
-import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { AgentCallResult } from '../agent/server.ts';
 import type { CallRecord } from '../stats/call-record.ts';
 
 export const OTHER_NETWORK = '_other';
@@ -14,6 +15,8 @@ export class NodeMetrics {
   readonly #duration: Histogram<'verb' | 'network'>;
   readonly #skipped: Counter;
   readonly #rotations: Counter<'file'>;
+  readonly #agentUp: Gauge;
+  readonly #agentCalls: Counter<'result'>;
   readonly #networks = new Set<string>();
   readonly #maxNetworks: number;
 
@@ -44,6 +47,18 @@ export class NodeMetrics {
       labelNames: ['file'],
       registers,
     });
+    this.#agentUp = new Gauge({
+      name: 'hereabouts_node_agent_up',
+      help: 'Whether this pod serves the node agent socket (0: the plugin runs each call itself, slower but working)',
+      registers,
+    });
+    this.#agentCalls = new Counter({
+      name: 'hereabouts_node_agent_calls_total',
+      help: 'Requests to the node agent: answered, deadline (answered with code 11 after the deadline), dropped (the client had gone)',
+      labelNames: ['result'],
+      registers,
+    });
+    for (const result of ['answered', 'deadline', 'dropped'] as const) this.#agentCalls.inc({ result }, 0);
     collectDefaultMetrics({ register: this.registry });
   }
 
@@ -59,6 +74,14 @@ export class NodeMetrics {
 
   rotated(file: 'stats' | 'log'): void {
     this.#rotations.inc({ file });
+  }
+
+  agentUp(up: boolean): void {
+    this.#agentUp.set(up ? 1 : 0);
+  }
+
+  agentCall(result: AgentCallResult): void {
+    this.#agentCalls.inc({ result });
   }
 
   #network(name: string): string {

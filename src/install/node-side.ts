@@ -28,6 +28,8 @@ export interface NodeSideOptions {
 }
 
 export interface NodeSide {
+  /** Where the node agent reports (its gauge and call counts on /metrics). */
+  readonly metrics: NodeMetrics;
   stop(): Promise<void>;
 }
 
@@ -87,6 +89,7 @@ export async function startNodeSide(options: NodeSideOptions): Promise<NodeSide>
   await listening;
   const timer = setInterval(tick, options.intervalMs);
   return {
+    metrics,
     async stop() {
       clearInterval(timer);
       await listening;

@@ -292,6 +292,18 @@ describe('a real single-node cluster', () => {
     assert.deepEqual(mine('w').map((a) => a.ip), ['10.235.3.1'], 'the Whereabouts-era allocation is still there');
   });
 
+  test('the DaemonSet\'s node agent served the pods\' calls, as its /metrics on the node shows', async () => {
+    // Host network: the installer's --metrics-addr=:9546 is the node's port. Counters start with the pod; pods were
+    // created since the last installer restart (the token-rotation test), so their ADDs went through this agent.
+    const text = await (await fetch('http://127.0.0.1:9546/metrics')).text();
+    const value = (series: string): number => Number(text.split('\n').find((l) => l.startsWith(`${series} `))?.split(' ')[1] ?? NaN);
+    assert.equal(value('hereabouts_node_agent_up'), 1, text);
+    assert.ok(value('hereabouts_node_agent_calls_total{result="answered"}') > 0, text);
+    assert.equal(value('hereabouts_node_agent_calls_total{result="deadline"}'), 0);
+    const adds = text.split('\n').filter((l) => l.startsWith('hereabouts_cni_requests_total{verb="ADD",code="ok"'));
+    assert.ok(adds.length > 0 && adds.every((l) => Number(l.split(' ')[1]) > 0), text);
+  });
+
   test('hereabouts status shows the truth: every allocation counted, none orphaned', () => {
     const held = allocations(c);
     const report = JSON.parse(

@@ -2,7 +2,8 @@
 // processes at once; every pod gets a distinct address inside its node's slice; then 500 DELs leave every pool
 // empty and no reservation behind. Nodes run in waves (HEREABOUTS_SCALE_PARALLEL_NODES at a time, default 2, i.e.
 // 50 processes) so that a 2-CPU CI machine is not asked for 500 processes at once: with 100 at once on a slow
-// machine, a node's 25th process waited out the 30 s lock wait behind 24 CPU-starved holders (code 11).
+// machine, a node's 25th process waited out the 30 s lock wait behind 24 CPU-starved holders (code 11); such a call
+// is run again, as kubelet would, and counted.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { parseCidr, contains } from '../../../src/ip/cidr.ts';
@@ -29,7 +30,23 @@ after(async () => {
   await ns?.cleanup();
 });
 
-function call(command: 'ADD' | 'DEL', node: string, pod: number): Promise<CniOutcome> {
+/** Calls answered code 11 after waiting out the node's pool lock, and run again (as kubelet retries a failed sandbox call). */
+let lockRetries = 0;
+
+/**
+ * One CNI call; a call that waited out the node's pool lock (code 11: 25 processes of a node queue on one lock, and
+ * on a slow 2-CPU machine the last of them can wait more than the lock's 30 s) is run again, at most twice.
+ */
+async function call(command: 'ADD' | 'DEL', node: string, pod: number): Promise<CniOutcome> {
+  for (let attempt = 0; ; attempt++) {
+    const outcome = await callOnce(command, node, pod);
+    const lockWait = outcome.code !== 0 && outcome.json?.['code'] === 11 && /waiting for the lock/.test(String(outcome.json?.['msg']));
+    if (!lockWait || attempt === 2) return outcome;
+    lockRetries++;
+  }
+}
+
+function callOnce(command: 'ADD' | 'DEL', node: string, pod: number): Promise<CniOutcome> {
   const conf = cniConf(ns, node, { name: 'scalenet', range: '10.80.0.0/21', nodeSliceSize: '/26' });
   return runCni(
     requireBinary(),
@@ -66,7 +83,8 @@ function failures(outcomes: Map<string, CniOutcome>): string[] {
 test(`${NODES} nodes x ${PODS_PER_NODE} concurrent ADD processes get ${NODES * PODS_PER_NODE} distinct addresses, each in its node's slice`, { timeout: 600_000 }, async (t) => {
   const started = Date.now();
   const outcomes = await everyPod('ADD');
-  t.diagnostic(`${outcomes.size} ADDs in ${Date.now() - started} ms`);
+  t.diagnostic(`${outcomes.size} ADDs in ${Date.now() - started} ms; ${lockRetries} run again after a lock wait (code 11)`);
+  lockRetries = 0;
   assert.deepEqual(failures(outcomes), []);
   const addresses = new Map<string, string>();
   for (const [key, outcome] of outcomes) {
@@ -92,7 +110,7 @@ test(`${NODES} nodes x ${PODS_PER_NODE} concurrent ADD processes get ${NODES * P
 test(`${NODES * PODS_PER_NODE} DELs leave every slice pool empty and no reservation behind`, { timeout: 600_000 }, async (t) => {
   const started = Date.now();
   const outcomes = await everyPod('DEL');
-  t.diagnostic(`${outcomes.size} DELs in ${Date.now() - started} ms`);
+  t.diagnostic(`${outcomes.size} DELs in ${Date.now() - started} ms; ${lockRetries} run again after a lock wait (code 11)`);
   assert.deepEqual(failures(outcomes), []);
   for (const node of nodes) {
     const view = await poolView(ns, `${node}-${(slices.get(node) ?? '').replace('/', '-')}`);
