@@ -237,7 +237,8 @@ export KUBELET_PID=$(<"$dir/kubelet.pid")
 EOC
 k() { KUBECONFIG=$dir/cp/kubeconfig KUBECACHEDIR=$dir/cp/kube-cache "$k8s_bin/kubectl" --request-timeout=30s "$@"; }
 until k wait --for=condition=Ready "node/$NODE_NAME" --timeout=5s >/dev/null 2>&1; do
-  if (($(date +%s) - ${t0%.*} > timeout)); then log "node not Ready after ${timeout}s"; exit 1; fi
+  # Counted from the control plane's start, not the script's: a first run's builds (Multus, kubelet) take minutes.
+  if (($(date +%s) - ${t_cp%.*} > timeout)); then log "node not Ready ${timeout}s after the control plane started"; exit 1; fi
   sleep 1
 done
 # kubelet sets these once at start; they are the machine's, not ours.
