@@ -6,7 +6,7 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { runCni, type CniOutcome } from '../support/cni.ts';
+import { retryLockWaits, runCni, type CniOutcome } from '../support/cni.ts';
 import { embeddedNode, repoRoot, requireBinary } from '../support/paths.ts';
 
 const bin = requireBinary();
@@ -18,20 +18,11 @@ function conf(dataDir: string): Record<string, unknown> {
   return { cniVersion: '1.0.0', name: 'burst', type: 'bridge', ipam: { type: 'hereabouts', datastore: 'local', data_dir: dataDir, range: '10.50.0.0/16' } };
 }
 
-/** Calls answered code 11 after waiting out the pool lock, and run again (as kubelet retries a failed sandbox call). */
+/** Calls answered code 11 after waiting out the pool lock, and run again (retryLockWaits). */
 let lockRetries = 0;
 
-/**
- * One CNI call; with hundreds of processes on one lock, the last of them can wait out the lock's 30 s on a slow
- * 2-CPU machine (code 11, what kubelet retries): such a call is run again, at most twice, and counted.
- */
-async function call(command: 'ADD' | 'DEL', dataDir: string, i: number): Promise<CniOutcome> {
-  for (let attempt = 0; ; attempt++) {
-    const outcome = await callOnce(command, dataDir, i);
-    const lockWait = outcome.code !== 0 && outcome.json?.['code'] === 11 && /waiting for the lock/.test(String(outcome.json?.['msg']));
-    if (!lockWait || attempt === 2) return outcome;
-    lockRetries++;
-  }
+function call(command: 'ADD' | 'DEL', dataDir: string, i: number): Promise<CniOutcome> {
+  return retryLockWaits(() => callOnce(command, dataDir, i), () => lockRetries++);
 }
 
 function callOnce(command: 'ADD' | 'DEL', dataDir: string, i: number): Promise<CniOutcome> {

@@ -86,3 +86,17 @@ export function runCni(
     child.stdin.end(typeof stdin === 'string' ? stdin : stdin === undefined ? '' : JSON.stringify(stdin));
   });
 }
+
+/**
+ * Runs a CNI call again, at most `retries` times, while it answers code 11 after waiting out a pool lock (as kubelet
+ * retries a failed sandbox call): with dozens of processes queued on one lock, a slow 2-CPU machine can make the
+ * last of them wait longer than the lock's 30 s. `onRetry` counts them.
+ */
+export async function retryLockWaits(run: () => Promise<CniOutcome>, onRetry: () => void, retries = 2): Promise<CniOutcome> {
+  for (let attempt = 0; ; attempt++) {
+    const outcome = await run();
+    const lockWait = outcome.code !== 0 && outcome.json?.['code'] === 11 && /waiting for the lock/.test(String(outcome.json?.['msg']));
+    if (!lockWait || attempt === retries) return outcome;
+    onRetry();
+  }
+}

@@ -42,12 +42,7 @@ export type PatchResult =
 
 /** JSON merge patch; a metadata.resourceVersion in the patch makes it conditional (409 when the object moved on). */
 export async function mergePatch(api: ApiClient, plural: Plural, name: string, patch: unknown): Promise<PatchResult> {
-  const res = await api.send({
-    method: 'PATCH',
-    path: objectPath(api.namespace, plural, name),
-    body: patch,
-    contentType: 'application/merge-patch+json',
-  });
+  const res = await sendPatch(api, plural, name, patch, 'application/merge-patch+json');
   if (res.status === 409) return { kind: 'conflict' };
   if (res.status === 404) return { kind: 'gone' };
   if (!ok(res)) throw new ApiStatusError(`patch ${plural}/${name}`, res);
@@ -62,17 +57,16 @@ export type JsonPatchResult = PatchResult | { readonly kind: 'test-failed' };
  * the API server answers a patch that does not apply (a missing parent) the same way.
  */
 export async function jsonPatch(api: ApiClient, plural: Plural, name: string, operations: readonly JsonPatchOperation[]): Promise<JsonPatchResult> {
-  const res = await api.send({
-    method: 'PATCH',
-    path: objectPath(api.namespace, plural, name),
-    body: operations,
-    contentType: 'application/json-patch+json',
-  });
+  const res = await sendPatch(api, plural, name, operations, 'application/json-patch+json');
   if (res.status === 422) return { kind: 'test-failed' };
   if (res.status === 409) return { kind: 'conflict' };
   if (res.status === 404) return { kind: 'gone' };
   if (!ok(res)) throw new ApiStatusError(`patch ${plural}/${name}`, res);
   return { kind: 'patched', object: res.body };
+}
+
+function sendPatch(api: ApiClient, plural: Plural, name: string, body: unknown, contentType: string): Promise<ApiResponse> {
+  return api.send({ method: 'PATCH', path: objectPath(api.namespace, plural, name), body, contentType });
 }
 
 export type JsonPatchOperation =

@@ -8,7 +8,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { parseCidr, contains } from '../../../src/ip/cidr.ts';
 import { parseIP } from '../../../src/ip/address.ts';
-import { runCni, type CniOutcome } from '../../support/cni.ts';
+import { retryLockWaits, runCni, type CniOutcome } from '../../support/cni.ts';
 import { controlPlane, createNamespace, type Namespace } from '../../support/control-plane.ts';
 import { requireBinary } from '../../support/paths.ts';
 import { cniConf, createNodeSlicePool, limited, poolView, reservationNames } from './harness.ts';
@@ -30,20 +30,11 @@ after(async () => {
   await ns?.cleanup();
 });
 
-/** Calls answered code 11 after waiting out the node's pool lock, and run again (as kubelet retries a failed sandbox call). */
+/** Calls answered code 11 after waiting out the node's pool lock, and run again (retryLockWaits). */
 let lockRetries = 0;
 
-/**
- * One CNI call; a call that waited out the node's pool lock (code 11: 25 processes of a node queue on one lock, and
- * on a slow 2-CPU machine the last of them can wait more than the lock's 30 s) is run again, at most twice.
- */
-async function call(command: 'ADD' | 'DEL', node: string, pod: number): Promise<CniOutcome> {
-  for (let attempt = 0; ; attempt++) {
-    const outcome = await callOnce(command, node, pod);
-    const lockWait = outcome.code !== 0 && outcome.json?.['code'] === 11 && /waiting for the lock/.test(String(outcome.json?.['msg']));
-    if (!lockWait || attempt === 2) return outcome;
-    lockRetries++;
-  }
+function call(command: 'ADD' | 'DEL', node: string, pod: number): Promise<CniOutcome> {
+  return retryLockWaits(() => callOnce(command, node, pod), () => lockRetries++);
 }
 
 function callOnce(command: 'ADD' | 'DEL', node: string, pod: number): Promise<CniOutcome> {
