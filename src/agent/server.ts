@@ -93,9 +93,10 @@ function serve(socket: Socket, slots: Slots, options: AgentOptions): void {
         options.observe?.('dropped');
         return options.log('dropped a request: its client went away before it started');
       }
-      const answer = await withDeadline(execute(request), options.deadlineMs ?? 110_000);
+      const deadlineMs = options.deadlineMs ?? 110_000;
+      const answer = await withDeadline(execute(request), deadlineMs);
       options.observe?.(answer === undefined ? 'deadline' : 'answered');
-      if (!socket.destroyed) socket.end(encodeAnswer(answer ?? unanswered(request, options.deadlineMs ?? 110_000)));
+      if (!socket.destroyed) socket.end(encodeAnswer(answer ?? unanswered(request, deadlineMs)));
     });
   });
 }

@@ -160,10 +160,10 @@ export async function commitPool<T>(ctx: CommitContext, pool: PoolRef, plan: Pla
       let written: PoolState | typeof CONFLICT | typeof TEST_FAILED;
       try {
         // A slice assigned again after its pool was retired: the claim lifts the mark in the same conditional write.
-        written = await writePool(ctx, pool, state, next, {
-          unretire: claim !== undefined && state.retired !== undefined,
-          ...(keyLevel && claim !== undefined && state.shape !== undefined && isLoneClaim(change) ? { keyLevel: { claim, shape: state.shape } } : {}),
-        });
+        const unretire = claim !== undefined && state.retired !== undefined;
+        const shape = state.shape;
+        const lone = keyLevel && !unretire && claim !== undefined && shape !== undefined && isLoneClaim(change) ? { claim, shape } : undefined;
+        written = await writePool(ctx, pool, state, next, { unretire, ...(lone === undefined ? {} : { keyLevel: lone }) });
       } catch (err) {
         // The write may have landed: its claim's reservation must then stay, or an overlapping range could reuse it.
         if (claim !== undefined && mayHaveApplied(err)) created.delete(claim.address);
@@ -229,7 +229,7 @@ async function writePool(
     ctx.log.debug(`IPPool ${pool.name}: created`);
     return decodePoolObject(created.object, pool, warn);
   }
-  if (options.keyLevel !== undefined && !options.unretire) {
+  if (options.keyLevel !== undefined) {
     const { claim, shape } = options.keyLevel;
     const result = await jsonPatch(ctx.api, 'ippools', pool.name, claimPatch(pool.range.cidr, shape, claim.address, claim.record));
     if (result.kind === 'test-failed') return TEST_FAILED;
