@@ -253,17 +253,19 @@ function table(head: readonly string[], rows: ReadonlyArray<readonly string[]>):
 
 // --- 1. one call at a time
 async function single(tools: Tools, spaces: Record<Plugin, Namespace>): Promise<void> {
-  const net: NetOptions = { name: 'single', range: '10.60.0.0/16', slices: false };
+  // Each plugin case has a pool of its own, so every pool grows alike (an IPPool write costs the API server more
+  // the more entries it holds): Whereabouts' in its namespace, each hereabouts case in a range of its own.
+  const net = (second: number): NetOptions => ({ name: `single-${second}`, range: `10.${second}.0.0/16`, slices: false });
   const hl = join(work, 'host-local');
   const hlConf = JSON.stringify({ cniVersion: '0.4.0', name: 'bench-hl', type: 'bridge', ipam: { type: 'host-local', ranges: [[{ subnet: '10.61.0.0/16' }]], dataDir: hl } });
-  const hereabouts = (i: number) =>
-    measured(tools, hereaboutsBin, cniEnv('single-node', `hereabouts-s-${i}`, true), request('hereabouts', spaces.hereabouts, 'single-node', net)).then((r) => checked(r, 'hereabouts ADD'));
+  const hereabouts = (i: number, second: number) =>
+    measured(tools, hereaboutsBin, cniEnv('single-node', `hereabouts-s-${i}`, true), request('hereabouts', spaces.hereabouts, 'single-node', net(second))).then((r) => checked(r, 'hereabouts ADD'));
   const cases: Array<{ label: string; plugin?: Plugin; agent?: boolean; run: (round: number) => Promise<Run> }> = [
     { label: '`node -e 0` (embedded Node)', run: () => measured(tools, embeddedNode, {}, '').then((r) => checked(r, 'node')) },
     ...(existsSync(hostLocal)
       ? [{ label: 'host-local ADD (Debian)', run: (i: number) => measured(tools, hostLocal, cniEnv('n', `hl-${i}`), hlConf).then((r) => checked(r, 'host-local ADD')) }]
       : []),
-    { label: 'hereabouts ADD (Kubernetes store)', plugin: 'hereabouts', run: hereabouts },
+    { label: 'hereabouts ADD (Kubernetes store)', plugin: 'hereabouts', run: (i: number) => hereabouts(i, 60) },
     {
       label: 'hereabouts ADD through its node agent (the plugin process; agent CPU below)',
       plugin: 'hereabouts',
@@ -271,7 +273,7 @@ async function single(tools: Tools, spaces: Record<Plugin, Namespace>): Promise<
       run: async (i: number) => {
         const agent = await agentFor('single-node');
         const env = { ...cniEnv('single-node', `hereabouts-a-${i}`, true), HEREABOUTS_AGENT_SOCKET: agent.socket };
-        return measured(tools, hereaboutsBin, env, request('hereabouts', spaces.hereabouts, 'single-node', net)).then((r) => checked(r, 'hereabouts ADD via agent'));
+        return measured(tools, hereaboutsBin, env, request('hereabouts', spaces.hereabouts, 'single-node', net(62))).then((r) => checked(r, 'hereabouts ADD via agent'));
       },
     },
     {
@@ -279,7 +281,7 @@ async function single(tools: Tools, spaces: Record<Plugin, Namespace>): Promise<
       plugin: 'hereabouts',
       run: (i: number) => {
         forgetConnections(join(spaces.hereabouts.dir, 'nodes', 'single-node'), '.tls-session');
-        return hereabouts(10_000 + i);
+        return hereabouts(10_000 + i, 63);
       },
     },
     {
@@ -287,14 +289,14 @@ async function single(tools: Tools, spaces: Record<Plugin, Namespace>): Promise<
       plugin: 'hereabouts',
       run: (i: number) => {
         forgetConnections(join(spaces.hereabouts.dir, 'nodes', 'single-node'), '.json');
-        return hereabouts(20_000 + i);
+        return hereabouts(20_000 + i, 64);
       },
     },
     {
       label: 'whereabouts ADD (Kubernetes store)',
       plugin: 'whereabouts',
       run: (i: number) =>
-        measured(tools, tools.whereabouts, cniEnv('single-node', `whereabouts-s-${i}`), request('whereabouts', spaces.whereabouts, 'single-node', net)).then((r) => checked(r, 'whereabouts ADD')),
+        measured(tools, tools.whereabouts, cniEnv('single-node', `whereabouts-s-${i}`), request('whereabouts', spaces.whereabouts, 'single-node', net(60))).then((r) => checked(r, 'whereabouts ADD')),
     },
   ];
   const warmup = 2;
