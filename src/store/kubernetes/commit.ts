@@ -1,14 +1,15 @@
 // The one write path of an IPPool (DESIGN §5, §9), used by the plugin (under its pool lock, from its cache) and by
-// the controller (from a fresh read): plan -> reserve a claimed address cluster-wide -> write the pool
-// conditionally -> on 409/422 re-read, re-plan and retry (retry.ts) -> settle the reservations.
+// the controller (from a fresh read): plan -> reserve a claimed address cluster-wide -> write the pool conditional
+// on its resourceVersion -> on 409 re-read, re-plan and retry (retry.ts) -> settle the reservations.
 //
 // Invariants: an address is committed only by a conditional write (or the pool's creation), so a stale view costs
-// a retry, never a duplicate. A lone claim is conditional on its own offset being free (a key-level JSON patch), so
-// writers of other offsets of a shared pool do not conflict; every other change is conditional on the
-// resourceVersion. A claim is reserved before its write and only from a view this writer may act on (fresh, or a
-// pool only this node writes), so it never reserves an address another writer has committed. Of the reservations
-// it holds, only those it created and did not commit are removed, on the exact version created, and a write that
-// may have been applied keeps its claim's reservation (a leak the controller reclaims, not a duplicate).
+// a retry, never a duplicate. Every write carries the resourceVersion it was planned on, so the API server refuses a
+// stale one at once (409) instead of re-applying it to each newer version itself: a write that only tested its own
+// offset was re-applied without bound while other nodes kept writing a large shared pool (docs/benchmarks.md). A
+// claim is reserved before its write and only from a view this writer may act on (fresh, or a pool only this node
+// writes), so it never reserves an address another writer has committed. Of the reservations it holds, only those
+// it created and did not commit are removed, on the exact version created, and a write that may have been applied
+// keeps its claim's reservation (a leak the controller reclaims, not a duplicate).
 import { monotonicMs } from '../../clock.ts';
 import { CniCode, CniError } from '../../cni/errors.ts';
 import { formatIP } from '../../ip/address.ts';
@@ -18,9 +19,9 @@ import type { AllocationRecord, Allocations, Plan, PoolChange, PoolRef } from '.
 import type { ApiClient } from './api.ts';
 import { ContentionMemory } from './contention.ts';
 import { mayHaveApplied, toCniError } from './errors.ts';
-import { allocationsPatch, claimPatch, decodePoolObject, newPoolObject, refusesClaim, type PoolShape, type PoolState } from './pool-object.ts';
+import { allocationsPatch, decodePoolObject, newPoolObject, refusesClaim, type PoolState } from './pool-object.ts';
 import { dropCreated, followRecord, handOver, releaseReservation, reserve, type Held } from './reservations.ts';
-import { createObject, getObject, jsonPatch, mergePatch } from './resources.ts';
+import { createObject, getObject, mergePatch } from './resources.ts';
 import { CONFLICT, retryOnConflict } from './retry.ts';
 
 /** The shared pools this process collided on recently (per process: a plugin process starts empty). */
@@ -70,14 +71,6 @@ export async function fetchPool(ctx: { api: ApiClient; log: CommitLog }, pool: P
   return decodePoolObject(object, pool, (msg) => ctx.log.warning(msg));
 }
 
-/** The failed tests of a key-level claim: the offset was taken, the pool retired, or the object is not as expected. */
-const TEST_FAILED = Symbol('test-failed');
-
-/** A change that only claims one offset: it can be written key-level. */
-function isLoneClaim(change: PoolChange): boolean {
-  return change.claim !== undefined && (change.release ?? []).length === 0 && (change.update ?? []).length === 0;
-}
-
 export async function commitPool<T>(ctx: CommitContext, pool: PoolRef, plan: Plan<T>, options: CommitOptions = {}): Promise<T> {
   const ip = (value: bigint) => ({ family: pool.range.cidr.family, value });
   const refused = new Set<bigint>();
@@ -98,10 +91,6 @@ export async function commitPool<T>(ctx: CommitContext, pool: PoolRef, plan: Pla
   let spread: number | undefined = contention.contended(contentionKey, monotonicMs()) ? Math.random() : undefined;
   /** The claim of a write that met a conflict. */
   let contested: bigint | undefined;
-  /** The claim of a key-level write whose tests failed; cleared once the fresh view explains why. */
-  let testFailed: bigint | undefined;
-  /** Key-level claims (on a view read from the API), until tests fail for a reason the fresh view does not show. */
-  let keyLevel = true;
 
   const collided = (): void => {
     if (++collisions < 2) return;
@@ -115,9 +104,6 @@ export async function commitPool<T>(ctx: CommitContext, pool: PoolRef, plan: Pla
     // A write planned on a fresh view lost to another writer's claim of the very same address.
     if (contested !== undefined && state.allocations.has(contested)) collided();
     contested = undefined;
-    // Not taken, not retired, yet the tests failed: the object is not what the patch expects; write conditionally.
-    if (testFailed !== undefined && !state.allocations.has(testFailed) && state.retired === undefined) keyLevel = false;
-    testFailed = undefined;
     // Each turn returns, turns the state fresh, or grows `refused`: bounded by the range.
     for (;;) {
       const planned = plan(state.allocations, refused, { reserved: new Set([...created.keys(), ...adopted.keys()]), ...(spread === undefined ? {} : { spread }) });
@@ -157,26 +143,14 @@ export async function commitPool<T>(ctx: CommitContext, pool: PoolRef, plan: Pla
       }
       const next = applyChange(pool, state.allocations, change);
       options.beforeWrite?.();
-      let written: PoolState | typeof CONFLICT | typeof TEST_FAILED;
+      let written: PoolState | typeof CONFLICT;
       try {
         // A slice assigned again after its pool was retired: the claim lifts the mark in the same conditional write.
-        const unretire = claim !== undefined && state.retired !== undefined;
-        const shape = state.shape;
-        const lone = keyLevel && !unretire && claim !== undefined && shape !== undefined && isLoneClaim(change) ? { claim, shape } : undefined;
-        written = await writePool(ctx, pool, state, next, { unretire, ...(lone === undefined ? {} : { keyLevel: lone }) });
+        written = await writePool(ctx, pool, state, next, { unretire: claim !== undefined && state.retired !== undefined });
       } catch (err) {
         // The write may have landed: its claim's reservation must then stay, or an overlapping range could reuse it.
         if (claim !== undefined && mayHaveApplied(err)) created.delete(claim.address);
         throw err;
-      }
-      if (written === TEST_FAILED) {
-        // Only a claim is written key-level, so `claim` is set here.
-        const what = claim === undefined ? 'the claim' : formatIP(ip(claim.address));
-        ctx.log.info(`IPPool ${pool.name}: ${what} is not free there any more (or the pool is not as read); reading it again`);
-        reread = true;
-        testFailed = claim?.address;
-        if (state.fresh) contested = claim?.address;
-        return CONFLICT;
       }
       if (written === CONFLICT) {
         ctx.log.info(`IPPool ${pool.name}: changed since resourceVersion ${state.resourceVersion ?? '(none)'}; reading it again`);
@@ -211,30 +185,20 @@ export async function commitPool<T>(ctx: CommitContext, pool: PoolRef, plan: Pla
   return settled.value;
 }
 
-/**
- * Creates the pool (first write), claims one offset key-level (`claim`), or merge-patches it conditional on its
- * resourceVersion; CONFLICT when someone else wrote first, TEST_FAILED when the claim's preconditions failed.
- */
+/** Creates the pool (first write) or merge-patches it conditionally; CONFLICT when someone else wrote first. */
 async function writePool(
   ctx: CommitContext,
   pool: PoolRef,
   state: PoolState,
   next: Allocations,
-  options: { unretire: boolean; keyLevel?: { claim: NonNullable<PoolChange['claim']>; shape: PoolShape } },
-): Promise<PoolState | typeof CONFLICT | typeof TEST_FAILED> {
+  options: { unretire: boolean },
+): Promise<PoolState | typeof CONFLICT> {
   const warn = (msg: string) => ctx.log.warning(msg);
   if (state.resourceVersion === undefined) {
     const created = await createObject(ctx.api, 'ippools', newPoolObject(pool, ctx.api.namespace, next));
     if (created.kind === 'exists') return CONFLICT;
     ctx.log.debug(`IPPool ${pool.name}: created`);
     return decodePoolObject(created.object, pool, warn);
-  }
-  if (options.keyLevel !== undefined) {
-    const { claim, shape } = options.keyLevel;
-    const result = await jsonPatch(ctx.api, 'ippools', pool.name, claimPatch(pool.range.cidr, shape, claim.address, claim.record));
-    if (result.kind === 'test-failed') return TEST_FAILED;
-    if (result.kind !== 'patched') return CONFLICT;
-    return decodePoolObject(result.object, pool, warn);
   }
   const patch = allocationsPatch(pool.range.cidr, state.allocations, next, state.resourceVersion, options);
   const result = await mergePatch(ctx.api, 'ippools', pool.name, patch);

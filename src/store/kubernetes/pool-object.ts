@@ -1,12 +1,12 @@
 // IPPool objects on the wire: `spec.range` plus `spec.allocations{"<decimal offset>": {id, podref, ifname, ...}}`
 // (DESIGN §4). Decoding is lenient with what Whereabouts or an operator may have written (an address stays taken
-// whatever its record looks like); writes touch only the changed offsets (a JSON patch for a lone claim, a merge
-// patch otherwise), so fields this store does not model (ipamclaimref, createdAt) survive.
+// whatever its record looks like); writes are JSON merge patches that touch only the changed offsets, so fields
+// this store does not model (ipamclaimref, createdAt) survive.
 import { CniCode, CniError } from '../../cni/errors.ts';
 import { formatCidr, lastOf, masked, networkOf, parseCidr, type Cidr } from '../../ip/cidr.ts';
 import { decodeRecord, encodeRecord } from '../local/pool-file.ts';
 import type { AllocationRecord, Allocations, PoolRef, SliceVersion } from '../store.ts';
-import { API_VERSION, pointerToken, type JsonPatchOperation } from './resources.ts';
+import { API_VERSION } from './resources.ts';
 
 export interface PoolState {
   readonly allocations: Map<bigint, AllocationRecord>;
@@ -16,15 +16,6 @@ export interface PoolState {
   readonly fresh: boolean;
   /** The controller retired this node-slice pool: its slice was released at this NodeSlicePool version. */
   readonly retired?: SliceVersion;
-  /** How the object read looked where a key-level claim tests it (absent for the node cache's view). */
-  readonly shape?: PoolShape;
-}
-
-export interface PoolShape {
-  /** spec.range exactly as stored. */
-  readonly range: string;
-  /** metadata.annotations was present. */
-  readonly annotated: boolean;
 }
 
 /** The annotation the controller puts on a drained node-slice pool before its slice goes back to the free list. */
@@ -71,15 +62,13 @@ export function decodePoolObject(object: unknown, pool: PoolRef, warn: (msg: str
   if (!isObject(spec) || typeof resourceVersion !== 'string') {
     throw new CniError(CniCode.Internal, `${where}: the API returned an object without spec or resourceVersion`);
   }
-  const range = checkRange(spec['range'], pool, where);
+  checkRange(spec['range'], pool, where);
   const allocations = decodeAllocations(spec['allocations'] ?? {}, pool.range.cidr, { where, warn, strict: false });
   const retired = isObject(metadata) ? retiredOf(metadata) : undefined;
-  const shape = { range, annotated: isObject(metadata) && metadata['annotations'] !== undefined };
-  return { allocations, resourceVersion, fresh: true, shape, ...(retired === undefined ? {} : { retired }) };
+  return { allocations, resourceVersion, fresh: true, ...(retired === undefined ? {} : { retired }) };
 }
 
-/** The stored spec.range, checked to be this pool's range. */
-function checkRange(value: unknown, pool: PoolRef, where: string): string {
+function checkRange(value: unknown, pool: PoolRef, where: string): void {
   const expected = rangeText(pool.range.cidr);
   let actual: string | undefined;
   try {
@@ -92,7 +81,6 @@ function checkRange(value: unknown, pool: PoolRef, where: string): string {
       details: 'another object uses this pool name; rename the network (network_name) or remove the object',
     });
   }
-  return value as string;
 }
 
 export interface DecodeOptions {
@@ -173,22 +161,4 @@ export function allocationsPatch(range: Cidr, current: Allocations, next: Alloca
   }
   const metadata = options.unretire === true ? { resourceVersion, annotations: { [RETIRED_ANNOTATION]: null } } : { resourceVersion };
   return { metadata, spec: { allocations: changes } };
-}
-
-/**
- * The claim of one free offset as a JSON patch that holds its own preconditions, so it needs no resourceVersion and
- * does not conflict with writers of other offsets: the offset is still free, the pool is not retired, and spec.range
- * is as read. The API server's `test` for null passes on a missing member of an existing object and fails when the
- * parent is missing too, so the retirement test names the annotation, or the whole annotations map when the pool
- * had none (any annotation added since then fails it: the caller reads again). A failed test writes nothing.
- */
-export function claimPatch(range: Cidr, shape: PoolShape, address: bigint, record: AllocationRecord): JsonPatchOperation[] {
-  const entry = `/spec/allocations/${String(address - networkOf(range))}`;
-  const notRetired = shape.annotated ? `/metadata/annotations/${pointerToken(RETIRED_ANNOTATION)}` : '/metadata/annotations';
-  return [
-    { op: 'test', path: '/spec/range', value: shape.range },
-    { op: 'test', path: notRetired, value: null },
-    { op: 'test', path: entry, value: null },
-    { op: 'add', path: entry, value: { ...encodeRecord(record), createdAt: new Date().toISOString() } },
-  ];
 }

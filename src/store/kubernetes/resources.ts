@@ -18,9 +18,18 @@ function ok(res: ApiResponse): boolean {
   return res.status >= 200 && res.status < 300;
 }
 
+export interface GetOptions {
+  /**
+   * Served from the API server's watch cache, at least as new as this resourceVersion ("0": any version), instead of
+   * a quorum read from etcd. Only for reads whose staleness the write path tolerates.
+   */
+  readonly notOlderThan?: string;
+}
+
 /** The object, or undefined when it does not exist. */
-export async function getObject(api: ApiClient, plural: Plural, name: string): Promise<unknown> {
-  const res = await api.send({ method: 'GET', path: objectPath(api.namespace, plural, name) });
+export async function getObject(api: ApiClient, plural: Plural, name: string, options: GetOptions = {}): Promise<unknown> {
+  const query = options.notOlderThan === undefined ? '' : `?resourceVersion=${encodeURIComponent(options.notOlderThan)}`;
+  const res = await api.send({ method: 'GET', path: `${objectPath(api.namespace, plural, name)}${query}` });
   if (res.status === 404) return undefined;
   if (!ok(res)) throw new ApiStatusError(`get ${plural}/${name}`, res);
   return res.body;
@@ -49,33 +58,8 @@ export async function mergePatch(api: ApiClient, plural: Plural, name: string, p
   return { kind: 'patched', object: res.body };
 }
 
-export type JsonPatchResult = PatchResult | { readonly kind: 'test-failed' };
-
-/**
- * RFC 6902 JSON patch, applied by the API server to the object as it is at that moment (it retries its own storage
- * conflicts), so it is only as conditional as its `test` operations. A failed test is 422 Invalid ('test-failed');
- * the API server answers a patch that does not apply (a missing parent) the same way.
- */
-export async function jsonPatch(api: ApiClient, plural: Plural, name: string, operations: readonly JsonPatchOperation[]): Promise<JsonPatchResult> {
-  const res = await sendPatch(api, plural, name, operations, 'application/json-patch+json');
-  if (res.status === 422) return { kind: 'test-failed' };
-  if (res.status === 409) return { kind: 'conflict' };
-  if (res.status === 404) return { kind: 'gone' };
-  if (!ok(res)) throw new ApiStatusError(`patch ${plural}/${name}`, res);
-  return { kind: 'patched', object: res.body };
-}
-
 function sendPatch(api: ApiClient, plural: Plural, name: string, body: unknown, contentType: string): Promise<ApiResponse> {
   return api.send({ method: 'PATCH', path: objectPath(api.namespace, plural, name), body, contentType });
-}
-
-export type JsonPatchOperation =
-  | { readonly op: 'test'; readonly path: string; readonly value: unknown }
-  | { readonly op: 'add'; readonly path: string; readonly value: unknown };
-
-/** A JSON pointer token (RFC 6901): "~" and "/" escaped. */
-export function pointerToken(key: string): string {
-  return key.replaceAll('~', '~0').replaceAll('/', '~1');
 }
 
 /** metadata.uid and metadata.resourceVersion of an object: what a conditional write or delete is keyed to. */
