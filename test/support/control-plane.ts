@@ -138,6 +138,14 @@ export async function api(cp: ControlPlane, method: string, path: string, body?:
   return res.body;
 }
 
+/**
+ * Returns once the API server's watch cache holds `resourceVersion` of the object at `path` (a GET not older than
+ * it waits for that): a read the plugin serves from the cache then sees the write that made it.
+ */
+export async function cacheHolds(cp: ControlPlane, path: string, resourceVersion: string): Promise<void> {
+  await api(cp, 'GET', `${path}?resourceVersion=${encodeURIComponent(resourceVersion)}`);
+}
+
 export const WHEREABOUTS = '/apis/whereabouts.cni.cncf.io/v1alpha1';
 export const PLURALS = ['ippools', 'overlappingrangeipreservations', 'nodeslicepools'] as const;
 export type WhereaboutsPlural = (typeof PLURALS)[number];

@@ -7,6 +7,9 @@
 // (one GET; the node cache is keyed to its generation and slice size, never trusted for a time), ADD refuses a
 // slice that drains, and DEL and GC look in every slice pool this node may still hold: its slice, its draining
 // slices, and the slices it remembers having used (a reslice by a controller that keeps no draining list).
+// The GET is served from the API server's watch cache, at least as new as the version this node last read: a view
+// some milliseconds old is as safe as a request that stalled that long, since a claim in a slice that was given away
+// is refused by the pool's retire mark (docs/safety.md), and it costs the API server no etcd read.
 import { CniCode, CniError } from '../../cni/errors.ts';
 import type { Logger } from '../../cni/log.ts';
 import type { NetworkConfig, RangeConfig } from '../../config/types.ts';
@@ -41,6 +44,7 @@ export class NoSliceError extends CniError {
 export interface NodeSlicing {
   /** metadata.generation (it moves with every change of spec or status: the CRD has no status subresource). */
   readonly generation: number | undefined;
+  readonly resourceVersion: string | undefined;
   readonly uid: string | undefined;
   /** spec.range: the whole range that is sliced. */
   readonly range: Cidr;
@@ -69,7 +73,7 @@ export async function nodeSlicePools(ctx: SliceContext, config: NetworkConfig, p
   const memory = readSliceMemory(ctx, network.name);
   let object: unknown;
   try {
-    object = await getObject(ctx.api, 'nodeslicepools', network.name);
+    object = await getObject(ctx.api, 'nodeslicepools', network.name, { notOlderThan: memory?.resourceVersion ?? '0' });
   } catch (err) {
     throw toCniError(err, `NodeSlicePool ${network.name}`);
   }
@@ -170,6 +174,7 @@ function remember(ctx: SliceContext, network: string, memory: SliceMemory | unde
   const held = new Set([...(options.prune === true ? [] : (memory?.held ?? [])), ...slices.map(formatCidr)]);
   const next: SliceMemory = {
     generation: slicing.generation,
+    ...(slicing.resourceVersion === undefined ? {} : { resourceVersion: slicing.resourceVersion }),
     range: formatCidr(slicing.range),
     sliceSize: slicing.sliceSize,
     ...(slicing.slice === undefined ? {} : { slice: formatCidr(slicing.slice) }),
@@ -201,10 +206,12 @@ export function slicingOf(object: unknown, name: string, node: string, memory?: 
   }
   const generation = isObject(metadata) && typeof metadata['generation'] === 'number' ? metadata['generation'] : undefined;
   const uid = isObject(metadata) && typeof metadata['uid'] === 'string' ? metadata['uid'] : undefined;
+  const resourceVersion = isObject(metadata) && typeof metadata['resourceVersion'] === 'string' ? metadata['resourceVersion'] : undefined;
   const tracksDraining = isObject(status) && Array.isArray(status['draining']);
   if (memory !== undefined && generation !== undefined && memory.generation === generation && memory.sliceSize === sliceSize && memory.range === formatCidr(range)) {
     return {
       generation,
+      resourceVersion,
       uid,
       range,
       sliceSize,
@@ -220,7 +227,7 @@ export function slicingOf(object: unknown, name: string, node: string, memory?: 
   const slice = assigned === undefined ? undefined : sliceOf(assigned, range, { name, node, within: true });
   // A draining slice may be of an earlier range or slice size.
   const draining = mineIn(isObject(status) ? status['draining'] : undefined).map((text) => sliceOf(text, range, { name, node, within: false }));
-  return { generation, uid, range, sliceSize, ...(slice === undefined ? {} : { slice }), draining, tracksDraining };
+  return { generation, resourceVersion, uid, range, sliceSize, ...(slice === undefined ? {} : { slice }), draining, tracksDraining };
 }
 
 function sliceOf(text: unknown, range: Cidr, where: { name: string; node: string; within: boolean }): Cidr {

@@ -1,7 +1,8 @@
 // What this node remembers of a network's NodeSlicePool, beside the pool cache (`<cacheDir>/<network>/~nodeslice.json`):
 // the reading of the object at one generation (its slice, its draining slices) and every slice this node has used
 // and not yet seen released, so DEL and GC still find a pool that the NodeSlicePool no longer names. Only a cache
-// for the reading (a request always reads the NodeSlicePool); the held slices are what only this node knows.
+// for the reading (a request always reads the NodeSlicePool, never older than the version remembered here); the held
+// slices are what only this node knows.
 import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { errorCode, messageOf } from '../local/fs-errors.ts';
@@ -18,6 +19,8 @@ const FORMAT = 2;
 export interface SliceMemory {
   /** The NodeSlicePool's metadata.generation the reading below was made at. */
   readonly generation: number | undefined;
+  /** Its metadata.resourceVersion then: the next read is served from the API server's cache, never older than it. */
+  readonly resourceVersion?: string;
   readonly range: string;
   readonly sliceSize: number;
   readonly slice?: string;
@@ -48,10 +51,12 @@ export function readSliceMemory(ctx: MemoryContext, network: string): SliceMemor
   // Another format (an older version's), another cluster, namespace or node: not ours to trust.
   if (!isObject(doc) || doc['format'] !== FORMAT) return undefined;
   if (doc['server'] !== ctx.scope.server || doc['namespace'] !== ctx.scope.namespace || doc['nodeSlicePool'] !== network || doc['node'] !== ctx.node) return undefined;
-  const { generation, range, sliceSize, slice, draining, held } = doc;
+  const { generation, resourceVersion, range, sliceSize, slice, draining, held } = doc;
   if ((generation !== undefined && typeof generation !== 'number') || typeof range !== 'string' || typeof sliceSize !== 'number') return undefined;
   if ((slice !== undefined && typeof slice !== 'string') || !strings(draining) || !strings(held)) return undefined;
-  return { generation, range, sliceSize, ...(slice === undefined ? {} : { slice }), draining, held };
+  // Written by a version that did not record it, or not one the API server could parse: the next read takes any version.
+  const version = typeof resourceVersion === 'string' && /^[1-9]\d*$/.test(resourceVersion) ? { resourceVersion } : {};
+  return { generation, ...version, range, sliceSize, ...(slice === undefined ? {} : { slice }), draining, held };
 }
 
 export function writeSliceMemory(ctx: MemoryContext, network: string, memory: SliceMemory): void {

@@ -11,9 +11,10 @@ import { collectGarbage } from '../../../src/ipam/gc.ts';
 import { release } from '../../../src/ipam/release.ts';
 import { formatIP } from '../../../src/ip/address.ts';
 import { poolPaths } from '../../../src/store/local/paths.ts';
-import { api, controlPlane, createNamespace, type Namespace } from '../../support/control-plane.ts';
+import { readSliceMemory } from '../../../src/store/kubernetes/slice-memory.ts';
+import { api, cacheHolds, controlPlane, createNamespace, type Namespace } from '../../support/control-plane.ts';
 import { testRange } from '../../support/memory-store.ts';
-import { kubeNetwork, openNode, poolView } from './harness.ts';
+import { kubeNetwork, memoryLogger, openNode, poolView } from './harness.ts';
 
 let ns: Namespace;
 
@@ -170,6 +171,35 @@ for (const reservations of [false, true]) {
   });
 }
 
+test('the NodeSlicePool is read from the API server\'s watch cache, never older than the version this node read last', async () => {
+  const config = kubeNetwork(ns, [testRange('10.61.0.0/24')], { name: 'plain', nodeSliceSize: 28, enableOverlappingRanges: false });
+  const node = 'node-cache-read';
+  rmSync(join(ns.dir, 'nodes', node), { recursive: true, force: true });
+  const paths: string[] = [];
+  const resolve = async (): Promise<string[]> => {
+    const store = await openNode(ns, config, node);
+    const send = store.api.send.bind(store.api);
+    store.api.send = (req, options) => {
+      paths.push(req.path);
+      return send(req, options);
+    };
+    try {
+      return (await store.resolvePools(config, { purpose: 'release' })).map((p) => p.name);
+    } finally {
+      await store.close();
+    }
+  };
+  // A node that never read it takes any version the cache has ...
+  await resolve();
+  const first = (await ns.get('nodeslicepools', 'plain'))!['metadata'] as { resourceVersion: string };
+  assert.match(paths[0] ?? '', /\/nodeslicepools\/plain\?resourceVersion=0$/);
+  // ... and then asks for one at least as new as what it read, which the API server answers from its cache too.
+  await resolve();
+  assert.ok(paths[1]?.endsWith(`/nodeslicepools/plain?resourceVersion=${first.resourceVersion}`), paths[1]);
+  const memory = readSliceMemory({ node, cacheDir: join(ns.dir, 'nodes', node), scope: { server: ns.cp.url, namespace: ns.name }, log: memoryLogger() }, 'plain');
+  assert.equal(memory?.resourceVersion, first.resourceVersion);
+});
+
 test('STATUS with a slice pool passes on an exhausted slice (exhaustion is not a STATUS failure)', async () => {
   const range = testRange('10.61.0.0/24', { start: '10.61.0.1', end: '10.61.0.2' });
   const config = kubeNetwork(ns, [range], { name: 'plain', nodeSliceSize: 28, enableOverlappingRanges: false });
@@ -190,8 +220,9 @@ const NSP = 'whereabouts.cni.cncf.io/v1alpha1';
 async function putNodeSlicePool(name: string, spec: { range: string; sliceSize: string }, status: Record<string, unknown>): Promise<void> {
   const current = await ns.get('nodeslicepools', name);
   const body = { apiVersion: NSP, kind: 'NodeSlicePool', metadata: { name, ...(current === undefined ? {} : { resourceVersion: (current['metadata'] as { resourceVersion: string }).resourceVersion }) }, spec, status };
-  if (current === undefined) await ns.create('nodeslicepools', body);
-  else await api(ns.cp, 'PUT', ns.path('nodeslicepools', name), body);
+  const written = (current === undefined ? await ns.create('nodeslicepools', body) : await api(ns.cp, 'PUT', ns.path('nodeslicepools', name), body)) as { metadata: { resourceVersion: string } };
+  // The plugin reads the NodeSlicePool from the API server's watch cache: "the next request" is the one after it.
+  await cacheHolds(ns.cp, ns.path('nodeslicepools', name), written.metadata.resourceVersion);
 }
 const isCode11 = (pattern: RegExp) => (err: unknown) => err instanceof CniError && err.code === 11 && pattern.test(err.message);
 async function resolveOn(node: string, config: ReturnType<typeof kubeNetwork>, purpose: 'allocate' | 'release' = 'allocate') {

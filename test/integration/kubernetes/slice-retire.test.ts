@@ -12,7 +12,7 @@ import { parseCidr } from '../../../src/ip/cidr.ts';
 import { ApiClient } from '../../../src/store/kubernetes/api.ts';
 import { loadEndpoint } from '../../../src/store/kubernetes/kubeconfig.ts';
 import { RETIRED_ANNOTATION } from '../../../src/store/kubernetes/pool-object.ts';
-import { api, controlPlane, createNamespace, type Namespace } from '../../support/control-plane.ts';
+import { api, cacheHolds, controlPlane, createNamespace, type Namespace } from '../../support/control-plane.ts';
 import { testRange } from '../../support/memory-store.ts';
 import { createNodeSlicePool, kubeNetwork, openNode } from './harness.ts';
 
@@ -35,7 +35,8 @@ const pod = (name: string) => ({ containerId: `c-${name}`, ifname: 'eth0', podRe
 async function setStatus(status: Record<string, unknown>): Promise<{ uid: string; generation: number }> {
   const current = await ns.get('nodeslicepools', 'stall');
   assert.ok(current !== undefined);
-  const written = (await api(ns.cp, 'PUT', ns.path('nodeslicepools', 'stall'), { ...current, status })) as { metadata: { uid: string; generation: number } };
+  const written = (await api(ns.cp, 'PUT', ns.path('nodeslicepools', 'stall'), { ...current, status })) as { metadata: { uid: string; generation: number; resourceVersion: string } };
+  await cacheHolds(ns.cp, ns.path('nodeslicepools', 'stall'), written.metadata.resourceVersion); // what the plugin reads
   return { uid: written.metadata.uid, generation: written.metadata.generation };
 }
 

@@ -1,9 +1,14 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { CniError } from '../../../../src/cni/errors.ts';
 import { formatCidr, parseCidr } from '../../../../src/ip/cidr.ts';
 import { formatIP } from '../../../../src/ip/address.ts';
 import { sliceRange, slicingOf } from '../../../../src/store/kubernetes/node-slices.ts';
+import { readSliceMemory, writeSliceMemory } from '../../../../src/store/kubernetes/slice-memory.ts';
+import { createLogger } from '../../../../src/cni/log.ts';
 import { testRange } from '../../../support/memory-store.ts';
 
 const nsp = (allocations: unknown[]) => ({ spec: { range: '10.0.0.0/24', sliceSize: '/28' }, status: { allocations } });
@@ -50,4 +55,24 @@ test('sliceRange() keeps only the exclusions and the gateway inside the slice', 
   const r = sliceRange(testRange('10.0.0.0/24', { exclude: ['10.0.0.1', '10.0.0.18/31'], gateway: '10.0.0.1' }), parseCidr('10.0.0.16/28'));
   assert.deepEqual(r.exclude.map((b) => [ip(b.first), ip(b.last)]), [['10.0.0.18', '10.0.0.19']]);
   assert.equal(r.gateway, undefined);
+});
+
+test('the slice memory keeps the NodeSlicePool resourceVersion; one the API server could not parse is dropped', () => {
+  const cacheDir = mkdtempSync(join(tmpdir(), 'hereabouts-slice-memory-'));
+  try {
+    const ctx = { node: 'a', cacheDir, scope: { server: 'https://api', namespace: 'kube-system' }, log: createLogger({ level: 'error' }) };
+    const memory = { generation: 3, resourceVersion: '4711', range: '10.0.0.0/24', sliceSize: 28, slice: '10.0.0.0/28', draining: [], held: ['10.0.0.0/28'] };
+    writeSliceMemory(ctx, 'net', memory);
+    assert.deepEqual(readSliceMemory(ctx, 'net'), memory);
+    for (const odd of ['', '0', '12a', '../x', 7]) {
+      writeSliceMemory(ctx, 'net', { ...memory, resourceVersion: odd as string });
+      assert.equal(readSliceMemory(ctx, 'net')?.resourceVersion, undefined, String(odd));
+    }
+    // A memory written before versions were recorded still reads (the next GET takes any version).
+    const { resourceVersion: _dropped, ...older } = memory;
+    writeSliceMemory(ctx, 'net', older);
+    assert.deepEqual(readSliceMemory(ctx, 'net'), older);
+  } finally {
+    rmSync(cacheDir, { recursive: true, force: true });
+  }
 });
