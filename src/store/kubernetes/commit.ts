@@ -1,11 +1,13 @@
 // The one write path of an IPPool (DESIGN §5, §9), used by the plugin (under its pool lock, from its cache) and by
 // the controller (from a fresh read): plan -> reserve a claimed address cluster-wide -> write the pool conditional
-// on its resourceVersion -> on 409 re-read, re-plan and retry (retry.ts) -> settle the reservations.
+// on its resourceVersion -> on 409/422 re-read, re-plan and retry (retry.ts) -> settle the reservations.
 //
 // Invariants: an address is committed only by a conditional write (or the pool's creation), so a stale view costs
 // a retry, never a duplicate. Every write carries the resourceVersion it was planned on, so the API server refuses a
 // stale one at once (409) instead of re-applying it to each newer version itself: a write that only tested its own
 // offset was re-applied without bound while other nodes kept writing a large shared pool (docs/benchmarks.md). A
+// lone claim is a JSON patch that tests the resourceVersion before anything else, the cheapest write to refuse. A
+// re-read after a refused write is served from the API server's watch cache, not older than the version refused. A
 // claim is reserved before its write and only from a view this writer may act on (fresh, or a pool only this node
 // writes), so it never reserves an address another writer has committed. Of the reservations it holds, only those
 // it created and did not commit are removed, on the exact version created, and a write that may have been applied
@@ -19,9 +21,9 @@ import type { AllocationRecord, Allocations, Plan, PoolChange, PoolRef } from '.
 import type { ApiClient } from './api.ts';
 import { ContentionMemory } from './contention.ts';
 import { mayHaveApplied, toCniError } from './errors.ts';
-import { allocationsPatch, decodePoolObject, newPoolObject, refusesClaim, type PoolState } from './pool-object.ts';
+import { allocationsPatch, claimPatch, decodePoolObject, newPoolObject, refusesClaim, type PoolState } from './pool-object.ts';
 import { dropCreated, followRecord, handOver, releaseReservation, reserve, type Held } from './reservations.ts';
-import { createObject, getObject, mergePatch } from './resources.ts';
+import { createObject, getObject, jsonPatch, mergePatch, type GetOptions } from './resources.ts';
 import { CONFLICT, retryOnConflict } from './retry.ts';
 
 /** The shared pools this process collided on recently (per process: a plugin process starts empty). */
@@ -65,10 +67,18 @@ interface Settled<T> {
 }
 
 /** The pool as the API has it now; a missing pool is empty and gets created by the first write. */
-export async function fetchPool(ctx: { api: ApiClient; log: CommitLog }, pool: PoolRef): Promise<PoolState> {
-  const object = await getObject(ctx.api, 'ippools', pool.name);
+export async function fetchPool(ctx: { api: ApiClient; log: CommitLog }, pool: PoolRef, options: GetOptions = {}): Promise<PoolState> {
+  const object = await getObject(ctx.api, 'ippools', pool.name, options);
   if (object === undefined) return { allocations: new Map(), fresh: true };
   return decodePoolObject(object, pool, (msg) => ctx.log.warning(msg));
+}
+
+/** A lone claim's JSON patch was refused (422): the resourceVersion moved, or the patch does not fit the object. */
+const REFUSED_CLAIM = Symbol('refused-claim');
+
+/** A change that only claims one offset. */
+function isLoneClaim(change: PoolChange): boolean {
+  return change.claim !== undefined && (change.release ?? []).length === 0 && (change.update ?? []).length === 0;
 }
 
 export async function commitPool<T>(ctx: CommitContext, pool: PoolRef, plan: Plan<T>, options: CommitOptions = {}): Promise<T> {
@@ -80,6 +90,12 @@ export async function commitPool<T>(ctx: CommitContext, pool: PoolRef, plan: Pla
   const adopted = new Map<bigint, Held>();
   let state: PoolState | undefined = options.initial;
   let reread = false;
+  /** The resourceVersion of the write just refused: the re-read must show a newer one. */
+  let refusedAt: string | undefined;
+  /** The resourceVersion a claim's JSON patch tested when it was refused (422). */
+  let claimRefusedAt: string | undefined;
+  /** Lone claims as JSON patches, until one is refused on a version that had not moved (the patch did not fit). */
+  let jsonClaims = true;
   /**
    * Collisions with other writers on the very address planned. From the second one on (one can be a leaked or an
    * overlapping range's reservation), plans search from a random point of the range: a burst of writers racing for
@@ -92,6 +108,18 @@ export async function commitPool<T>(ctx: CommitContext, pool: PoolRef, plan: Pla
   /** The claim of a write that met a conflict. */
   let contested: bigint | undefined;
 
+  /**
+   * The pool again: after a refused write, from the API server's watch cache if it already holds a newer version than
+   * the one refused (it nearly always does: the write that won is milliseconds old), else a quorum read.
+   */
+  const readAgain = async (refusedVersion: string | undefined): Promise<PoolState> => {
+    if (refusedVersion !== undefined) {
+      const cached = await fetchPool(ctx, pool, { notOlderThan: refusedVersion });
+      if (cached.resourceVersion !== undefined && cached.resourceVersion !== refusedVersion) return cached;
+    }
+    return fetchPool(ctx, pool);
+  };
+
   const collided = (): void => {
     if (++collisions < 2) return;
     spread ??= Math.random();
@@ -99,8 +127,12 @@ export async function commitPool<T>(ctx: CommitContext, pool: PoolRef, plan: Pla
   };
 
   const attempt = async (): Promise<Settled<T> | typeof CONFLICT> => {
-    if (reread || state === undefined) state = await fetchPool(ctx, pool);
+    if (reread || state === undefined) state = await readAgain(refusedAt);
     reread = false;
+    refusedAt = undefined;
+    // Refused, yet the pool had not moved: the object is not what the JSON patch expects (no spec.allocations).
+    if (claimRefusedAt !== undefined && claimRefusedAt === state.resourceVersion) jsonClaims = false;
+    claimRefusedAt = undefined;
     // A write planned on a fresh view lost to another writer's claim of the very same address.
     if (contested !== undefined && state.allocations.has(contested)) collided();
     contested = undefined;
@@ -143,18 +175,22 @@ export async function commitPool<T>(ctx: CommitContext, pool: PoolRef, plan: Pla
       }
       const next = applyChange(pool, state.allocations, change);
       options.beforeWrite?.();
-      let written: PoolState | typeof CONFLICT;
+      let written: PoolState | typeof CONFLICT | typeof REFUSED_CLAIM;
       try {
         // A slice assigned again after its pool was retired: the claim lifts the mark in the same conditional write.
-        written = await writePool(ctx, pool, state, next, { unretire: claim !== undefined && state.retired !== undefined });
+        const unretire = claim !== undefined && state.retired !== undefined;
+        const lone = jsonClaims && !unretire && claim !== undefined && isLoneClaim(change) ? claim : undefined;
+        written = await writePool(ctx, pool, state, next, { unretire, ...(lone === undefined ? {} : { lone }) });
       } catch (err) {
         // The write may have landed: its claim's reservation must then stay, or an overlapping range could reuse it.
         if (claim !== undefined && mayHaveApplied(err)) created.delete(claim.address);
         throw err;
       }
-      if (written === CONFLICT) {
+      if (written === CONFLICT || written === REFUSED_CLAIM) {
         ctx.log.info(`IPPool ${pool.name}: changed since resourceVersion ${state.resourceVersion ?? '(none)'}; reading it again`);
         reread = true;
+        refusedAt = state.resourceVersion;
+        if (written === REFUSED_CLAIM) claimRefusedAt = state.resourceVersion;
         if (state.fresh) contested = claim?.address; // planned on the API's view: another writer raced us
         return CONFLICT;
       }
@@ -185,20 +221,31 @@ export async function commitPool<T>(ctx: CommitContext, pool: PoolRef, plan: Pla
   return settled.value;
 }
 
-/** Creates the pool (first write) or merge-patches it conditionally; CONFLICT when someone else wrote first. */
+/**
+ * Creates the pool (first write), or patches it conditional on the resourceVersion read: a lone claim as a JSON
+ * patch (REFUSED_CLAIM when its test or its add failed), anything else as a merge patch (CONFLICT when someone else
+ * wrote first).
+ */
 async function writePool(
   ctx: CommitContext,
   pool: PoolRef,
   state: PoolState,
   next: Allocations,
-  options: { unretire: boolean },
-): Promise<PoolState | typeof CONFLICT> {
+  options: { unretire: boolean; lone?: NonNullable<PoolChange['claim']> },
+): Promise<PoolState | typeof CONFLICT | typeof REFUSED_CLAIM> {
   const warn = (msg: string) => ctx.log.warning(msg);
   if (state.resourceVersion === undefined) {
     const created = await createObject(ctx.api, 'ippools', newPoolObject(pool, ctx.api.namespace, next));
     if (created.kind === 'exists') return CONFLICT;
     ctx.log.debug(`IPPool ${pool.name}: created`);
     return decodePoolObject(created.object, pool, warn);
+  }
+  if (options.lone !== undefined) {
+    const { address, record } = options.lone;
+    const result = await jsonPatch(ctx.api, 'ippools', pool.name, claimPatch(pool.range.cidr, state.resourceVersion, address, record));
+    if (result.kind === 'test-failed') return REFUSED_CLAIM;
+    if (result.kind !== 'patched') return CONFLICT;
+    return decodePoolObject(result.object, pool, warn);
   }
   const patch = allocationsPatch(pool.range.cidr, state.allocations, next, state.resourceVersion, options);
   const result = await mergePatch(ctx.api, 'ippools', pool.name, patch);

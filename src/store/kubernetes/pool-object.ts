@@ -6,7 +6,7 @@ import { CniCode, CniError } from '../../cni/errors.ts';
 import { formatCidr, lastOf, masked, networkOf, parseCidr, type Cidr } from '../../ip/cidr.ts';
 import { decodeRecord, encodeRecord } from '../local/pool-file.ts';
 import type { AllocationRecord, Allocations, PoolRef, SliceVersion } from '../store.ts';
-import { API_VERSION } from './resources.ts';
+import { API_VERSION, type JsonPatchOperation } from './resources.ts';
 
 export interface PoolState {
   readonly allocations: Map<bigint, AllocationRecord>;
@@ -161,4 +161,18 @@ export function allocationsPatch(range: Cidr, current: Allocations, next: Alloca
   }
   const metadata = options.unretire === true ? { resourceVersion, annotations: { [RETIRED_ANNOTATION]: null } } : { resourceVersion };
   return { metadata, spec: { allocations: changes } };
+}
+
+/**
+ * The claim of one offset as a JSON patch conditional on the resourceVersion the plan saw, tested first: a stale
+ * claim is refused before the API server applies the rest (about half the server's work of refusing a stale merge
+ * patch), and the patch sends only the new record. It needs `spec.allocations` to exist; when it does not, the add
+ * does not apply (422, like a failed test) and the caller writes a merge patch instead.
+ */
+export function claimPatch(range: Cidr, resourceVersion: string, address: bigint, record: AllocationRecord): JsonPatchOperation[] {
+  const entry = `/spec/allocations/${String(address - networkOf(range))}`;
+  return [
+    { op: 'test', path: '/metadata/resourceVersion', value: resourceVersion },
+    { op: 'add', path: entry, value: { ...encodeRecord(record), createdAt: new Date().toISOString() } },
+  ];
 }

@@ -58,6 +58,25 @@ export async function mergePatch(api: ApiClient, plural: Plural, name: string, p
   return { kind: 'patched', object: res.body };
 }
 
+/**
+ * RFC 6902 JSON patch. The API server applies it to the object as stored and re-applies it itself when its own
+ * storage write conflicts, so it is only as conditional as its `test` operations: a patch that must not land on a
+ * newer version tests `/metadata/resourceVersion` first (and is then refused cheaply, before the rest is applied).
+ * A failed test, or an operation that does not apply to the object, is 422 ('test-failed').
+ */
+export async function jsonPatch(api: ApiClient, plural: Plural, name: string, operations: readonly JsonPatchOperation[]): Promise<PatchResult | { readonly kind: 'test-failed' }> {
+  const res = await sendPatch(api, plural, name, operations, 'application/json-patch+json');
+  if (res.status === 422) return { kind: 'test-failed' };
+  if (res.status === 409) return { kind: 'conflict' };
+  if (res.status === 404) return { kind: 'gone' };
+  if (!ok(res)) throw new ApiStatusError(`patch ${plural}/${name}`, res);
+  return { kind: 'patched', object: res.body };
+}
+
+export type JsonPatchOperation =
+  | { readonly op: 'test'; readonly path: string; readonly value: unknown }
+  | { readonly op: 'add'; readonly path: string; readonly value: unknown };
+
 function sendPatch(api: ApiClient, plural: Plural, name: string, body: unknown, contentType: string): Promise<ApiResponse> {
   return api.send({ method: 'PATCH', path: objectPath(api.namespace, plural, name), body, contentType });
 }

@@ -1,8 +1,9 @@
-// Claims racing other writers of one shared pool, on a real kube-apiserver. Every pool write carries the
-// resourceVersion it was planned on, so the API server answers a stale one at once with 409 (it does not re-apply
-// the patch to the newer object itself, which a write conditional only on its own offset made it do without bound
-// under load), the writer reads again and plans again, and an offset someone else committed after the read
-// (Whereabouts writes the pool before it reserves, or not at all) is never overwritten.
+// Claims racing other writers of one shared pool, on a real kube-apiserver. Every pool write is conditional on the
+// resourceVersion it was planned on (a lone claim is a JSON patch that tests it first), so the API server refuses a
+// stale one at once (it does not re-apply the patch to the newer object itself, which a write conditional only on
+// its own offset made it do without bound under load); the writer reads again, from the API server's watch cache
+// when it holds a newer version, and plans again; and an offset someone else committed after the read (Whereabouts
+// writes the pool before it reserves, or not at all) is never overwritten.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { firstFree } from '../../../src/allocator/first-free.ts';
@@ -53,6 +54,8 @@ interface Seen {
   readonly resource: string;
   readonly contentType?: string;
   readonly status: number;
+  /** The query of a GET (`?resourceVersion=...` for a read served from the watch cache). */
+  readonly query?: string;
 }
 
 /** Records this writer's requests; `beforeFirstPoolPatch` runs (awaited) just before its first IPPool PATCH. */
@@ -61,13 +64,14 @@ function recorded(client: ApiClient, beforeFirstPoolPatch: () => Promise<void>):
   const send = client.send.bind(client);
   let interleaved = false;
   client.send = async (req: ApiRequest, options?: { timeoutMs?: number }): Promise<ApiResponse> => {
-    const resource = /\/(ippools|overlappingrangeipreservations)(\/|$)/.exec(req.path)?.[1] ?? req.path;
+    const resource = /\/(ippools|overlappingrangeipreservations)(\/|\?|$)/.exec(req.path)?.[1] ?? req.path;
+    const query = req.method === 'GET' && req.path.includes('?') ? { query: req.path.slice(req.path.indexOf('?')) } : {};
     if (req.method === 'PATCH' && resource === 'ippools' && !interleaved) {
       interleaved = true;
       await beforeFirstPoolPatch();
     }
     const res = await send(req, options);
-    seen.push({ method: req.method, resource, ...(req.contentType === undefined ? {} : { contentType: req.contentType }), status: res.status });
+    seen.push({ method: req.method, resource, ...(req.contentType === undefined ? {} : { contentType: req.contentType }), status: res.status, ...query });
     return res;
   };
   return { seen };
@@ -94,7 +98,7 @@ async function createPool(name: string, range: string, allocations: Obj): Promis
   assert.equal(created.kind, 'created');
 }
 
-test('a claim planned before another writer wrote the pool is refused at once (409) and lands after one re-read', async () => {
+test('a claim planned before another writer wrote the pool is refused at once (422) and lands after one re-read from the watch cache', async () => {
   const pool = poolRef('10.91.0.0-24', '10.91.0.0/24');
   await createPool(pool.name, '10.91.0.0/24', { '1': { id: 'w1', podref: 'ns/w1', ifname: 'eth0' } });
   const { seen } = recorded(api, () => whereaboutsCommit(pool.name, '10', { id: 'w10', podref: 'ns/w10', ifname: 'eth0' }));
@@ -102,9 +106,13 @@ test('a claim planned before another writer wrote the pool is refused at once (4
   assert.equal(offsetOf(pool, address), 2n);
   const poolWrites = seen.filter((s) => s.resource === 'ippools' && s.method !== 'GET');
   assert.deepEqual(poolWrites, [
-    { method: 'PATCH', resource: 'ippools', contentType: 'application/merge-patch+json', status: 409 },
-    { method: 'PATCH', resource: 'ippools', contentType: 'application/merge-patch+json', status: 200 },
+    { method: 'PATCH', resource: 'ippools', contentType: 'application/json-patch+json', status: 422 },
+    { method: 'PATCH', resource: 'ippools', contentType: 'application/json-patch+json', status: 200 },
   ], 'the stale write is refused, the one planned on the re-read lands');
+  const reads = seen.filter((s) => s.resource === 'ippools' && s.method === 'GET');
+  assert.equal(reads.length, 2, JSON.stringify(reads));
+  assert.equal(reads[0]?.query, undefined, 'the first read is a quorum read');
+  assert.match(reads[1]?.query ?? '', /^\?resourceVersion=\d+$/, 'the re-read asks the watch cache for a version newer than the one refused');
   const allocations = await allocationsOf(pool.name);
   assert.deepEqual(Object.keys(allocations).sort(), ['1', '10', '2']);
   assert.equal(obj(allocations['10'])['id'], 'w10', 'the other writer\'s entry survives');
@@ -122,7 +130,7 @@ test('an offset committed by a Whereabouts writer after the read is not overwrit
   const address = await commitPool(context(api, log), pool, firstFreePlan(pool, { containerId: 'a3', ifname: 'eth0', podRef: 'ns/a3' }));
   assert.equal(offsetOf(pool, address), 3n);
   const patches = seen.filter((s) => s.resource === 'ippools' && s.method === 'PATCH').map((s) => s.status);
-  assert.deepEqual(patches, [409, 200], 'the first claim is refused on its resourceVersion, the second lands');
+  assert.deepEqual(patches, [422, 200], 'the first claim is refused on its resourceVersion, the second lands');
   const allocations = await allocationsOf(pool.name);
   assert.equal(obj(allocations['2'])['id'], 'w2', 'the Whereabouts entry is intact');
   assert.equal(obj(allocations['3'])['id'], 'a3');
@@ -133,7 +141,7 @@ test('an offset committed by a Whereabouts writer after the read is not overwrit
   assert.ok(log.lines.some((l) => /IPPool 10\.92\.0\.0-24: changed since resourceVersion \d+; reading it again/.test(l)), log.lines.join('\n'));
 });
 
-test('16 writers claiming in one shared pool at once: distinct addresses, every pool write answered at once (200 or 409)', async () => {
+test('16 writers claiming in one shared pool at once: distinct addresses, every pool write answered at once (200 or 422)', async () => {
   const pool = poolRef('10.93.0.0-24', '10.93.0.0/24');
   await createPool(pool.name, '10.93.0.0/24', {});
   const clients = await Promise.all(Array.from({ length: 16 }, async () => new ApiClient(await loadEndpoint(ns.kubeconfig), { timeoutMs: 20_000 })));
@@ -151,6 +159,6 @@ test('16 writers claiming in one shared pool at once: distinct addresses, every 
   const allocations = await allocationsOf(pool.name);
   assert.equal(Object.keys(allocations).length, 16);
   const poolStatuses = seen.flat().filter((s) => s.resource === 'ippools' && s.method === 'PATCH').map((s) => s.status);
-  assert.deepEqual(poolStatuses.filter((s) => s !== 409 && s !== 200), [], 'no pool write timed out or failed otherwise');
+  assert.deepEqual(poolStatuses.filter((s) => s !== 422 && s !== 200), [], 'no pool write timed out or failed otherwise');
   assert.equal(poolStatuses.filter((s) => s === 200).length, 16, 'one landed write per writer');
 });

@@ -1,6 +1,7 @@
-// A claim planned on a view that changed before its write (commit.ts): the write carries the resourceVersion read, so
-// the API server refuses it (409) and the writer reads again. Here the change is the controller retiring the pool,
-// with and without other annotations on it: the claim is then refused, and nothing lands in the retired pool.
+// A claim planned on a view that changed before its write (commit.ts): its JSON patch tests the resourceVersion
+// read, so the API server refuses it (422) and the writer reads again. Here the change is the controller retiring
+// the pool, with and without other annotations on it: the claim is then refused, and nothing lands in the retired
+// pool. And a pool object the JSON patch does not fit (no spec.allocations): the claim is then a merge patch.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { CniError } from '../../../../src/cni/errors.ts';
@@ -11,7 +12,7 @@ import { RETIRED_ANNOTATION, decodePoolObject } from '../../../../src/store/kube
 import { createObject, getObject, mergePatch } from '../../../../src/store/kubernetes/resources.ts';
 import type { AllocationRecord, Plan, PoolRef } from '../../../../src/store/store.ts';
 import { MemoryApiClient, MemoryApiServer } from '../../../support/memory-apiserver.ts';
-import { rangeOf } from '../../allocator/range-fixture.ts';
+import { ip, rangeOf } from '../../allocator/range-fixture.ts';
 
 const quiet = { debug() {}, info() {}, warning() {} };
 const record: AllocationRecord = { containerId: 'c1', ifname: 'net1', podRef: 'ns/p1' };
@@ -50,8 +51,43 @@ for (const annotated of [false, true]) {
     assert.equal(retire.kind, 'patched');
     writes.length = 0;
     await assert.rejects(commitPool(ctx, pool, plan(pool), { initial }), (err: unknown) => err instanceof CniError && err.code === 11 && /retired/.test(err.message));
-    assert.deepEqual(writes, [{ contentType: 'application/merge-patch+json', status: 409 }], 'one attempt, refused on its resourceVersion');
+    assert.deepEqual(writes, [{ contentType: 'application/json-patch+json', status: 422 }], 'one attempt, refused on its resourceVersion');
     const after = decodePoolObject(await getObject(api, 'ippools', pool.name), pool, () => {});
     assert.equal(after.allocations.size, 0, 'nothing was claimed in the retired pool');
   });
 }
+
+test('a pool object without spec.allocations refuses the JSON patch of a claim; the claim is then a merge patch', async () => {
+  const { api, ctx, writes } = setup();
+  const pool: PoolRef = { name: '10.63.0.0-28', network: 'net', networkNamed: false, range: rangeOf('10.63.0.0/28') };
+  await create(api, pool.name, { range: '10.63.0.0/28' });
+  const initial = decodePoolObject(await getObject(api, 'ippools', pool.name), pool, () => {});
+  const address = await commitPool(ctx, pool, plan(pool), { initial });
+  assert.equal(address, ip('10.63.0.1'));
+  assert.deepEqual(writes, [
+    { contentType: 'application/json-patch+json', status: 422 },
+    { contentType: 'application/merge-patch+json', status: 200 },
+  ]);
+  const after = decodePoolObject(await getObject(api, 'ippools', pool.name), pool, () => {});
+  assert.deepEqual([...after.allocations.keys()], [ip('10.63.0.1')]);
+});
+
+test('a lone claim is a JSON patch that tests the resourceVersion first and adds only the new record', async () => {
+  const { api, ctx } = setup();
+  const pool: PoolRef = { name: '10.64.0.0-28', network: 'net', networkNamed: false, range: rangeOf('10.64.0.0/28') };
+  await create(api, pool.name, { range: '10.64.0.0/28', allocations: { '1': { id: 'x', podref: 'ns/x', ifname: 'eth0', ipamclaimref: 'ns/claim' } } });
+  const bodies: unknown[] = [];
+  const send = api.send.bind(api);
+  api.send = async (req: ApiRequest): Promise<ApiResponse> => {
+    if (req.method === 'PATCH') bodies.push(req.body);
+    return send(req);
+  };
+  const initial = decodePoolObject(await getObject(api, 'ippools', pool.name), pool, () => {});
+  assert.equal(await commitPool(ctx, pool, plan(pool), { initial }), ip('10.64.0.2'));
+  const [patch] = bodies as Array<Array<{ op: string; path: string; value: Record<string, string> }>>;
+  assert.deepEqual(patch?.map((o) => [o.op, o.path]), [['test', '/metadata/resourceVersion'], ['add', '/spec/allocations/2']]);
+  assert.equal(patch?.[0]?.value, initial.resourceVersion);
+  assert.deepEqual({ ...patch?.[1]?.value, createdAt: 'T' }, { id: 'c1', podref: 'ns/p1', ifname: 'net1', node: 'n1', createdAt: 'T' });
+  const raw = (await getObject(api, 'ippools', pool.name)) as { spec: { allocations: Record<string, Record<string, string>> } };
+  assert.equal(raw.spec.allocations['1']?.['ipamclaimref'], 'ns/claim', 'other records are untouched');
+});
