@@ -57,6 +57,8 @@ export interface CommitOptions {
   readonly beforeWrite?: () => void;
   /** The state the commit ended on (written, or confirmed fresh): the caller's cache. */
   readonly onSettled?: (state: PoolState) => void;
+  /** A write failed in a way that may have applied it (its answer was lost): the caller's cache is behind it. */
+  readonly onUncertain?: () => void;
 }
 
 interface Settled<T> {
@@ -120,6 +122,15 @@ export async function commitPool<T>(ctx: CommitContext, pool: PoolRef, plan: Pla
     return fetchPool(ctx, pool);
   };
 
+  /**
+   * The API's view of a pool known from the node cache: served from the API server's watch cache, never older than
+   * the cached version. The node cache holds this node's own last write (it is dropped when a write's answer was
+   * lost), and this node's records are written only by this node, so such a view is as good as a quorum read taken
+   * the watch's delay earlier — a stall that short, which every decision here already tolerates.
+   */
+  const freshen = (known: PoolState): Promise<PoolState> =>
+    fetchPool(ctx, pool, known.resourceVersion === undefined ? {} : { notOlderThan: known.resourceVersion });
+
   const collided = (): void => {
     if (++collisions < 2) return;
     spread ??= Math.random();
@@ -141,7 +152,7 @@ export async function commitPool<T>(ctx: CommitContext, pool: PoolRef, plan: Pla
       const planned = plan(state.allocations, refused, { reserved: new Set([...created.keys(), ...adopted.keys()]), ...(spread === undefined ? {} : { spread }) });
       if (planned.change === null) {
         if (!state.fresh) {
-          state = await fetchPool(ctx, pool); // "nothing to do" is confirmed on the API's view, never the cache's
+          state = await freshen(state); // "nothing to do" is confirmed on the API's view, never the node cache's
           continue;
         }
         return { value: planned.value, state };
@@ -150,7 +161,7 @@ export async function commitPool<T>(ctx: CommitContext, pool: PoolRef, plan: Pla
       const claim = change.claim;
       if (claim !== undefined && refusesClaim(state.retired, pool.assignedIn)) {
         if (!state.fresh) {
-          state = await fetchPool(ctx, pool);
+          state = await freshen(state);
           continue;
         }
         throw new CniError(CniCode.TryAgainLater, `IPPool ${pool.name} was retired: its node slice was released after this request read it`, {
@@ -159,7 +170,7 @@ export async function commitPool<T>(ctx: CommitContext, pool: PoolRef, plan: Pla
       }
       if (claim !== undefined && ctx.reservations && !created.has(claim.address) && !adopted.has(claim.address)) {
         if (!state.fresh && options.trustInitial !== true) {
-          state = await fetchPool(ctx, pool); // reserve only what this plan can commit
+          state = await freshen(state); // reserve only what this plan can commit
           continue;
         }
         const outcome = await reserve(ctx.api, pool, ip(claim.address), claim.record);
@@ -167,7 +178,7 @@ export async function commitPool<T>(ctx: CommitContext, pool: PoolRef, plan: Pla
           ctx.log.info(`IPPool ${pool.name}: ${formatIP(ip(claim.address))} is reserved through an overlapping range; planning again`);
           refused.add(claim.address);
           if (state.fresh) collided(); // planned on the API's view: a writer racing for the same address
-          else state = await fetchPool(ctx, pool); // someone else got there first: the cached view is behind
+          else state = await freshen(state); // someone else got there first: the cached view is behind
           continue;
         }
         if (outcome.kind === 'created') created.set(claim.address, outcome.held);
@@ -182,8 +193,12 @@ export async function commitPool<T>(ctx: CommitContext, pool: PoolRef, plan: Pla
         const lone = jsonClaims && !unretire && claim !== undefined && isLoneClaim(change) ? claim : undefined;
         written = await writePool(ctx, pool, state, next, { unretire, ...(lone === undefined ? {} : { lone }) });
       } catch (err) {
-        // The write may have landed: its claim's reservation must then stay, or an overlapping range could reuse it.
-        if (claim !== undefined && mayHaveApplied(err)) created.delete(claim.address);
+        // The write may have landed: its claim's reservation must then stay, or an overlapping range could reuse it,
+        // and the caller's cache no longer says what this node last wrote.
+        if (mayHaveApplied(err)) {
+          if (claim !== undefined) created.delete(claim.address);
+          options.onUncertain?.();
+        }
         throw err;
       }
       if (written === CONFLICT || written === REFUSED_CLAIM) {

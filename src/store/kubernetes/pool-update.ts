@@ -42,6 +42,8 @@ export async function updatePool<T>(ctx: WriteContext, pool: PoolRef, plan: Plan
       onSettled: (state) => {
         if (state.resourceVersion !== cached?.resourceVersion) persist(paths, pool, ctx.scope, state, lock);
       },
+      // The next update on this node then starts from a quorum read, not from a version older than its own write.
+      onUncertain: () => forget(paths, ctx.log),
     });
   } finally {
     await lock.release();
@@ -52,4 +54,12 @@ function persist(paths: PoolPaths, pool: PoolRef, scope: CacheScope, state: Pool
   // A retired pool is never served from the cache, which does not record the mark.
   if (state.resourceVersion === undefined || state.retired !== undefined) dropCachedPool(paths);
   else writeCachedPool(paths, pool, scope, { allocations: state.allocations, resourceVersion: state.resourceVersion }, lock);
+}
+
+function forget(paths: PoolPaths, log: Logger): void {
+  try {
+    dropCachedPool(paths);
+  } catch (err) {
+    log.warning(`cannot remove the pool cache ${paths.data} after a write whose answer was lost: ${messageOf(err)}`);
+  }
 }

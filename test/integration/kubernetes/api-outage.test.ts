@@ -3,13 +3,14 @@
 // a duplicate. Uses a control plane of its own, since it stops and freezes kube-apiserver.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { writeFileSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { CniError } from '../../../src/cni/errors.ts';
 import { assign } from '../../../src/ipam/assign.ts';
 import { release } from '../../../src/ipam/release.ts';
 import { formatIP } from '../../../src/ip/address.ts';
 import { ApiUnreachableError } from '../../../src/store/kubernetes/api.ts';
+import { poolPaths } from '../../../src/store/local/paths.ts';
 import { freezeApiServer, stopApiServer } from '../../support/apiserver-faults.ts';
 import {
   createNamespace,
@@ -126,10 +127,14 @@ test('a pool write whose answer is lost (the server applied it) is found by the 
     const config = kubeNetwork(ns, [testRange('10.73.0.0/24')], { name: 'lost', enableOverlappingRanges: false, kubeconfig });
     assert.equal(await addOnce(config, 'l1', 'node-a', 1500), '10.73.0.1'); // also warms node-a's cache
     proxy.mode = 'drop-responses';
+    const cache = poolPaths(join(ns.dir, 'nodes', 'node-a'), { network: 'lost', name: '10.73.0.0-24' }).data;
+    assert.ok(existsSync(cache));
     await assert.rejects(addOnce(config, 'l2', 'node-a', 1500), isTryAgain); // its PATCH lands; the answer is lost
     proxy.mode = 'pass';
     assert.equal((await poolView(ns, '10.73.0.0-24'))?.allocations.get('10.73.0.2')?.['id'], 'c-l2');
-    assert.equal(await addOnce(config, 'l3', 'node-a', 1500), '10.73.0.3'); // stale cache: 409, re-read, next one
+    // The node cache no longer says what this node last wrote: it is gone, the next update starts from a quorum read.
+    assert.ok(!existsSync(cache), 'the node cache outlived a write whose answer was lost');
+    assert.equal(await addOnce(config, 'l3', 'node-a', 1500), '10.73.0.3');
     assert.equal(await addOnce(config, 'l2', 'node-a', 1500), '10.73.0.2'); // the retry finds what it did
     const view = await poolView(ns, '10.73.0.0-24');
     assert.deepEqual([...(view?.allocations.keys() ?? [])].sort(), ['10.73.0.1', '10.73.0.2', '10.73.0.3']);

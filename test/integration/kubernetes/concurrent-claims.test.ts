@@ -13,7 +13,7 @@ import { loadEndpoint } from '../../../src/store/kubernetes/kubeconfig.ts';
 import { createObject, getObject, replaceObject } from '../../../src/store/kubernetes/resources.ts';
 import type { AllocationRecord, Plan, PoolRef } from '../../../src/store/store.ts';
 import { networkOf } from '../../../src/ip/cidr.ts';
-import { controlPlane, createNamespace, type Namespace } from '../../support/control-plane.ts';
+import { cacheHolds, controlPlane, createNamespace, type Namespace } from '../../support/control-plane.ts';
 import { testRange } from '../../support/memory-store.ts';
 import { memoryLogger, reservationNames } from './harness.ts';
 
@@ -139,6 +139,22 @@ test('an offset committed by a Whereabouts writer after the read is not overwrit
   assert.equal(obj(reservation['spec'])['podref'], 'ns/w2');
   assert.deepEqual((await reservationNames(ns)).filter((n) => n.startsWith('10.92.')), ['10.92.0.2', '10.92.0.3']);
   assert.ok(log.lines.some((l) => /IPPool 10\.92\.0\.0-24: changed since resourceVersion \d+; reading it again/.test(l)), log.lines.join('\n'));
+});
+
+test('a writer that knows the pool from its node cache reads it from the watch cache, never older than the cached version', async () => {
+  const pool = poolRef('10.94.0.0-24', '10.94.0.0/24');
+  await createPool(pool.name, '10.94.0.0/24', { '1': { id: 'w1', podref: 'ns/w1', ifname: 'eth0' } });
+  const cachedVersion = String(obj(obj(await getObject(other, 'ippools', pool.name))['metadata'])['resourceVersion']);
+  await whereaboutsCommit(pool.name, '2', { id: 'w2', podref: 'ns/w2', ifname: 'eth0' }); // unseen by the node cache
+  const latest = String(obj(obj(await getObject(other, 'ippools', pool.name))['metadata'])['resourceVersion']);
+  await cacheHolds(ns.cp, ns.path('ippools', pool.name), latest); // the watch's delay is not what this test is about
+  const { seen } = recorded(api, async () => {});
+  const initial = { allocations: new Map([[networkOf(pool.range.cidr) + 1n, { containerId: 'w1', ifname: 'eth0', podRef: 'ns/w1' }]]), resourceVersion: cachedVersion, fresh: false };
+  const address = await commitPool(context(api), pool, firstFreePlan(pool, { containerId: 'a3', ifname: 'eth0', podRef: 'ns/a3' }), { initial });
+  assert.equal(offsetOf(pool, address), 3n, 'planned on the API\'s view, not on the cache that lacks .2');
+  const reads = seen.filter((s) => s.resource === 'ippools' && s.method === 'GET');
+  assert.deepEqual(reads.map((r) => r.query), [`?resourceVersion=${cachedVersion}`]);
+  assert.deepEqual(seen.filter((s) => s.resource === 'ippools' && s.method === 'PATCH').map((s) => s.status), [200]);
 });
 
 test('16 writers claiming in one shared pool at once: distinct addresses, every pool write answered at once (200 or 422)', async () => {
