@@ -4,11 +4,11 @@
 //
 // Invariants: an address is committed only by a conditional write (or the pool's creation), so a stale view costs
 // a retry, never a duplicate. Every write carries the resourceVersion it was planned on, so the API server refuses a
-// stale one at once (409) instead of re-applying it to each newer version itself: a write that only tested its own
-// offset was re-applied without bound while other nodes kept writing a large shared pool (docs/benchmarks.md). A
-// lone claim is a JSON patch that tests the resourceVersion before anything else, the cheapest write to refuse. A
-// re-read after a refused write is served from the API server's watch cache, not older than the version refused. A
-// claim is reserved before its write and only from a view this writer may act on (fresh, or a pool only this node
+// stale one at once (409, or 422 for a JSON patch) instead of re-applying it to each newer version itself: a write
+// that only tested its own offset was re-applied without bound while other nodes kept writing a large shared pool
+// (docs/benchmarks.md). A lone claim is a JSON patch that tests the resourceVersion before anything else, the
+// cheapest write to refuse. Reads are served from the API server's watch cache, never older than the version known
+// (the node cache's, or the one just refused), unless it has nothing newer. A claim is reserved before its write and only from a view this writer may act on (fresh, or a pool only this node
 // writes), so it never reserves an address another writer has committed. Of the reservations it holds, only those
 // it created and did not commit are removed, on the exact version created, and a write that may have been applied
 // keeps its claim's reservation (a leak the controller reclaims, not a duplicate).
