@@ -173,7 +173,9 @@ describe('controller node slices', () => {
     assert.ok(await eventually(async () => (await condition(network, 'SlicesExhausted'))?.status === 'True', 10_000), controller.log());
     assert.equal((await entries(network)).filter((en) => en.nodeName !== '').length, 2);
     assert.match((await condition(network, 'SlicesExhausted'))!.message, /^no free \/31 slice of 10\.88\.0\.0\/30 for node\(s\) /);
-    assert.ok((await ours()).some((ev) => ev.reason === 'NoFreeSlice' && ev.type === 'Warning' && ev.involvedObject.name === network));
+    // The event is posted right after the condition is written: it may not be there yet when the condition is.
+    const warned = async () => (await ours()).some((ev) => ev.reason === 'NoFreeSlice' && ev.type === 'Warning' && ev.involvedObject.name === network);
+    assert.ok(await eventually(warned, 10_000), controller.log());
   });
 });
 
