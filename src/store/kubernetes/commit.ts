@@ -8,10 +8,11 @@
 // that only tested its own offset was re-applied without bound while other nodes kept writing a large shared pool
 // (docs/benchmarks.md). A lone claim is a JSON patch that tests the resourceVersion before anything else, the
 // cheapest write to refuse. Reads are served from the API server's watch cache, never older than the version known
-// (the node cache's, or the one just refused), unless it has nothing newer. A claim is reserved before its write and only from a view this writer may act on (fresh, or a pool only this node
-// writes), so it never reserves an address another writer has committed. Of the reservations it holds, only those
-// it created and did not commit are removed, on the exact version created, and a write that may have been applied
-// keeps its claim's reservation (a leak the controller reclaims, not a duplicate).
+// (the node cache's, or the one just refused), unless it has nothing newer. A claim is reserved before its write
+// and only from a view this writer may act on (read from the API, or a pool only this node writes), so it never
+// reserves an address another writer has committed. Of the reservations it holds, only those it created and did not
+// commit are removed, on the exact version created, and a write that may have been applied keeps its claim's
+// reservation (a leak the controller reclaims, not a duplicate).
 import { monotonicMs } from '../../clock.ts';
 import { CniCode, CniError } from '../../cni/errors.ts';
 import { formatIP } from '../../ip/address.ts';

@@ -1,7 +1,7 @@
 // IPPool objects on the wire: `spec.range` plus `spec.allocations{"<decimal offset>": {id, podref, ifname, ...}}`
 // (DESIGN §4). Decoding is lenient with what Whereabouts or an operator may have written (an address stays taken
-// whatever its record looks like); writes are JSON merge patches that touch only the changed offsets, so fields
-// this store does not model (ipamclaimref, createdAt) survive.
+// whatever its record looks like); writes touch only the changed offsets (a JSON patch for a lone claim, a merge
+// patch otherwise), so fields this store does not model (ipamclaimref, createdAt) survive.
 import { CniCode, CniError } from '../../cni/errors.ts';
 import { formatCidr, lastOf, masked, networkOf, parseCidr, type Cidr } from '../../ip/cidr.ts';
 import { decodeRecord, encodeRecord } from '../local/pool-file.ts';
