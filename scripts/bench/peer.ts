@@ -23,6 +23,7 @@ import { networkOf, parseCidr } from '../../src/ip/cidr.ts';
 import { createNamespace, privateControlPlane, stopControlPlane, type ControlPlane, type Namespace } from '../../test/support/control-plane.ts';
 import { debianCniDir, hereaboutsBin, repoRoot } from '../../test/support/paths.ts';
 import { createNodeSlicePool, limited } from '../../test/integration/kubernetes/harness.ts';
+import { controlPlaneCpuMs, processCpuMs, TICK_MS } from './proc-cpu.ts';
 
 const { values: flags } = parseArgs({
   options: {
@@ -165,10 +166,7 @@ async function agentFor(node: string): Promise<NodeAgent> {
 /** CPU time (user + system) of these agents so far, from /proc (all their threads). */
 function agentsCpuMs(list: Iterable<NodeAgent>): number {
   let total = 0;
-  for (const agent of list) {
-    const fields = readFileSync(`/proc/${agent.pid}/stat`, 'utf8').replace(/^.*\) /s, '').split(' ');
-    total += (Number(fields[11]) + Number(fields[12])) * TICK_MS;
-  }
+  for (const agent of list) total += processCpuMs(agent.pid);
   return total;
 }
 
@@ -221,21 +219,11 @@ function byKind(events: readonly AuditEvent[], ops: number): string {
   return [...counts].sort(([a], [b]) => a.localeCompare(b)).map(([k, n]) => `${k} ${(n / ops).toFixed(2)}`).join(', ');
 }
 
-/** 409 (a resourceVersion or name conflict) and 422 (a key-level claim whose tests failed: the offset was taken). */
+/** 409 (a resourceVersion or name conflict) and 422 (a claim's JSON patch refused: the pool moved since it was read). */
 const conflicts = (events: readonly AuditEvent[]): number => events.filter((e) => e.responseStatus?.code === 409 || e.responseStatus?.code === 422).length;
 
 // --- apiserver + etcd CPU
-const TICK_MS = 1000 / Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim());
-function serverCpuMs(cp: ControlPlane): number {
-  const env = readFileSync(join(cp.dir, 'env'), 'utf8');
-  let total = 0;
-  for (const key of ['APISERVER_PID', 'ETCD_PID']) {
-    const pid = new RegExp(`^export ${key}=(\\d+)$`, 'm').exec(env)?.[1];
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /s, '').split(' ');
-    total += (Number(fields[11]) + Number(fields[12])) * TICK_MS; // utime, stime
-  }
-  return total;
-}
+const serverCpuMs = (cp: ControlPlane): number => controlPlaneCpuMs(cp.dir);
 
 // --- statistics
 function quantile(values: readonly number[], q: number): number {

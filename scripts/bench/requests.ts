@@ -5,32 +5,18 @@
 // refused as a JSON patch that tests the resourceVersion first against a stale merge patch, and their successes,
 // on pools of a few and of many entries. A benchmark, never part of `npm test`.
 // Usage: node scripts/bench/requests.ts [--runs N] [--entries A,B]
-import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { cpus } from 'node:os';
-import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { ApiClient, type ApiRequest } from '../../src/store/kubernetes/api.ts';
 import { loadEndpoint } from '../../src/store/kubernetes/kubeconfig.ts';
 import { objectPath } from '../../src/store/kubernetes/resources.ts';
-import { createNamespace, privateControlPlane, stopControlPlane, type ControlPlane } from '../../test/support/control-plane.ts';
+import { createNamespace, privateControlPlane, stopControlPlane } from '../../test/support/control-plane.ts';
+import { controlPlaneCpuMs } from './proc-cpu.ts';
 
 const { values: flags } = parseArgs({ options: { runs: { type: 'string', default: '100' }, entries: { type: 'string', default: '10,200' } } });
 const runs = Number(flags.runs);
 const sizes = flags.entries.split(',').map(Number);
 if (!Number.isInteger(runs) || runs < 1 || sizes.some((n) => !Number.isInteger(n) || n < 1)) throw new RangeError('--runs and --entries take positive integers');
-
-const TICK_MS = 1000 / Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim());
-function serverCpuMs(cp: ControlPlane): number {
-  const env = readFileSync(join(cp.dir, 'env'), 'utf8');
-  let total = 0;
-  for (const key of ['APISERVER_PID', 'ETCD_PID']) {
-    const pid = new RegExp(`^export ${key}=(\\d+)$`, 'm').exec(env)?.[1];
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /s, '').split(' ');
-    total += (Number(fields[11]) + Number(fields[12])) * TICK_MS;
-  }
-  return total;
-}
 
 type Obj = Record<string, unknown>;
 const GROUP = 'whereabouts.cni.cncf.io/v1alpha1';
@@ -55,10 +41,10 @@ try {
   };
   const measure = async (label: string, one: (i: number) => Promise<unknown>): Promise<void> => {
     await one(-1); // a warm connection and a warm cache, as a node agent has them
-    const cpu0 = serverCpuMs(cp);
+    const cpu0 = controlPlaneCpuMs(cp.dir);
     const t0 = performance.now();
     for (let i = 0; i < runs; i++) await one(i);
-    rows.push([label, (serverCpuMs(cp) - cpu0) / runs, (performance.now() - t0) / runs]);
+    rows.push([label, (controlPlaneCpuMs(cp.dir) - cpu0) / runs, (performance.now() - t0) / runs]);
   };
   const path = (plural: 'ippools' | 'overlappingrangeipreservations' | 'nodeslicepools', name?: string) => objectPath(ns.name, plural, name);
 
