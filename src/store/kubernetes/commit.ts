@@ -76,9 +76,6 @@ export async function fetchPool(ctx: { api: ApiClient; log: CommitLog }, pool: P
   return decodePoolObject(object, pool, (msg) => ctx.log.warning(msg));
 }
 
-/** A lone claim's JSON patch was refused (422): the resourceVersion moved, or the patch does not fit the object. */
-const REFUSED_CLAIM = Symbol('refused-claim');
-
 /** A change that only claims one offset. */
 function isLoneClaim(change: PoolChange): boolean {
   return change.claim !== undefined && (change.release ?? []).length === 0 && (change.update ?? []).length === 0;
@@ -92,11 +89,8 @@ export async function commitPool<T>(ctx: CommitContext, pool: PoolRef, plan: Pla
   /** Reservations found existing for this attachment: held, never removed by this commit. */
   const adopted = new Map<bigint, Held>();
   let state: PoolState | undefined = options.initial;
-  let reread = false;
-  /** The resourceVersion of the write just refused: the re-read must show a newer one. */
-  let refusedAt: string | undefined;
-  /** The resourceVersion a claim's JSON patch tested when it was refused (422). */
-  let claimRefusedAt: string | undefined;
+  /** The write just refused: the version it was planned on (the re-read must show a newer one), and its form. */
+  let lastRefusal: { readonly version: string | undefined; readonly jsonClaim: boolean } | undefined;
   /** Lone claims as JSON patches, until one is refused on a version that had not moved (the patch did not fit). */
   let jsonClaims = true;
   /**
@@ -139,12 +133,10 @@ export async function commitPool<T>(ctx: CommitContext, pool: PoolRef, plan: Pla
   };
 
   const attempt = async (): Promise<Settled<T> | typeof CONFLICT> => {
-    if (reread || state === undefined) state = await readAgain(refusedAt);
-    reread = false;
-    refusedAt = undefined;
-    // Refused, yet the pool had not moved: the object is not what the JSON patch expects (no spec.allocations).
-    if (claimRefusedAt !== undefined && claimRefusedAt === state.resourceVersion) jsonClaims = false;
-    claimRefusedAt = undefined;
+    if (lastRefusal !== undefined || state === undefined) state = await readAgain(lastRefusal?.version);
+    // A claim refused, yet the pool had not moved: the object is not what the JSON patch expects (no spec.allocations).
+    if (lastRefusal?.jsonClaim === true && lastRefusal.version === state.resourceVersion) jsonClaims = false;
+    lastRefusal = undefined;
     // A write planned on a fresh view lost to another writer's claim of the very same address.
     if (contested !== undefined && state.allocations.has(contested)) collided();
     contested = undefined;
@@ -187,11 +179,11 @@ export async function commitPool<T>(ctx: CommitContext, pool: PoolRef, plan: Pla
       }
       const next = applyChange(pool, state.allocations, change);
       options.beforeWrite?.();
-      let written: PoolState | typeof CONFLICT | typeof REFUSED_CLAIM;
+      // A slice assigned again after its pool was retired: the claim lifts the mark in the same conditional write.
+      const unretire = claim !== undefined && state.retired !== undefined;
+      const lone = jsonClaims && !unretire && claim !== undefined && isLoneClaim(change) ? claim : undefined;
+      let written: PoolState | typeof CONFLICT;
       try {
-        // A slice assigned again after its pool was retired: the claim lifts the mark in the same conditional write.
-        const unretire = claim !== undefined && state.retired !== undefined;
-        const lone = jsonClaims && !unretire && claim !== undefined && isLoneClaim(change) ? claim : undefined;
         written = await writePool(ctx, pool, state, next, { unretire, ...(lone === undefined ? {} : { lone }) });
       } catch (err) {
         // The write may have landed: its claim's reservation must then stay, or an overlapping range could reuse it,
@@ -202,11 +194,9 @@ export async function commitPool<T>(ctx: CommitContext, pool: PoolRef, plan: Pla
         }
         throw err;
       }
-      if (written === CONFLICT || written === REFUSED_CLAIM) {
+      if (written === CONFLICT) {
         ctx.log.info(`IPPool ${pool.name}: changed since resourceVersion ${state.resourceVersion ?? '(none)'}; reading it again`);
-        reread = true;
-        refusedAt = state.resourceVersion;
-        if (written === REFUSED_CLAIM) claimRefusedAt = state.resourceVersion;
+        lastRefusal = { version: state.resourceVersion, jsonClaim: lone !== undefined };
         if (state.fresh) contested = claim?.address; // planned on the API's view: another writer raced us
         return CONFLICT;
       }
@@ -239,8 +229,7 @@ export async function commitPool<T>(ctx: CommitContext, pool: PoolRef, plan: Pla
 
 /**
  * Creates the pool (first write), or patches it conditional on the resourceVersion read: a lone claim as a JSON
- * patch (REFUSED_CLAIM when its test or its add failed), anything else as a merge patch (CONFLICT when someone else
- * wrote first).
+ * patch, anything else as a merge patch; CONFLICT when someone else wrote first (or the JSON patch did not apply).
  */
 async function writePool(
   ctx: CommitContext,
@@ -248,7 +237,7 @@ async function writePool(
   state: PoolState,
   next: Allocations,
   options: { unretire: boolean; lone?: NonNullable<PoolChange['claim']> },
-): Promise<PoolState | typeof CONFLICT | typeof REFUSED_CLAIM> {
+): Promise<PoolState | typeof CONFLICT> {
   const warn = (msg: string) => ctx.log.warning(msg);
   if (state.resourceVersion === undefined) {
     const created = await createObject(ctx.api, 'ippools', newPoolObject(pool, ctx.api.namespace, next));
@@ -259,7 +248,6 @@ async function writePool(
   if (options.lone !== undefined) {
     const { address, record } = options.lone;
     const result = await jsonPatch(ctx.api, 'ippools', pool.name, claimPatch(pool.range.cidr, state.resourceVersion, address, record));
-    if (result.kind === 'test-failed') return REFUSED_CLAIM;
     if (result.kind !== 'patched') return CONFLICT;
     return decodePoolObject(result.object, pool, warn);
   }
