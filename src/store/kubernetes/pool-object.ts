@@ -141,6 +141,14 @@ function stampCreated(allocations: Record<string, Record<string, string>>): Reco
 }
 
 /**
+ * What a pool write sends as metadata.managedFields: the API server then drops the object's field tracking instead
+ * of updating it (an empty list would be ignored). Tracking an owner for every field of every entry doubled the
+ * server's CPU per write of a pool (docs/benchmarks.md), and no one applies IPPools server-side. Updates (ours,
+ * Whereabouts') do not start tracking again; sent with every write, it costs nothing and undoes a server-side apply.
+ */
+const CLEARED_MANAGED_FIELDS: readonly object[] = [{}];
+
+/**
  * The merge patch from `current` to `next`, conditional on `resourceVersion`: removed offsets become null, new and
  * rewritten ones carry the modelled fields (null clears one that was dropped). Unchanged entries are not sent.
  */
@@ -159,7 +167,7 @@ export function allocationsPatch(range: Cidr, current: Allocations, next: Alloca
     else for (const field of ['podUid', 'node']) entry[field] ??= null;
     changes[String(address - base)] = entry;
   }
-  const metadata = options.unretire === true ? { resourceVersion, annotations: { [RETIRED_ANNOTATION]: null } } : { resourceVersion };
+  const metadata = { resourceVersion, managedFields: CLEARED_MANAGED_FIELDS, ...(options.unretire === true ? { annotations: { [RETIRED_ANNOTATION]: null } } : {}) };
   return { metadata, spec: { allocations: changes } };
 }
 
@@ -174,5 +182,6 @@ export function claimPatch(range: Cidr, resourceVersion: string, address: bigint
   return [
     { op: 'test', path: '/metadata/resourceVersion', value: resourceVersion },
     { op: 'add', path: entry, value: { ...encodeRecord(record), createdAt: new Date().toISOString() } },
+    { op: 'add', path: '/metadata/managedFields', value: CLEARED_MANAGED_FIELDS },
   ];
 }

@@ -93,6 +93,8 @@ async function allocationsOf(name: string): Promise<Obj> {
   return obj(obj(obj(await getObject(other, 'ippools', name))['spec'])['allocations']);
 }
 
+const rangeOf = (pool: PoolRef): string => pool.name.replace(/-(\d+)$/, '/$1');
+
 async function createPool(name: string, range: string, allocations: Obj): Promise<void> {
   const created = await createObject(other, 'ippools', { apiVersion: 'whereabouts.cni.cncf.io/v1alpha1', kind: 'IPPool', metadata: { name }, spec: { range, allocations } } as unknown as { metadata: { name: string } });
   assert.equal(created.kind, 'created');
@@ -177,4 +179,27 @@ test('16 writers claiming in one shared pool at once: distinct addresses, every 
   const poolStatuses = seen.flat().filter((s) => s.resource === 'ippools' && s.method === 'PATCH').map((s) => s.status);
   assert.deepEqual(poolStatuses.filter((s) => s !== 422 && s !== 200), [], 'no pool write timed out or failed otherwise');
   assert.equal(poolStatuses.filter((s) => s === 200).length, 16, 'one landed write per writer');
+});
+
+test('every pool write clears the API server\'s field tracking (managedFields) and keeps the fields it does not model', async () => {
+  const claimed = poolRef('10.95.0.0-24', '10.95.0.0/24');
+  const released = poolRef('10.95.1.0-24', '10.95.1.0/24');
+  const metadataOf = async (name: string): Promise<Obj> => obj(obj(await getObject(other, 'ippools', name))['metadata']);
+  for (const pool of [claimed, released]) {
+    await createPool(pool.name, rangeOf(pool), { '1': { id: 'w1', podref: 'ns/w1', ifname: 'eth0', ipamclaimref: 'claim-1' }, '9': { id: 'w9', podref: 'ns/w9', ifname: 'eth0' } });
+    assert.ok(Array.isArray((await metadataOf(pool.name))['managedFields']), 'the API server tracks the creator\'s fields');
+  }
+  const { seen } = recorded(api, async () => {});
+  await commitPool(context(api), claimed, firstFreePlan(claimed, { containerId: 'a2', ifname: 'eth0', podRef: 'ns/a2' }));
+  const release: Plan<null> = () => ({ change: { release: [networkOf(released.range.cidr) + 9n] }, value: null });
+  await commitPool(context(api), released, release);
+  assert.deepEqual(seen.filter((s) => s.method === 'PATCH').map((s) => s.contentType), ['application/json-patch+json', 'application/merge-patch+json']);
+  assert.equal((await metadataOf(claimed.name))['managedFields'], undefined, 'a lone claim (JSON patch) cleared them');
+  assert.equal((await metadataOf(released.name))['managedFields'], undefined, 'a release (merge patch) cleared them');
+  assert.deepEqual(Object.keys(await allocationsOf(claimed.name)).sort(), ['1', '2', '9']);
+  assert.deepEqual(Object.keys(await allocationsOf(released.name)), ['1']);
+  for (const pool of [claimed, released]) assert.equal(obj((await allocationsOf(pool.name))['1'])['ipamclaimref'], 'claim-1', 'a field hereabouts does not model survives');
+  // A Whereabouts writer's update (PUT) of an untracked pool does not start tracking again: one clearing lasts.
+  await whereaboutsCommit(claimed.name, '3', { id: 'w3', podref: 'ns/w3', ifname: 'eth0' });
+  assert.equal((await metadataOf(claimed.name))['managedFields'], undefined);
 });

@@ -43,7 +43,7 @@ test('allocationsPatch() sends only changed offsets, null for removals, conditio
     metadata: unknown;
     spec: { allocations: Record<string, Record<string, unknown> | null> };
   };
-  assert.deepEqual(patch.metadata, { resourceVersion: '42' });
+  assert.deepEqual(patch.metadata, { resourceVersion: '42', managedFields: [{}] }, 'conditional, and clears the API server\'s field tracking');
   assert.deepEqual(Object.keys(patch.spec.allocations).sort(), ['1', '3']);
   assert.equal(patch.spec.allocations['1'], null);
   assert.equal(patch.spec.allocations['3']?.['id'], 'c');
