@@ -12,6 +12,7 @@
 // Node slices: Whereabouts' node-slice controller is not run (it needs Node and NetworkAttachmentDefinition
 // objects); both plugins get the same pre-created NodeSlicePool status, as the controller would write it.
 // Usage: node scripts/bench/peer.ts [--no-build] [--single N] [--burst N] [--nodes N] [--concurrency N]
+//        [--cases single,slices,shared] (which parts to run; all by default)
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { cpus } from 'node:os';
 import { closeSync, existsSync, fstatSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, readSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
@@ -32,8 +33,11 @@ const { values: flags } = parseArgs({
     burst: { type: 'string', default: '200' },
     nodes: { type: 'string', default: '20' },
     concurrency: { type: 'string', default: '20' },
+    cases: { type: 'string', default: 'single,slices,shared' },
   },
 });
+const parts = new Set(flags.cases.split(','));
+for (const c of parts) if (!['single', 'slices', 'shared'].includes(c)) throw new RangeError(`--cases ${flags.cases}: each of single, slices, shared`);
 const positive = (name: 'single' | 'burst' | 'nodes' | 'concurrency'): number => {
   const value = Number(flags[name]);
   if (!Number.isInteger(value) || value < 1) throw new RangeError(`--${name} ${String(flags[name])}: need a positive integer`);
@@ -436,11 +440,15 @@ async function main(): Promise<void> {
   const cp = await privateControlPlane({ auditLog });
   try {
     const spaces = { hereabouts: await createNamespace(cp, 'peer-h'), whereabouts: await createNamespace(cp, 'peer-w') };
-    await single(tools, spaces);
+    if (parts.has('single')) await single(tools, spaces);
     console.log(`\n### Bursts: ${burstSize} ADDs from ${burstNodes} simulated nodes, ${concurrency} in flight (reservations on; load average ${load()})\n`);
     const rows: BurstResult[] = [];
     let index = 0;
     for (const slices of [true, false]) {
+      if (!parts.has(slices ? 'slices' : 'shared')) {
+        index += 3; // each case keeps its ranges whichever others run
+        continue;
+      }
       for (const plugin of ['hereabouts', 'whereabouts'] as const) rows.push(await burst(tools, cp, plugin, spaces[plugin], slices, index++));
       rows.push(await burst(tools, cp, 'hereabouts', spaces.hereabouts, slices, index++, true));
     }

@@ -81,6 +81,9 @@ function isLoneClaim(change: PoolChange): boolean {
   return change.claim !== undefined && (change.release ?? []).length === 0 && (change.update ?? []).length === 0;
 }
 
+/** The longest wait between two attempts of a commit: paced by its own attempts' durations, up to this. */
+const COMMIT_BACKOFF_CAP_MS = 3_000;
+
 export async function commitPool<T>(ctx: CommitContext, pool: PoolRef, plan: Plan<T>, options: CommitOptions = {}): Promise<T> {
   const ip = (value: bigint) => ({ family: pool.range.cidr.family, value });
   const refused = new Set<bigint>();
@@ -210,7 +213,7 @@ export async function commitPool<T>(ctx: CommitContext, pool: PoolRef, plan: Pla
 
   let settled: Settled<T>;
   try {
-    const outcome = await retryOnConflict(attempt, { budgetMs: ctx.budgetMs });
+    const outcome = await retryOnConflict(attempt, { budgetMs: ctx.budgetMs, stepFromAttempt: true, capMs: COMMIT_BACKOFF_CAP_MS });
     if (outcome.kind !== 'done') {
       throw new CniError(CniCode.TryAgainLater, `IPPool ${pool.name}: gave up after ${outcome.conflicts} conflicting writes in ${ctx.budgetMs} ms`, {
         details: 'other writers keep changing this pool; retry the request',

@@ -16,6 +16,12 @@ export interface RetryOptions {
   readonly proceed?: () => boolean;
   readonly baseMs?: number;
   readonly capMs?: number;
+  /**
+   * The backoff's base step is as long as the attempt just refused took, when that is longer than baseMs: with many
+   * writers racing for one object under load, an attempt lasts about as long as another writer needs to land, and
+   * coming back sooner mostly meets the next one's write (docs/benchmarks.md).
+   */
+  readonly stepFromAttempt?: boolean;
 }
 
 export type RetryOutcome<T> =
@@ -31,14 +37,17 @@ export async function retryOnConflict<T>(attempt: (n: number) => Promise<T | Con
   const deadline = options.budgetMs === undefined ? Infinity : monotonicMs() + options.budgetMs;
   const maxAttempts = options.attempts ?? Infinity;
   let conflicts = 0;
+  let lastAttemptMs = 0;
   for (let n = 0; n < maxAttempts; n++) {
     if (n > 0) {
-      const wait = Math.min(jittered(n, options), deadline - monotonicMs());
+      const wait = Math.min(jittered(n, options, lastAttemptMs), deadline - monotonicMs());
       if (wait < 0) break;
       await sleep(wait);
     }
     if (options.proceed !== undefined && !options.proceed()) return { kind: 'stopped', conflicts };
+    const started = monotonicMs();
     const result = await attempt(n);
+    lastAttemptMs = monotonicMs() - started;
     if (result !== CONFLICT) return { kind: 'done', value: result, conflicts };
     conflicts++;
     if (monotonicMs() > deadline) break;
@@ -47,7 +56,8 @@ export async function retryOnConflict<T>(attempt: (n: number) => Promise<T | Con
 }
 
 /** Full jitter over the upper half of an exponential step: spreads racing writers without starving any. */
-function jittered(attempt: number, options: RetryOptions): number {
-  const cap = Math.min(options.capMs ?? DEFAULT_CAP_MS, (options.baseMs ?? DEFAULT_BASE_MS) * 2 ** attempt);
+function jittered(attempt: number, options: RetryOptions, lastAttemptMs: number): number {
+  const base = Math.max(options.baseMs ?? DEFAULT_BASE_MS, options.stepFromAttempt === true ? lastAttemptMs : 0);
+  const cap = Math.min(options.capMs ?? DEFAULT_CAP_MS, base * 2 ** attempt);
   return cap / 2 + Math.random() * (cap / 2);
 }

@@ -32,3 +32,29 @@ test('retryOnConflict() asks proceed() before every attempt', async () => {
 test('retryOnConflict() refuses an unbounded loop', async () => {
   await assert.rejects(retryOnConflict(async () => CONFLICT, {}), TypeError);
 });
+
+test('retryOnConflict() with stepFromAttempt waits at least as long as the refused attempt took, doubling, up to capMs', async () => {
+  const starts: number[] = [];
+  const ends: number[] = [];
+  const out = await retryOnConflict(async (n) => {
+    starts.push(performance.now());
+    await new Promise((resolve) => setTimeout(resolve, 40)); // a slow write, as under load
+    ends.push(performance.now());
+    return n < 3 ? CONFLICT : 'landed';
+  }, { attempts: 10, baseMs: 1, capMs: 200, stepFromAttempt: true });
+  assert.deepEqual(out, { kind: 'done', value: 'landed', conflicts: 3 });
+  const waits = starts.slice(1).map((s, i) => s - (ends[i] ?? 0));
+  // Equal jitter over [step/2, step]: step = 40 * 2^n ms (80, 160, then the cap of 200).
+  assert.ok((waits[0] ?? 0) >= 38, `first wait ${waits[0]} ms is not shorter than the attempt`);
+  assert.ok((waits[1] ?? 0) >= 78, `second wait ${waits[1]} ms`);
+  assert.ok((waits[2] ?? 0) >= 98 && (waits[2] ?? 0) < 260, `third wait ${waits[2]} ms stays within the cap`);
+  const plain: number[] = [];
+  let last = 0;
+  await retryOnConflict(async (n) => {
+    if (n > 0) plain.push(performance.now() - last);
+    await new Promise((resolve) => setTimeout(resolve, 40));
+    last = performance.now();
+    return n < 1 ? CONFLICT : 'landed';
+  }, { attempts: 3, baseMs: 1, capMs: 200 });
+  assert.ok((plain[0] ?? Infinity) < 30, `without it the first wait stays near baseMs (${plain[0]} ms)`);
+});
