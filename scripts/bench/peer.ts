@@ -224,7 +224,15 @@ function byKind(events: readonly AuditEvent[], ops: number): string {
 }
 
 /** 409 (a resourceVersion or name conflict) and 422 (a claim's JSON patch refused: the pool moved since it was read). */
-const conflicts = (events: readonly AuditEvent[]): number => events.filter((e) => e.responseStatus?.code === 409 || e.responseStatus?.code === 422).length;
+const refused = (events: readonly AuditEvent[]): AuditEvent[] => events.filter((e) => e.responseStatus?.code === 409 || e.responseStatus?.code === 422);
+/** Conflicts per ADD, and by resource (a refused pool write, a reservation someone holds, a lease taken first). */
+function conflictsPerAdd(events: readonly AuditEvent[], adds: number): string {
+  const all = refused(events);
+  const by = new Map<string, number>();
+  for (const e of all) by.set(e.objectRef?.resource ?? '?', (by.get(e.objectRef?.resource ?? '?') ?? 0) + 1);
+  const parts = [...by].sort(([a], [b]) => a.localeCompare(b)).map(([resource, n]) => `${resource} ${f(n / adds, 2)}`);
+  return `${f(all.length / adds, 2)}${parts.length > 1 ? ` (${parts.join(', ')})` : parts.length === 1 ? ` (${parts[0]?.split(' ')[0]})` : ''}`;
+}
 
 // --- apiserver + etcd CPU
 const serverCpuMs = (cp: ControlPlane): number => controlPlaneCpuMs(cp.dir);
@@ -398,7 +406,7 @@ async function burst(tools: Tools, cp: ControlPlane, plugin: Plugin, ns: Namespa
       withAgents ? `${f(agentMs / burstSize)} ms` : '',
       `${f(serverMs / burstSize)} ms`,
       f(events.length / burstSize, 1),
-      f(conflicts(events) / burstSize, 2),
+      conflictsPerAdd(events, burstSize),
       `${runs.length - ok.length}`,
       `${ok.length - distinct}`,
     ],

@@ -17,9 +17,10 @@ export interface RetryOptions {
   readonly baseMs?: number;
   readonly capMs?: number;
   /**
-   * The backoff's base step is as long as the attempt just refused took, when that is longer than baseMs: with many
-   * writers racing for one object under load, an attempt lasts about as long as another writer needs to land, and
-   * coming back sooner mostly meets the next one's write (docs/benchmarks.md).
+   * The backoff's base step is twice as long as the attempt just refused took, when that is longer than baseMs: with
+   * many writers racing for one object under load, an attempt lasts about as long as another writer needs to land,
+   * and coming back sooner mostly meets the next one's write (one and two attempt lengths measured, two kept:
+   * docs/benchmarks.md).
    */
   readonly stepFromAttempt?: boolean;
 }
@@ -57,7 +58,7 @@ export async function retryOnConflict<T>(attempt: (n: number) => Promise<T | Con
 
 /** Full jitter over the upper half of an exponential step: spreads racing writers without starving any. */
 function jittered(attempt: number, options: RetryOptions, lastAttemptMs: number): number {
-  const base = Math.max(options.baseMs ?? DEFAULT_BASE_MS, options.stepFromAttempt === true ? lastAttemptMs : 0);
+  const base = Math.max(options.baseMs ?? DEFAULT_BASE_MS, options.stepFromAttempt === true ? 2 * lastAttemptMs : 0);
   const cap = Math.min(options.capMs ?? DEFAULT_CAP_MS, base * 2 ** attempt);
   return cap / 2 + Math.random() * (cap / 2);
 }

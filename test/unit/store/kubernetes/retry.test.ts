@@ -33,7 +33,7 @@ test('retryOnConflict() refuses an unbounded loop', async () => {
   await assert.rejects(retryOnConflict(async () => CONFLICT, {}), TypeError);
 });
 
-test('retryOnConflict() with stepFromAttempt waits at least as long as the refused attempt took, doubling, up to capMs', async () => {
+test('retryOnConflict() with stepFromAttempt waits at least twice as long as the refused attempt took, doubling, up to capMs', async () => {
   const starts: number[] = [];
   const ends: number[] = [];
   const out = await retryOnConflict(async (n) => {
@@ -44,9 +44,9 @@ test('retryOnConflict() with stepFromAttempt waits at least as long as the refus
   }, { attempts: 10, baseMs: 1, capMs: 200, stepFromAttempt: true });
   assert.deepEqual(out, { kind: 'done', value: 'landed', conflicts: 3 });
   const waits = starts.slice(1).map((s, i) => s - (ends[i] ?? 0));
-  // Equal jitter over [step/2, step]: step = 40 * 2^n ms (80, 160, then the cap of 200).
-  assert.ok((waits[0] ?? 0) >= 38, `first wait ${waits[0]} ms is not shorter than the attempt`);
-  assert.ok((waits[1] ?? 0) >= 78, `second wait ${waits[1]} ms`);
+  // Equal jitter over [step/2, step]: step = 2 * 40 * 2^n ms (160, then the cap of 200).
+  assert.ok((waits[0] ?? 0) >= 78, `first wait ${waits[0]} ms is not shorter than two attempts`);
+  assert.ok((waits[1] ?? 0) >= 98, `second wait ${waits[1]} ms`);
   assert.ok((waits[2] ?? 0) >= 98 && (waits[2] ?? 0) < 260, `third wait ${waits[2]} ms stays within the cap`);
   const plain: number[] = [];
   let last = 0;
