@@ -43,7 +43,8 @@ try {
     closeSync(0);
     if (openSync(input, 'r') !== 0) throw new Error('could not put the request on fd 0');
     // HEREABOUTS_ALLOWED_DIRS: the runtime's trust policy admits the temporary data_dir (it allows only /var/lib/cni).
-    Object.assign(process.env, { HEREABOUTS_ALLOWED_DIRS: work, CNI_COMMAND: verb, CNI_CONTAINERID: 'training', CNI_NETNS: '/proc/self/ns/net', CNI_IFNAME: 'eth0', CNI_PATH: '/opt/cni/bin', CNI_ARGS: 'IgnoreUnknown=1;K8S_POD_NAMESPACE=train;K8S_POD_NAME=pod' });
+    // HEREABOUTS_AGENT_SOCKET '': in-process, even on a build machine whose own node agent listens on the default socket.
+    Object.assign(process.env, { HEREABOUTS_AGENT_SOCKET: '', HEREABOUTS_ALLOWED_DIRS: work, CNI_COMMAND: verb, CNI_CONTAINERID: 'training', CNI_NETNS: '/proc/self/ns/net', CNI_IFNAME: 'eth0', CNI_PATH: '/opt/cni/bin', CNI_ARGS: 'IgnoreUnknown=1;K8S_POD_NAMESPACE=train;K8S_POD_NAME=pod' });
     process.argv = [process.execPath];
     runMain(script, bundleFile);
     await new Promise((resolve) => setTimeout(resolve, 150)); // each verb finishes in a few ms
