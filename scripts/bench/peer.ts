@@ -228,10 +228,12 @@ const refused = (events: readonly AuditEvent[]): AuditEvent[] => events.filter((
 /** Conflicts per ADD, and by resource (a refused pool write, a reservation someone holds, a lease taken first). */
 function conflictsPerAdd(events: readonly AuditEvent[], adds: number): string {
   const all = refused(events);
-  const by = new Map<string, number>();
-  for (const e of all) by.set(e.objectRef?.resource ?? '?', (by.get(e.objectRef?.resource ?? '?') ?? 0) + 1);
-  const parts = [...by].sort(([a], [b]) => a.localeCompare(b)).map(([resource, n]) => `${resource} ${f(n / adds, 2)}`);
-  return `${f(all.length / adds, 2)}${parts.length > 1 ? ` (${parts.join(', ')})` : parts.length === 1 ? ` (${parts[0]?.split(' ')[0]})` : ''}`;
+  const byResource = new Map<string, number>();
+  for (const e of all) byResource.set(e.objectRef?.resource ?? '?', (byResource.get(e.objectRef?.resource ?? '?') ?? 0) + 1);
+  const resources = [...byResource].sort(([a], [b]) => a.localeCompare(b));
+  // One resource: its name; several: each one's share.
+  const split = resources.length === 1 ? ` (${resources[0]?.[0]})` : resources.length > 1 ? ` (${resources.map(([r, n]) => `${r} ${f(n / adds, 2)}`).join(', ')})` : '';
+  return `${f(all.length / adds, 2)}${split}`;
 }
 
 // --- apiserver + etcd CPU
