@@ -143,8 +143,8 @@ function stampCreated(allocations: Record<string, Record<string, string>>): Reco
 /**
  * What a pool write sends as metadata.managedFields: the API server then drops the object's field tracking instead
  * of updating it (an empty list would be ignored). Tracking an owner for every field of every entry doubled the
- * server's CPU per write of a pool (docs/benchmarks.md), and no one applies IPPools server-side. Updates (ours,
- * Whereabouts') do not start tracking again; sent with every write, it costs nothing and undoes a server-side apply.
+ * server's CPU per write of a pool (docs/benchmarks.md), and neither hereabouts nor Whereabouts applies IPPools
+ * server-side. Their updates do not start tracking again; sent with every write, it also undoes a server-side apply.
  */
 const CLEARED_MANAGED_FIELDS: readonly object[] = [{}];
 
