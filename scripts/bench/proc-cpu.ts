@@ -13,11 +13,11 @@ export function processCpuMs(pid: number | string): number {
   return (Number(fields[11]) + Number(fields[12])) * TICK_MS; // utime, stime
 }
 
-/** kube-apiserver + etcd of a control plane started by scripts/control-plane/start.sh into `dir`. */
-export function controlPlaneCpuMs(dir: string): number {
+/** kube-apiserver + etcd (or only one of them) of a control plane started by scripts/control-plane/start.sh into `dir`. */
+export function controlPlaneCpuMs(dir: string, only?: 'APISERVER_PID' | 'ETCD_PID'): number {
   const env = readFileSync(join(dir, 'env'), 'utf8');
   let total = 0;
-  for (const key of ['APISERVER_PID', 'ETCD_PID']) {
+  for (const key of only === undefined ? ['APISERVER_PID', 'ETCD_PID'] : [only]) {
     const pid = new RegExp(`^export ${key}=(\\d+)$`, 'm').exec(env)?.[1];
     if (pid === undefined) throw new Error(`${dir}/env names no ${key}`);
     total += processCpuMs(pid);
