@@ -58,20 +58,27 @@ interface Seen {
   readonly query?: string;
 }
 
-/** Records this writer's requests; `beforeFirstPoolPatch` runs (awaited) just before its first IPPool PATCH. */
-function recorded(client: ApiClient, beforeFirstPoolPatch: () => Promise<void>): { seen: Seen[] } {
+/**
+ * Records this writer's requests; `interleave` runs (awaited) once: just before its first IPPool PATCH, or (`at:
+ * 'reserved'`) right after the answer to its first reservation.
+ */
+function recorded(client: ApiClient, interleave: () => Promise<void>, at: 'first-pool-patch' | 'reserved' = 'first-pool-patch'): { seen: Seen[] } {
   const seen: Seen[] = [];
   const send = client.send.bind(client);
   let interleaved = false;
   client.send = async (req: ApiRequest, options?: { timeoutMs?: number }): Promise<ApiResponse> => {
     const resource = /\/(ippools|overlappingrangeipreservations)(\/|\?|$)/.exec(req.path)?.[1] ?? req.path;
     const query = req.method === 'GET' && req.path.includes('?') ? { query: req.path.slice(req.path.indexOf('?')) } : {};
-    if (req.method === 'PATCH' && resource === 'ippools' && !interleaved) {
+    if (at === 'first-pool-patch' && req.method === 'PATCH' && resource === 'ippools' && !interleaved) {
       interleaved = true;
-      await beforeFirstPoolPatch();
+      await interleave();
     }
     const res = await send(req, options);
     seen.push({ method: req.method, resource, ...(req.contentType === undefined ? {} : { contentType: req.contentType }), status: res.status, ...query });
+    if (at === 'reserved' && req.method === 'POST' && resource === 'overlappingrangeipreservations' && !interleaved) {
+      interleaved = true;
+      await interleave();
+    }
     return res;
   };
   return { seen };
@@ -157,6 +164,44 @@ test('a writer that knows the pool from its node cache reads it from the watch c
   const reads = seen.filter((s) => s.resource === 'ippools' && s.method === 'GET');
   assert.deepEqual(reads.map((r) => r.query), [`?resourceVersion=${cachedVersion}`]);
   assert.deepEqual(seen.filter((s) => s.resource === 'ippools' && s.method === 'PATCH').map((s) => s.status), [200]);
+});
+
+test('on a pool whose writes were just refused, a claim reads it again between its reservation and its write: a write landed in between costs no refusal', async () => {
+  const pool = poolRef('10.96.0.0-24', '10.96.0.0/24');
+  await createPool(pool.name, '10.96.0.0/24', { '1': { id: 'w1', podref: 'ns/w1', ifname: 'eth0' } });
+  /** A Whereabouts write, and the watch cache holding it (the watch's delay is not what this test is about). */
+  const landed = async (offset: string): Promise<void> => {
+    await whereaboutsCommit(pool.name, offset, { id: `w${offset}`, podref: `ns/w${offset}`, ifname: 'eth0' });
+    await cacheHolds(ns.cp, ns.path('ippools', pool.name), String(obj(obj(await getObject(other, 'ippools', pool.name))['metadata'])['resourceVersion']));
+  };
+  const poolRequests = (seen: Seen[]) => seen.filter((s) => s.resource === 'ippools').map((s) => `${s.method}${s.query ?? ''} ${s.status}`);
+
+  // A first claim on the quiet pool: nothing read again, so a write landed after the read refuses it once.
+  const first = recorded(api, () => landed('10'), 'reserved').seen;
+  assert.equal(offsetOf(pool, await commitPool(context(api), pool, firstFreePlan(pool, { containerId: 'a2', ifname: 'eth0', podRef: 'ns/a2' }))), 2n);
+  assert.deepEqual(poolRequests(first).filter((r) => r.startsWith('PATCH')), ['PATCH 422', 'PATCH 200']);
+
+  // The pool is busy now: the next claim reads it again after its reservation, and its one write lands.
+  const second = recorded(api, () => landed('11'), 'reserved').seen;
+  assert.equal(offsetOf(pool, await commitPool(context(api), pool, firstFreePlan(pool, { containerId: 'a3', ifname: 'eth0', podRef: 'ns/a3' }))), 3n);
+  const requests = poolRequests(second);
+  assert.equal(requests.length, 3, requests.join(', '));
+  assert.match(requests[0] ?? '', /^GET 200$/, 'the plan\'s read');
+  assert.match(requests[1] ?? '', /^GET\?resourceVersion=\d+ 200$/, 'read again from the watch cache after the reservation');
+  assert.equal(requests[2], 'PATCH 200', 'planned on the newer version: no refusal');
+
+  // The read again also catches a Whereabouts writer committing the very address reserved: the claim moves on
+  // without a refused write, and the reservation is handed to the pod that holds the address.
+  const third = recorded(api, () => landed('4'), 'reserved').seen;
+  assert.equal(offsetOf(pool, await commitPool(context(api), pool, firstFreePlan(pool, { containerId: 'a5', ifname: 'eth0', podRef: 'ns/a5' }))), 5n);
+  assert.deepEqual(poolRequests(third).filter((r) => r.startsWith('PATCH')), ['PATCH 200']);
+  const allocations = await allocationsOf(pool.name);
+  assert.deepEqual(Object.keys(allocations).sort((a, b) => Number(a) - Number(b)), ['1', '2', '3', '4', '5', '10', '11']);
+  for (const [offset, id] of [['10', 'w10'], ['11', 'w11'], ['4', 'w4'], ['2', 'a2'], ['3', 'a3'], ['5', 'a5']]) {
+    assert.equal(obj(allocations[offset ?? ''])['id'], id, `offset ${offset}`);
+  }
+  assert.equal(obj(obj(await getObject(other, 'overlappingrangeipreservations', '10.96.0.4'))['spec'])['podref'], 'ns/w4');
+  assert.deepEqual((await reservationNames(ns)).filter((n) => n.startsWith('10.96.')), ['10.96.0.2', '10.96.0.3', '10.96.0.4', '10.96.0.5']);
 });
 
 test('16 writers claiming in one shared pool at once: distinct addresses, every pool write answered at once (200 or 422)', async () => {
