@@ -21,7 +21,7 @@ import { applyChange } from '../local/apply-change.ts';
 import { messageOf } from '../local/fs-errors.ts';
 import type { AllocationRecord, Allocations, Plan, PoolChange, PoolRef } from '../store.ts';
 import type { ApiClient } from './api.ts';
-import { ContentionMemory } from './contention.ts';
+import { ContentionMemory, type ContentionMarks } from './contention.ts';
 import { mayHaveApplied, toCniError } from './errors.ts';
 import { allocationsPatch, claimPatch, decodePoolObject, newPoolObject, refusesClaim, type PoolState } from './pool-object.ts';
 import { dropCreated, followRecord, handOver, releaseReservation, reserve, type Held } from './reservations.ts';
@@ -59,8 +59,10 @@ export interface CommitOptions {
   readonly trustInitial?: boolean;
   /** Runs synchronously right before every pool write; throws to stop (a lost lock, a lost lease). */
   readonly beforeWrite?: () => void;
-  /** The state the commit ended on (written, or confirmed fresh): the caller's cache. */
-  readonly onSettled?: (state: PoolState) => void;
+  /** What this node's earlier processes saw of other writers on this pool (the node cache). */
+  readonly contention?: ContentionMarks;
+  /** The state the commit ended on (written, or confirmed fresh), and the contention now known: the caller's cache. */
+  readonly onSettled?: (state: PoolState, contention: ContentionMarks) => void;
   /** A write failed in a way that may have applied it (its answer was lost): the caller's cache is behind it. */
   readonly onUncertain?: () => void;
 }
@@ -106,6 +108,7 @@ export async function commitPool<T>(ctx: CommitContext, pool: PoolRef, plan: Pla
    */
   let collisions = 0;
   const contentionKey = `${ctx.api.namespace}/${pool.name}`;
+  remember(contentionKey, options.contention);
   // A pool this process raced others on a moment ago (a node agent serving a burst) is searched spread at once.
   let spread: number | undefined = contention.contended(contentionKey, monotonicMs()) ? Math.random() : undefined;
   /** The claim of a write that met a conflict. */
@@ -239,10 +242,28 @@ export async function commitPool<T>(ctx: CommitContext, pool: PoolRef, plan: Pla
     await settleUnused(ctx, pool, { created, adopted }, undefined);
     throw toCniError(err, `IPPool ${pool.name}`);
   }
-  options.onSettled?.(settled.state);
+  options.onSettled?.(settled.state, marksOf(contentionKey));
   await settleUnused(ctx, pool, { created, adopted }, settled.state.allocations);
   if (ctx.reservations && settled.written !== undefined) await settleWritten(ctx, pool, settled.written.change, settled.written.before);
   return settled.value;
+}
+
+/** Takes in what the node cache kept of earlier processes' contention (a wall-clock time far ahead counts as now). */
+function remember(key: string, marks: ContentionMarks | undefined): void {
+  if (marks === undefined) return;
+  const now = Date.now();
+  const monotonic = monotonicMs();
+  if (marks.collidedUntil !== undefined && marks.collidedUntil > now) contention.mark(key, monotonic, marks.collidedUntil - now);
+  if (marks.busyUntil !== undefined && marks.busyUntil > now) busy.mark(key, monotonic, marks.busyUntil - now);
+}
+
+/** This process's contention memory of a pool, in wall-clock time for the node cache. */
+function marksOf(key: string): ContentionMarks {
+  const now = Date.now();
+  const monotonic = monotonicMs();
+  const collided = contention.remainingMs(key, monotonic);
+  const busyMs = busy.remainingMs(key, monotonic);
+  return { ...(collided > 0 ? { collidedUntil: now + collided } : {}), ...(busyMs > 0 ? { busyUntil: now + busyMs } : {}) };
 }
 
 /**

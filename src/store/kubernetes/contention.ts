@@ -1,7 +1,8 @@
 // Which shared pools this process recently raced other writers on. A long-lived process (the node agent) serves
 // many ADDs: once a pool showed contention, its next claims start spread over the range at once instead of first
-// re-discovering the race one reservation conflict at a time. A short-lived plugin process starts empty, so an
-// uncontended pool keeps Whereabouts' lowest-first order.
+// re-discovering the race one reservation conflict at a time. A short-lived plugin process starts from what the
+// node cache kept of its predecessors' memory (ContentionMarks), so an uncontended pool keeps Whereabouts'
+// lowest-first order.
 
 /** How long a pool counts as contended after its last collision. */
 export const CONTENTION_MEMORY_MS = 60_000;
@@ -16,11 +17,17 @@ export class ContentionMemory {
     this.#memoryMs = memoryMs;
   }
 
-  /** A collision on this pool at `nowMs` (monotonic). */
-  mark(key: string, nowMs: number): void {
+  /** A collision on this pool at `nowMs` (monotonic), remembered `forMs` (at most the memory's span); never shortens. */
+  mark(key: string, nowMs: number, forMs = this.#memoryMs): void {
+    const until = Math.max(this.#until.get(key) ?? 0, nowMs + Math.min(forMs, this.#memoryMs));
     this.#until.delete(key); // re-inserted last: the Map's order is the eviction order
-    this.#until.set(key, nowMs + this.#memoryMs);
+    this.#until.set(key, until);
     if (this.#until.size > MAX_POOLS) this.#until.delete(this.#until.keys().next().value as string);
+  }
+
+  /** How much longer the pool counts as contended (0: it does not). */
+  remainingMs(key: string, nowMs: number): number {
+    return this.contended(key, nowMs) ? (this.#until.get(key) ?? nowMs) - nowMs : 0;
   }
 
   contended(key: string, nowMs: number): boolean {
@@ -30,4 +37,13 @@ export class ContentionMemory {
     this.#until.delete(key);
     return false;
   }
+}
+
+/**
+ * The contention a commit saw on a pool, in wall-clock time (epoch ms) so that the node cache can hand it to the
+ * node's next process: `collidedUntil` plans spread, `busyUntil` reads the pool again before each write.
+ */
+export interface ContentionMarks {
+  readonly collidedUntil?: number;
+  readonly busyUntil?: number;
 }

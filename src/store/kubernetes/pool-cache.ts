@@ -8,6 +8,7 @@ import type { HeldLock } from '../local/lock.ts';
 import type { PoolPaths } from '../local/paths.ts';
 import { writePoolFile } from '../local/pool-file.ts';
 import type { Allocations, PoolRef } from '../store.ts';
+import type { ContentionMarks } from './contention.ts';
 import { decodeAllocations, encodeAllocations, isObject, rangeText, type PoolState } from './pool-object.ts';
 
 export const CACHE_FORMAT = 1;
@@ -18,8 +19,13 @@ export interface CacheScope {
   readonly namespace: string;
 }
 
+/** The cached pool and what the node's earlier processes saw of other writers on it. */
+export interface CachedPool extends PoolState {
+  readonly contention: ContentionMarks;
+}
+
 /** The cached pool, or undefined (no cache, another scope, or unreadable: the caller reads the API instead). */
-export function readCachedPool(paths: PoolPaths, pool: PoolRef, scope: CacheScope, warn: (msg: string) => void): PoolState | undefined {
+export function readCachedPool(paths: PoolPaths, pool: PoolRef, scope: CacheScope, warn: (msg: string) => void): CachedPool | undefined {
   let text: string;
   try {
     text = readFileSync(paths.data, 'utf8');
@@ -34,7 +40,7 @@ export function readCachedPool(paths: PoolPaths, pool: PoolRef, scope: CacheScop
     if (doc['server'] !== scope.server || doc['namespace'] !== scope.namespace || doc['name'] !== pool.name) return undefined;
     if (doc['range'] !== rangeText(pool.range.cidr) || typeof doc['resourceVersion'] !== 'string') return undefined;
     const allocations = decodeAllocations(doc['allocations'], pool.range.cidr, { where: paths.data, warn, strict: true });
-    return { allocations, resourceVersion: doc['resourceVersion'], fresh: false };
+    return { allocations, resourceVersion: doc['resourceVersion'], fresh: false, contention: marksIn(doc['contention']) };
   } catch (err) {
     warn(`ignoring unreadable cache ${paths.data}, reading the API instead: ${messageOf(err)}`);
     return undefined;
@@ -45,9 +51,10 @@ export function writeCachedPool(
   paths: PoolPaths,
   pool: PoolRef,
   scope: CacheScope,
-  state: { readonly allocations: Allocations; readonly resourceVersion: string },
+  state: { readonly allocations: Allocations; readonly resourceVersion: string; readonly contention: ContentionMarks },
   lock: HeldLock,
 ): void {
+  const contention = state.contention.collidedUntil === undefined && state.contention.busyUntil === undefined ? {} : { contention: state.contention };
   const doc = {
     range: rangeText(pool.range.cidr),
     allocations: encodeAllocations(pool.range.cidr, state.allocations),
@@ -56,8 +63,21 @@ export function writeCachedPool(
     resourceVersion: state.resourceVersion,
     server: scope.server,
     namespace: scope.namespace,
+    ...contention,
   };
   writePoolFile(paths.data, paths.tempPrefix, `${JSON.stringify(doc)}\n`, () => lock.assertHeld());
+}
+
+/** Contention marks as cached; anything malformed is no mark (it is only a hint). */
+function marksIn(value: unknown): ContentionMarks {
+  if (!isObject(value)) return {};
+  const at = (key: string): number | undefined => {
+    const v = value[key];
+    return typeof v === 'number' && Number.isFinite(v) ? v : undefined;
+  };
+  const collidedUntil = at('collidedUntil');
+  const busyUntil = at('busyUntil');
+  return { ...(collidedUntil === undefined ? {} : { collidedUntil }), ...(busyUntil === undefined ? {} : { busyUntil }) };
 }
 
 /** Forgets the cached pool (it no longer exists in the API). */

@@ -9,6 +9,7 @@ import { acquirePoolLock, type HeldLock, type LockTiming } from '../local/lock.t
 import { poolPaths, type PoolPaths } from '../local/paths.ts';
 import type { Plan, PoolRef } from '../store.ts';
 import { commitPool, type CommitContext } from './commit.ts';
+import type { ContentionMarks } from './contention.ts';
 import { dropCachedPool, readCachedPool, writeCachedPool, type CacheScope } from './pool-cache.ts';
 import type { PoolState } from './pool-object.ts';
 
@@ -35,12 +36,12 @@ export async function updatePool<T>(ctx: WriteContext, pool: PoolRef, plan: Plan
   try {
     const cached = readCachedPool(paths, pool, ctx.scope, (msg) => ctx.log.warning(msg));
     return await commitPool(ctx, pool, plan, {
-      ...(cached === undefined ? {} : { initial: cached }),
+      ...(cached === undefined ? {} : { initial: cached, contention: cached.contention }),
       // A node-slice pool is written by this node alone (and the controller's releases, which only free addresses).
       trustInitial: pool.resultPrefix !== undefined,
       beforeWrite: () => lock.assertHeld(),
-      onSettled: (state) => {
-        if (state.resourceVersion !== cached?.resourceVersion) persist(paths, pool, ctx.scope, state, lock);
+      onSettled: (state, contention) => {
+        if (state.resourceVersion !== cached?.resourceVersion || marked(contention, cached?.contention ?? {})) persist(paths, pool, ctx.scope, state, contention, lock);
       },
       // The next update on this node then starts from a quorum read, not from a version older than its own write.
       onUncertain: () => forget(paths, ctx.log),
@@ -50,10 +51,16 @@ export async function updatePool<T>(ctx: WriteContext, pool: PoolRef, plan: Plan
   }
 }
 
-function persist(paths: PoolPaths, pool: PoolRef, scope: CacheScope, state: PoolState, lock: HeldLock): void {
+function persist(paths: PoolPaths, pool: PoolRef, scope: CacheScope, state: PoolState, contention: ContentionMarks, lock: HeldLock): void {
   // A retired pool is never served from the cache, which does not record the mark.
   if (state.resourceVersion === undefined || state.retired !== undefined) dropCachedPool(paths);
-  else writeCachedPool(paths, pool, scope, { allocations: state.allocations, resourceVersion: state.resourceVersion }, lock);
+  else writeCachedPool(paths, pool, scope, { allocations: state.allocations, resourceVersion: state.resourceVersion, contention }, lock);
+}
+
+/** Contention this commit saw anew (a mark set or pushed on by more than a second): worth a cache write. */
+function marked(now: ContentionMarks, cached: ContentionMarks): boolean {
+  const later = (a: number | undefined, b: number | undefined) => a !== undefined && (b === undefined || a > b + 1_000);
+  return later(now.collidedUntil, cached.collidedUntil) || later(now.busyUntil, cached.busyUntil);
 }
 
 function forget(paths: PoolPaths, log: Logger): void {

@@ -3,12 +3,16 @@
 // crashed attempt is adopted by the same pod and respected by every other.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { assign } from '../../../src/ipam/assign.ts';
 import { release } from '../../../src/ipam/release.ts';
 import { formatIP } from '../../../src/ip/address.ts';
+import { runCni } from '../../support/cni.ts';
 import { controlPlane, createNamespace, type Namespace } from '../../support/control-plane.ts';
 import { testRange } from '../../support/memory-store.ts';
-import { kubeNetwork, memoryLogger, openNode, poolView, reservationNames } from './harness.ts';
+import { requireBinary } from '../../support/paths.ts';
+import { cniConf, kubeNetwork, memoryLogger, openNode, poolView, reservationNames } from './harness.ts';
 
 let ns: Namespace;
 
@@ -108,4 +112,44 @@ test("another pod's reservation makes the allocator skip that address", async ()
   }
   const orir = await ns.get('overlappingrangeipreservations', '10.43.0.1');
   assert.equal((orir?.['spec'] as { podref: string }).podref, 'default/someone-else');
+});
+
+test('plugin processes of one node remember a contended shared pool through the node cache: the next one starts spread', async () => {
+  // Two racing writers reserved the lowest addresses and have not written the pool yet.
+  for (const name of ['10.44.0.1', '10.44.0.2']) {
+    await ns.create('overlappingrangeipreservations', {
+      apiVersion: 'whereabouts.cni.cncf.io/v1alpha1',
+      kind: 'OverlappingRangeIPReservation',
+      metadata: { name },
+      spec: { podref: 'default/racing', ifname: 'eth0', containerid: `c-${name}` },
+    });
+  }
+  const logOf = (node: string): string[] => {
+    const file = join(ns.dir, 'nodes', `${node}.log`);
+    return existsSync(file) ? readFileSync(file, 'utf8').split('\n') : [];
+  };
+  const collisions = (lines: readonly string[]) => lines.filter((l) => /is reserved through an overlapping range; planning again/.test(l)).length;
+  /** One ADD by a plugin process of its own, as kubelet runs it; the log lines it added. */
+  const add = async (node: string, name: string): Promise<{ address: string; lines: string[] }> => {
+    const before = logOf(node).length;
+    const outcome = await runCni(
+      requireBinary(),
+      { command: 'ADD', path: '/opt/cni/bin', containerId: `c-${name}`, netns: `/var/run/netns/${name}`, ifname: 'eth0', args: `K8S_POD_NAMESPACE=default;K8S_POD_NAME=${name}` },
+      cniConf(ns, node, { name: 'remembered', range: '10.44.0.0/16' }),
+      { extraEnv: { NODENAME: node } },
+    );
+    assert.equal(outcome.code, 0, outcome.stdout);
+    const address = (outcome.json?.['ips'] as Array<{ address: string }> | undefined)?.[0]?.address ?? '';
+    return { address, lines: logOf(node).slice(before) };
+  };
+
+  const first = await add('node-a', 'first');
+  assert.equal(collisions(first.lines), 2, `the first process probes the lowest addresses:\n${first.lines.join('\n')}`);
+  const second = await add('node-a', 'second');
+  assert.equal(collisions(second.lines), 0, `the next process on node-a plans spread from the start:\n${second.lines.join('\n')}`);
+  const other = await add('node-b', 'other');
+  assert.equal(collisions(other.lines), 2, `node-b remembers nothing: lowest-first:\n${other.lines.join('\n')}`);
+  const addresses = [first.address, second.address, other.address];
+  assert.equal(new Set(addresses).size, 3, addresses.join(' '));
+  for (const address of addresses) assert.ok(!['10.44.0.1/16', '10.44.0.2/16'].includes(address), address);
 });

@@ -27,3 +27,15 @@ test('the memory is bounded: the pool least recently marked is forgotten first',
   assert.equal(memory.contended('ns/p1', 2_000), true);
   assert.equal(memory.contended('ns/p1024', 2_000), true);
 });
+
+test('a mark taken over from the node cache lasts what is left of it, at most the memory span, and never shortens one', () => {
+  const memory = new ContentionMemory(1_000);
+  memory.mark('ns/p', 0, 300);
+  assert.equal(memory.remainingMs('ns/p', 100), 200);
+  memory.mark('ns/p', 100, 50);
+  assert.equal(memory.remainingMs('ns/p', 100), 200, 'a shorter mark keeps the longer one');
+  memory.mark('ns/far', 0, 10_000_000);
+  assert.equal(memory.remainingMs('ns/far', 0), 1_000, 'a wall-clock time far ahead counts as a fresh mark');
+  assert.equal(memory.remainingMs('ns/p', 300), 0);
+  assert.equal(memory.remainingMs('ns/none', 0), 0);
+});

@@ -36,3 +36,13 @@ for (const [what, allocations] of [['null', null], ['missing', undefined], ['a l
     assert.equal(warnings.length, 1, 'the reason is logged');
   });
 }
+
+test('readCachedPool() hands over the contention marks kept with the pool, and ignores malformed ones', () => {
+  const allocations = { '5': { id: 'c', podref: 'ns/p', ifname: 'eth0' } };
+  const kept = readCachedPool(cacheWith({ ...header, allocations, contention: { collidedUntil: 1_700_000_000_000, busyUntil: 1_700_000_001_000 } }), pool, scope, () => {});
+  assert.deepEqual(kept?.contention, { collidedUntil: 1_700_000_000_000, busyUntil: 1_700_000_001_000 });
+  assert.deepEqual(readCachedPool(cacheWith({ ...header, allocations }), pool, scope, () => {})?.contention, {});
+  const malformed = readCachedPool(cacheWith({ ...header, allocations, contention: { collidedUntil: 'soon', busyUntil: null } }), pool, scope, () => {});
+  assert.deepEqual(malformed?.contention, {}, 'a hint that does not parse is no hint');
+  assert.equal(malformed?.allocations.size, 1, 'and the pool is still served from the cache');
+});
