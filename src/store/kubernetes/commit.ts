@@ -248,7 +248,7 @@ export async function commitPool<T>(ctx: CommitContext, pool: PoolRef, plan: Pla
   return settled.value;
 }
 
-/** Takes in what the node cache kept of earlier processes' contention (a wall-clock time far ahead counts as now). */
+/** Takes in what the node cache kept of earlier processes' contention (a time beyond the memory's span counts as a fresh mark). */
 function remember(key: string, marks: ContentionMarks | undefined): void {
   if (marks === undefined) return;
   const now = Date.now();
