@@ -248,7 +248,10 @@ export async function commitPool<T>(ctx: CommitContext, pool: PoolRef, plan: Pla
   return settled.value;
 }
 
-/** Takes in what the node cache kept of earlier processes' contention (a time beyond the memory's span counts as a fresh mark). */
+/**
+ * Takes in what the node cache kept of earlier processes' contention (a time beyond the memory's span counts as a
+ * fresh mark: a wall clock stepped back must not make a pool look contended for long).
+ */
 function remember(key: string, marks: ContentionMarks | undefined): void {
   if (marks === undefined) return;
   const now = Date.now();
