@@ -2,8 +2,7 @@
 // without the plugin around them, to see what the API server does under the contention a burst on a shared pool
 // makes:
 //   rv     what the store does: read the pool, JSON patch `test /metadata/resourceVersion` + `add` (+ clearing the
-//          field tracking), and after a 422 a jittered exponential backoff whose step is twice the refused attempt's
-//          duration (at least 10 ms, capped at 3 s) and a new read (from the watch cache when it holds a newer
+//          field tracking), and after a 422 the store's own backoff (retry.ts, as commit.ts sets it up) and a new read (from the watch cache when it holds a newer
 //          version than the one refused, else a quorum read);
 //   lease  the same, with each claim serialised by an advisory coordination.k8s.io Lease per pool (get; create, or
 //          update when free or expired; poll every 20-60 ms while held; release by clearing the holder): a design
@@ -16,7 +15,9 @@ import { parseArgs } from 'node:util';
 import { sleep } from '../../src/clock.ts';
 import { ApiClient, type ApiRequest, type ApiResponse } from '../../src/store/kubernetes/api.ts';
 import { loadEndpoint } from '../../src/store/kubernetes/kubeconfig.ts';
+import { COMMIT_RETRY } from '../../src/store/kubernetes/commit.ts';
 import { objectPath } from '../../src/store/kubernetes/resources.ts';
+import { CONFLICT, retryOnConflict } from '../../src/store/kubernetes/retry.ts';
 import { createNamespace, privateControlPlane, stopControlPlane, type Namespace } from '../../test/support/control-plane.ts';
 import { controlPlaneCpuMs } from './proc-cpu.ts';
 
@@ -79,21 +80,21 @@ async function run(ns: Namespace, mode: Mode, round: number): Promise<string> {
       const offset = 10_000 + w * 1_000 + k;
       const lease = mode === 'lease' ? await acquire(api, `writer-${w}`) : undefined;
       let refused: unknown;
-      for (let attempt = 0; ; attempt++) {
-        const started = performance.now();
+      // The store's own retry loop and backoff (retry.ts), with the options its commits use.
+      const outcome = await retryOnConflict(async () => {
         // As the store reads: after a refusal from the watch cache if it holds a newer version, else a quorum read.
         let read = refused === undefined ? undefined : await send(api, { method: 'GET', path: `${poolPath}?resourceVersion=${String(refused)}` }, 'poolRequests');
         if (read === undefined || versionOf(read) === refused) read = await send(api, { method: 'GET', path: poolPath }, 'poolRequests');
         const version = versionOf(read);
         const patch = [{ op: 'test', path: '/metadata/resourceVersion', value: version }, { op: 'add', path: `/spec/allocations/${offset}`, value: record(offset) }, { op: 'add', path: '/metadata/managedFields', value: [{}] }];
         const written = await send(api, { method: 'PATCH', path: poolPath, body: patch, contentType: 'application/json-patch+json' }, 'poolRequests');
-        if (written.status === 200) break;
+        if (written.status === 200) return true;
         if (written.status !== 422) throw new Error(`PATCH ${poolPath}: ${written.status} ${JSON.stringify(written.body).slice(0, 300)}`);
         counts.refused++;
         refused = version;
-        const cap = Math.min(3_000, Math.max(10, 2 * (performance.now() - started)) * 2 ** (attempt + 1));
-        await sleep(cap / 2 + Math.random() * (cap / 2));
-      }
+        return CONFLICT;
+      }, { ...COMMIT_RETRY, budgetMs: 600_000 });
+      if (outcome.kind !== 'done') throw new Error(`writer ${w}: claim ${k} still refused after ${outcome.conflicts} attempts`);
       if (lease !== undefined) {
         await send(api, { method: 'PUT', path: `${leasePath}/${pool}`, body: { ...lease, spec: { ...(lease['spec'] as Obj), holderIdentity: '' } } }, 'leaseRequests');
       }

@@ -86,8 +86,8 @@ function isLoneClaim(change: PoolChange): boolean {
   return change.claim !== undefined && (change.release ?? []).length === 0 && (change.update ?? []).length === 0;
 }
 
-/** The longest wait between two attempts of a commit: paced by its own attempts' durations, up to this. */
-const COMMIT_BACKOFF_CAP_MS = 3_000;
+/** How a commit backs off: paced by its own attempts' durations, at most 3 s between two (retry.ts). */
+export const COMMIT_RETRY = { stepFromAttempt: true, capMs: 3_000 } as const;
 
 export async function commitPool<T>(ctx: CommitContext, pool: PoolRef, plan: Plan<T>, options: CommitOptions = {}): Promise<T> {
   const ip = (value: bigint) => ({ family: pool.range.cidr.family, value });
@@ -231,7 +231,7 @@ export async function commitPool<T>(ctx: CommitContext, pool: PoolRef, plan: Pla
 
   let settled: Settled<T>;
   try {
-    const outcome = await retryOnConflict(attempt, { budgetMs: ctx.budgetMs, stepFromAttempt: true, capMs: COMMIT_BACKOFF_CAP_MS });
+    const outcome = await retryOnConflict(attempt, { ...COMMIT_RETRY, budgetMs: ctx.budgetMs });
     if (outcome.kind !== 'done') {
       throw new CniError(CniCode.TryAgainLater, `IPPool ${pool.name}: gave up after ${outcome.conflicts} conflicting writes in ${ctx.budgetMs} ms`, {
         details: 'other writers keep changing this pool; retry the request',
