@@ -78,7 +78,8 @@ export function startInstaller(args: readonly string[], env: PodEnv): RunningIns
   const child = spawn(requireBinary(), [...args], { env: { ...env } });
   let stderr = '';
   child.stderr.on('data', (b: Buffer) => (stderr += b.toString()));
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  // 'close', not 'exit': the last lines of stderr may still be in the pipe when the process has exited.
+  const exited = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)));
   return { child, stderr: () => stderr, exit: () => exited };
 }
 

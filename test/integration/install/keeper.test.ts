@@ -53,8 +53,9 @@ describe('hereabouts install, running', () => {
   test('a plugin replaced by someone else is installed again', async () => {
     const target = join(node.binDir, 'whereabouts');
     copyFileSync('/bin/true', target);
+    // The installer logs each path after it is back, and the log arrives through a pipe: wait for both.
     await waitFor(() => statSync(target).size === statSync(bin).size, 'our executable is back', installer);
-    assert.match(installer.stderr(), /reinstalled .*whereabouts/);
+    await waitFor(() => /reinstalled .*whereabouts/.test(installer.stderr()), 'the installer said it reinstalled whereabouts', installer);
     // whereabouts is a hard link: writing over it wrote hereabouts too, and both are whole again, one inode.
     assert.equal(statSync(join(node.binDir, 'hereabouts')).size, statSync(bin).size);
     assert.equal(statSync(target).ino, statSync(join(node.binDir, 'hereabouts')).ino);
