@@ -9,7 +9,7 @@ import { release } from '../../../src/ipam/release.ts';
 import { formatIP } from '../../../src/ip/address.ts';
 import type { ApiRequest } from '../../../src/store/kubernetes/api.ts';
 import type { KubernetesStore } from '../../../src/store/kubernetes/kubernetes-store.ts';
-import { api, controlPlane, createNamespace, type Namespace } from '../../support/control-plane.ts';
+import { api, cacheHolds, controlPlane, createNamespace, type Namespace } from '../../support/control-plane.ts';
 import { testRange } from '../../support/memory-store.ts';
 import { kubeNetwork, openNode, poolView } from './harness.ts';
 
@@ -122,10 +122,13 @@ test('a writer on a stale cache never reserves an address another writer already
     const pool = await ns.get('ippools', '10.60.4.0-24');
     assert.ok(pool !== undefined);
     const spec = pool['spec'] as { allocations: Record<string, unknown> };
-    await api(ns.cp, 'PUT', ns.path('ippools', '10.60.4.0-24'), {
+    const put = (await api(ns.cp, 'PUT', ns.path('ippools', '10.60.4.0-24'), {
       ...pool,
       spec: { ...spec, allocations: { ...spec.allocations, '2': { id: 'c-wb', podref: 'default/wb', ifname: 'eth0' } } },
-    });
+    })) as { metadata: { resourceVersion: string } };
+    // The node reads the pool from the API server's watch cache before reserving: once that cache holds the commit.
+    // (Within the watch's delay it may still reserve .2; the next test shows that reservation goes to the holder.)
+    await cacheHolds(ns.cp, ns.path('ippools', '10.60.4.0-24'), put.metadata.resourceVersion);
     const seen = recordRequests(node);
     const [mine] = await assign(node, config, pod('second'));
     assert.equal(mine && formatIP(mine.address), '10.60.4.3');
