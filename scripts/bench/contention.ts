@@ -2,8 +2,8 @@
 // without the plugin around them, to see what the API server does under the contention a burst on a shared pool
 // makes:
 //   rv     what the store does: read the pool, JSON patch `test /metadata/resourceVersion` + `add` (+ clearing the
-//          field tracking), and after a 422 the store's own backoff (retry.ts, as commit.ts sets it up) and a new read (from the watch cache when it holds a newer
-//          version than the one refused, else a quorum read);
+//          field tracking), and after a 422 the store's own backoff (retry.ts, as commit.ts sets it up) and a new
+//          read (from the watch cache when it holds a newer version than the one refused, else a quorum read);
 //   lease  the same, with each claim serialised by an advisory coordination.k8s.io Lease per pool (get; create, or
 //          update when free or expired; poll every 20-60 ms while held; release by clearing the holder): a design
 //          the store does not have (docs/benchmarks.md), measured here before it is built.

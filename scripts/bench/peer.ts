@@ -229,7 +229,10 @@ const refused = (events: readonly AuditEvent[]): AuditEvent[] => events.filter((
 function conflictsPerAdd(events: readonly AuditEvent[], adds: number): string {
   const all = refused(events);
   const byResource = new Map<string, number>();
-  for (const e of all) byResource.set(e.objectRef?.resource ?? '?', (byResource.get(e.objectRef?.resource ?? '?') ?? 0) + 1);
+  for (const e of all) {
+    const resource = e.objectRef?.resource ?? '?';
+    byResource.set(resource, (byResource.get(resource) ?? 0) + 1);
+  }
   const resources = [...byResource].sort(([a], [b]) => a.localeCompare(b));
   // One resource: its name; several: each one's share.
   const split = resources.length === 1 ? ` (${resources[0]?.[0]})` : resources.length > 1 ? ` (${resources.map(([r, n]) => `${r} ${f(n / adds, 2)}`).join(', ')})` : '';

@@ -28,7 +28,7 @@ import { dropCreated, followRecord, handOver, releaseReservation, reserve, type 
 import { createObject, getObject, jsonPatch, mergePatch, type GetOptions } from './resources.ts';
 import { CONFLICT, retryOnConflict } from './retry.ts';
 
-/** The shared pools this process collided on recently (per process: a plugin process starts empty). */
+/** The shared pools this process collided on recently (a plugin process starts from the node cache's marks). */
 const contention = new ContentionMemory();
 /** The shared pools on which this process recently lost a write or an address to another writer. */
 const busy = new ContentionMemory();
