@@ -13,11 +13,11 @@
 import { cpus } from 'node:os';
 import { parseArgs } from 'node:util';
 import { sleep } from '../../src/clock.ts';
-import { ApiClient, type ApiRequest, type ApiResponse } from '../../src/store/kubernetes/api.ts';
-import { loadEndpoint } from '../../src/store/kubernetes/kubeconfig.ts';
+import { ApiClient, type ApiRequest, type ApiResponse } from '../../src/kube/api.ts';
+import { loadEndpoint } from '../../src/kube/kubeconfig.ts';
 import { COMMIT_RETRY } from '../../src/store/kubernetes/commit.ts';
 import { objectPath } from '../../src/store/kubernetes/resources.ts';
-import { CONFLICT, retryOnConflict } from '../../src/store/kubernetes/retry.ts';
+import { CONFLICT, retryOnConflict } from '../../src/kube/retry.ts';
 import { createNamespace, privateControlPlane, stopControlPlane, type Namespace } from '../../test/support/control-plane.ts';
 import { controlPlaneCpuMs } from './proc-cpu.ts';
 

@@ -363,7 +363,7 @@ function breakdown(what: string, runs: readonly Run[]): void {
 /**
  * Removes the node's stored TLS sessions ('.tls-session': the next call does a full handshake) or resolved
  * connections ('.json': the next call resolves the kubeconfig through the Kubernetes client), see
- * src/store/kubernetes/tls-session.ts and endpoint-cache.ts.
+ * src/kube/tls-session.ts and endpoint-cache.ts.
  */
 function forgetConnections(cacheDir: string, suffix: '.tls-session' | '.json'): void {
   const dir = join(cacheDir, '.connection');

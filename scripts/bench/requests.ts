@@ -7,8 +7,8 @@
 // Usage: node scripts/bench/requests.ts [--runs N] [--entries A,B]
 import { cpus } from 'node:os';
 import { parseArgs } from 'node:util';
-import { ApiClient, type ApiRequest } from '../../src/store/kubernetes/api.ts';
-import { loadEndpoint } from '../../src/store/kubernetes/kubeconfig.ts';
+import { ApiClient, type ApiRequest } from '../../src/kube/api.ts';
+import { loadEndpoint } from '../../src/kube/kubeconfig.ts';
 import { objectPath } from '../../src/store/kubernetes/resources.ts';
 import { createNamespace, privateControlPlane, stopControlPlane } from '../../test/support/control-plane.ts';
 import { controlPlaneCpuMs } from './proc-cpu.ts';

@@ -3,7 +3,7 @@
 // Before the request is sent, any failure to reach the agent means "run in-process" (the caller's fallback); once
 // it is sent the agent may be executing it, so a lost or late answer is CNI code 11, never a second execution.
 import { connect, type Socket } from 'node:net';
-import { writeFd } from '../cni/fd-write.ts';
+import { writeFd } from '../fs/fd-write.ts';
 import { readStdinFd } from '../cni/stdin-fd.ts';
 import { decodeAnswerFrame, encodeRequest, forwardedEnv, FrameReader, MAX_ANSWER_BYTES, type AgentAnswer } from './frame.ts';
 import { unansweredJson } from './unanswered.ts';

@@ -6,7 +6,7 @@ import { createServer, type Server, type Socket } from 'node:net';
 import { writeError } from '../cni/output.ts';
 import { runPlugin } from '../cni/plugin.ts';
 import { monotonicMs } from '../clock.ts';
-import { keepConnections } from '../store/kubernetes/connection-pool.ts';
+import { keepConnections } from '../kube/connection-pool.ts';
 import { decodeRequestFrame, encodeAnswer, FrameReader, MAX_REQUEST_BYTES, type AgentAnswer, type AgentRequest } from './frame.ts';
 import { prepareSocketPath, restrictSocket } from './socket-file.ts';
 import { unansweredJson } from './unanswered.ts';

@@ -2,8 +2,8 @@
 // Orphans and missing reservations are judged by the controller's own rules (what its next pass would release or
 // re-create); the rest are states no writer should leave behind.
 import { formatIP } from '../ip/address.ts';
-import { heldAddresses } from '../controller/cleanup-pass.ts';
-import { missingReservations } from '../controller/reservation-repair.ts';
+import { heldAddresses } from '../controller/orphans/cleanup-pass.ts';
+import { missingReservations } from '../controller/reservations/repair.ts';
 import { columns, podOf, reservationState, type Inventory } from './inventory.ts';
 import { allocationVerdict, type Judging } from './orphans-report.ts';
 

@@ -6,9 +6,9 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { CniError } from '../cni/errors.ts';
-import { inClusterEndpoint } from '../controller/endpoint.ts';
-import { ApiClient } from '../store/kubernetes/api.ts';
-import { loadEndpoint, NoSuchContextError, type ApiEndpoint } from '../store/kubernetes/kubeconfig.ts';
+import { inClusterEndpoint } from '../kube/in-cluster.ts';
+import { ApiClient } from '../kube/api.ts';
+import { loadEndpoint, NoSuchContextError, type ApiEndpoint } from '../kube/kubeconfig.ts';
 
 /** 0: all well. 1: a problem found, a thing not found, a refusal, or an API failure. 2: the command line is wrong. */
 export const EXIT = { ok: 0, problem: 1, usage: 2 } as const;

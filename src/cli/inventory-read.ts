@@ -1,10 +1,10 @@
 // The reads behind the operator commands: LISTs of the whereabouts objects in the pools' namespace, of pods
 // (cluster-wide, a page at a time, only each pod's view kept) and of NetworkAttachmentDefinitions (their network
 // names), or a GET of the few pods an address names. A 403 on pods or NADs is reported, not fatal.
-import { podView } from '../controller/pod-view.ts';
-import { networkNamesOf } from '../controller/slice-spec.ts';
-import { statusText, type ApiClient } from '../store/kubernetes/api.ts';
-import { listAll } from '../store/kubernetes/list.ts';
+import { podView } from '../controller/orphans/pod-view.ts';
+import { networkNamesOf } from '../controller/slices/spec.ts';
+import { statusText, type ApiClient } from '../kube/api.ts';
+import { listAll } from '../kube/list.ts';
 import { objectPath } from '../store/kubernetes/resources.ts';
 import { buildInventory, type Inventory, type PodInfo } from './inventory.ts';
 

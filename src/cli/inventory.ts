@@ -3,12 +3,12 @@
 // a node-slice pool, its node. Pure: the reads are in inventory-read.ts.
 import type { IPAddress } from '../ip/address.ts';
 import { contains } from '../ip/cidr.ts';
-import type { PodView } from '../controller/pod-view.ts';
-import { poolIdentity as identity, sliceOwners } from '../controller/pool-identity.ts';
-import { poolView, type PoolView } from '../controller/pool-view.ts';
-import { reservedAddresses } from '../controller/reservations.ts';
-import { nodeSlicePoolView, reservationView, type NodeSlicePoolView, type ReservationView } from '../controller/views.ts';
-import { reservationName } from '../store/names.ts';
+import type { PodView } from '../controller/orphans/pod-view.ts';
+import { poolIdentity as identity, sliceOwners } from '../controller/pools/identity.ts';
+import { poolView, type PoolView } from '../controller/pools/view.ts';
+import { reservedAddresses } from '../controller/reservations/orphaned.ts';
+import { nodeSlicePoolView, reservationView, type NodeSlicePoolView, type ReservationView } from '../controller/runtime/views.ts';
+import { reservationName } from '../config/names.ts';
 import type { AllocationRecord } from '../store/store.ts';
 
 export interface PodInfo {

@@ -1,7 +1,7 @@
 // `hereabouts ip`: who holds an address, from the inventory (pure). One entry per pool holding it (two pools of one
 // network holding it is a problem `check` reports), and the reservations of the address no pool holds it for.
 import { formatIP, type IPAddress } from '../ip/address.ts';
-import { reservationName } from '../store/names.ts';
+import { reservationName } from '../config/names.ts';
 import { age, podOf, poolsContaining, reservationState, type Inventory, type ReservationState } from './inventory.ts';
 
 export interface PodState {

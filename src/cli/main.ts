@@ -2,7 +2,7 @@
 // subcommands load their (heavier) modules on demand.
 import { lstatSync } from 'node:fs';
 import { DEFAULT_AGENT_SOCKET } from '../agent/default-socket.ts';
-import { buildInfo } from './build-info.ts';
+import { buildInfo } from '../build-info.ts';
 
 async function main(argv: readonly string[]): Promise<number> {
   if (process.env['CNI_COMMAND'] !== undefined && argv.length === 0) {
@@ -64,7 +64,7 @@ async function main(argv: readonly string[]): Promise<number> {
     }
     case '__load-k8s': {
       // Hidden (tests and bench:startup): loads the Kubernetes client as the store does, sends no request.
-      const { loadEndpoint } = await import('../store/kubernetes/kubeconfig.ts');
+      const { loadEndpoint } = await import('../kube/kubeconfig.ts');
       const endpoint = await loadEndpoint(rest[0] ?? '');
       endpoint.agent.destroy();
       process.stdout.write(`${endpoint.server}\n`);

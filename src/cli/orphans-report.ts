@@ -2,9 +2,9 @@
 // allocations, controller/reservations.ts for reservations) on the listed objects (pure). What a grace period still
 // holds back is listed with the instant the rule releases it, if nothing else changes meanwhile.
 import { formatIP } from '../ip/address.ts';
-import { orphanAfterGrace, orphanReason, type CleanupPolicy, type OrphanReason } from '../controller/orphans.ts';
-import { heldAddresses } from '../controller/cleanup-pass.ts';
-import { judgeReservation, reservationAfterGrace, type ReservationReason } from '../controller/reservations.ts';
+import { orphanAfterGrace, orphanReason, type CleanupPolicy, type OrphanReason } from '../controller/orphans/orphans.ts';
+import { heldAddresses } from '../controller/orphans/cleanup-pass.ts';
+import { judgeReservation, reservationAfterGrace, type ReservationReason } from '../controller/reservations/orphaned.ts';
 import type { AllocationRecord } from '../store/store.ts';
 import { columns, inTime, type Inventory, type PoolInfo } from './inventory.ts';
 

@@ -1,7 +1,7 @@
 // The controller's cleanup flags, for the commands that judge orphans as it does (orphans, check, pool): an operator
 // whose controller runs with other values passes the same ones here. Defaults are the controller's.
-import { DEFAULT_POLICY } from '../controller/orphans.ts';
-import { bool, duration } from '../controller/flags.ts';
+import { DEFAULT_POLICY } from '../controller/orphans/orphans.ts';
+import { bool, duration } from '../controller/runtime/flags.ts';
 import { UsageError } from './connect.ts';
 import type { Judging } from './orphans-report.ts';
 

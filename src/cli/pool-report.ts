@@ -2,7 +2,7 @@
 // verdict (pure).
 import { formatCidr } from '../ip/cidr.ts';
 import { formatIP } from '../ip/address.ts';
-import type { OrphanReason } from '../controller/orphans.ts';
+import type { OrphanReason } from '../controller/orphans/orphans.ts';
 import { age, columns, inTime, podOf, reservationState, type Inventory, type PoolInfo, type ReservationState } from './inventory.ts';
 import { podState, type PodState } from './ip-report.ts';
 import { allocationVerdict, type Judging } from './orphans-report.ts';

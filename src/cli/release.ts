@@ -5,12 +5,12 @@
 // network holds the address. A live pod's address (Running or Pending, its sandbox not torn down) is refused
 // unless --force.
 import { formatIP, type IPAddress } from '../ip/address.ts';
-import { releaseRef, sameRecord } from '../controller/pool-release.ts';
+import { releaseRef, sameRecord } from '../controller/orphans/pool-release.ts';
 import { fetchPool, commitPool, type CommitLog } from '../store/kubernetes/commit.ts';
-import type { ApiClient } from '../store/kubernetes/api.ts';
+import type { ApiClient } from '../kube/api.ts';
 import { releaseReservation } from '../store/kubernetes/reservations.ts';
 import { deleteExactly, getObject, versionOf } from '../store/kubernetes/resources.ts';
-import { reservationName } from '../store/names.ts';
+import { reservationName } from '../config/names.ts';
 import type { AllocationRecord, PoolRef } from '../store/store.ts';
 import { COMMON_HELP, connect, EXIT, parseCommand, runCommand, toJson, UsageError } from './connect.ts';
 import { readInventory, readPod } from './inventory-read.ts';

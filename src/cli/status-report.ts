@@ -2,15 +2,15 @@
 // prints them as numbers, or as decimal strings where an IPv6 range makes them exceed 2^53 - 1 (connect.ts toJson).
 import { capacity, freeCount } from '../allocator/capacity.ts';
 import { CniError } from '../cni/errors.ts';
-import { DEFAULT_POLICY, orphanReason, type CleanupPolicy } from '../controller/orphans.ts';
-import type { PodView } from '../controller/pod-view.ts';
-import { createdTimes } from '../controller/pool-view.ts';
+import { DEFAULT_POLICY, orphanReason, type CleanupPolicy } from '../controller/orphans/orphans.ts';
+import type { PodView } from '../controller/orphans/pod-view.ts';
+import { createdTimes } from '../controller/pools/view.ts';
 import { formatIP } from '../ip/address.ts';
 import { formatCidr, masked, parseCidr, type Cidr } from '../ip/cidr.ts';
 import { usableSpan } from '../ip/range.ts';
 import type { RangeConfig } from '../config/types.ts';
 import { decodeAllocations } from '../store/kubernetes/pool-object.ts';
-import { poolName } from '../store/names.ts';
+import { poolName } from '../config/names.ts';
 import { columns } from './inventory.ts';
 
 /** "namespace/name" -> every pod in the cluster; undefined when pods could not be listed. */

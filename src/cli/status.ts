@@ -1,9 +1,9 @@
 // `hereabouts status`: every pool at a glance, from a workstation or a node. Reads only: a LIST each of IPPools and
 // NodeSlicePools in the pools' namespace, and one paginated LIST of pods (only the controller's view of each is
 // kept) for orphans, counted with the controller's own rule and default flags.
-import { listAll } from '../store/kubernetes/list.ts';
+import { listAll } from '../kube/list.ts';
 import { objectPath } from '../store/kubernetes/resources.ts';
-import type { PodView } from '../controller/pod-view.ts';
+import type { PodView } from '../controller/orphans/pod-view.ts';
 import { COMMON_HELP, connect, parseCommand, runCommand, toJson } from './connect.ts';
 import { listPods } from './inventory-read.ts';
 import { buildReport, formatTable } from './status-report.ts';

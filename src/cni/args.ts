@@ -5,7 +5,7 @@
 import { parseIP, type IPAddress } from '../ip/address.ts';
 import { parseCidr, addressOf } from '../ip/cidr.ts';
 import { CniCode, CniError } from './errors.ts';
-import { quote } from './quote.ts';
+import { quote } from '../log/quote.ts';
 
 export interface CniArgs {
   readonly podName?: string;

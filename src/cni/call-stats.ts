@@ -5,7 +5,7 @@
 import { join } from 'node:path';
 import { appendLine } from '../fs/append-line.ts';
 import { errnoOf } from '../fs/unsafe-file.ts';
-import { DEFAULT_STATS_DIR, formatRecord, STATS_DIR_ENV, STATS_FILE, verbOf, type CallRecord } from '../stats/call-record.ts';
+import { DEFAULT_STATS_DIR, formatRecord, STATS_DIR_ENV, STATS_FILE, verbOf, type CallRecord } from './call-record.ts';
 
 export interface CallOutcome {
   readonly verb: string | undefined;

@@ -5,7 +5,7 @@
 import { delimiter } from 'node:path';
 import { parseCniArgs, type CniArgs } from './args.ts';
 import { CniCode, CniError } from './errors.ts';
-import { quote } from './quote.ts';
+import { quote } from '../log/quote.ts';
 
 export const CNI_VERBS = ['ADD', 'DEL', 'CHECK', 'GC', 'STATUS', 'VERSION'] as const;
 export type CniVerb = (typeof CNI_VERBS)[number];

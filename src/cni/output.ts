@@ -4,9 +4,9 @@
 // reach stdout; they go to the caller's log callback.
 import type { CniVerb } from './env.ts';
 import { CniCode, CniError } from './errors.ts';
-import { writeFd } from './fd-write.ts';
-import { redact } from './log.ts';
-import { describeValue } from './quote.ts';
+import { writeFd } from '../fs/fd-write.ts';
+import { redact } from '../log/logger.ts';
+import { describeValue } from '../log/quote.ts';
 import { LATEST_VERSION, type CniVersion } from './version.ts';
 
 export interface OutputOptions {

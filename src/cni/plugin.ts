@@ -6,7 +6,7 @@ import { openStore } from '../store/open.ts';
 import type { Store } from '../store/store.ts';
 import { recordCall } from './call-stats.ts';
 import { readCniEnv, type CniEnv } from './env.ts';
-import { createLogger, type Logger } from './log.ts';
+import { createLogger, type Logger } from '../log/logger.ts';
 import { errorJson, writeError, writeResult, writeSuccess, type OutputOptions } from './output.ts';
 import { decodeRequest } from './stdin.ts';
 import { readStdinFd } from './stdin-fd.ts';

@@ -5,7 +5,7 @@
 import { parseIP, type IPAddress } from '../ip/address.ts';
 import { parseCidr, type Cidr } from '../ip/cidr.ts';
 import { configError } from './errors.ts';
-import { describeValue, quote } from './quote.ts';
+import { describeValue, quote } from '../log/quote.ts';
 import { compareVersions, isSupportedVersion, type CniVersion } from './version.ts';
 
 export interface PrevResultIP {

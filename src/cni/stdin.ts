@@ -2,7 +2,7 @@
 // object. Decoding failures are CNI code 6; the message says what went wrong and where, and quotes at
 // most a short excerpt of the input (stdin may be large, and it is configuration, not log material).
 import { CniCode, CniError } from './errors.ts';
-import { describeValue } from './quote.ts';
+import { describeValue } from '../log/quote.ts';
 
 export const MAX_STDIN_BYTES = 1024 * 1024;
 

@@ -3,7 +3,7 @@
 // skel does (code 1): CHECK from 0.4.0, GC and STATUS from 1.1.0.
 import type { CniVerb } from './env.ts';
 import { CniCode, CniError } from './errors.ts';
-import { describeValue, quote } from './quote.ts';
+import { describeValue, quote } from '../log/quote.ts';
 
 export const SUPPORTED_VERSIONS = ['0.3.0', '0.3.1', '0.4.0', '1.0.0', '1.1.0'] as const;
 export type CniVersion = (typeof SUPPORTED_VERSIONS)[number];

@@ -1,6 +1,6 @@
 // Typed readers for JSON config values. Each failure is a code-7 CniError naming the key path and the value.
 import { configError } from '../cni/errors.ts';
-import { describeValue } from '../cni/quote.ts';
+import { describeValue } from '../log/quote.ts';
 import { parseIP, type IPAddress } from '../ip/address.ts';
 import { parseCidr, type Cidr } from '../ip/cidr.ts';
 

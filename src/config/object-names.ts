@@ -2,9 +2,9 @@
 // names the API server accepts: a name it rejects would fail at the first write, as an internal error, after other
 // objects were written. So the names are computed here and checked at parse time, as a code-7 error naming the key.
 import { configError } from '../cni/errors.ts';
-import { describeValue } from '../cni/quote.ts';
+import { describeValue } from '../log/quote.ts';
 import { formatCidr } from '../ip/cidr.ts';
-import { isDnsSubdomain, poolName, reservationName } from '../store/names.ts';
+import { isDnsSubdomain, poolName, reservationName } from './names.ts';
 import type { RangeConfig } from './types.ts';
 
 export interface NamedConfig {

@@ -2,7 +2,7 @@
 // downstream re-checks strings. Every error is a code-7 CniError naming the key and the value.
 import type { CniArgs } from '../cni/args.ts';
 import { configError } from '../cni/errors.ts';
-import { describeValue } from '../cni/quote.ts';
+import { describeValue } from '../log/quote.ts';
 import { bitsOf, ipEquals, type IPAddress } from '../ip/address.ts';
 import { addressOf } from '../ip/cidr.ts';
 import {

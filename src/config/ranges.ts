@@ -2,7 +2,7 @@
 // bounds outside the usable span are ignored with a warning (a working Whereabouts config never breaks),
 // exclusions are masked to their network, the gateway is attached to the range that contains it.
 import { configError } from '../cni/errors.ts';
-import { describeValue } from '../cni/quote.ts';
+import { describeValue } from '../log/quote.ts';
 import { formatIP, type IPAddress } from '../ip/address.ts';
 import { mergeBlocks, type Block } from '../ip/block.ts';
 import { contains, formatCidr, networkOf, type Cidr } from '../ip/cidr.ts';

@@ -4,7 +4,7 @@
 // its standard locations, the installer's flags and the plugin's environment, none of which a tenant can write.
 import { lstatSync } from 'node:fs';
 import { configError } from '../cni/errors.ts';
-import { describeValue } from '../cni/quote.ts';
+import { describeValue } from '../log/quote.ts';
 import type { Json } from './fields.ts';
 
 /** What a path key is used for; each use has its own allowed directories. */

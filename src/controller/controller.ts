@@ -2,21 +2,21 @@
 // reservations, node slices, pool status) and quicker partial passes when the caches see a pod go, a node come or
 // go, or a NAD change. Passes run one at a time; requests arriving meanwhile are merged into the next one.
 import { monotonicMs } from '../clock.ts';
-import { ApiClient } from '../store/kubernetes/api.ts';
-import { Caches } from './caches.ts';
-import { cleanupPass } from './cleanup-pass.ts';
-import { EventRecorder } from './events.ts';
-import type { ControllerFlags } from './flags.ts';
-import { LeaderElector } from './lease.ts';
-import { errorText, type Log } from './log.ts';
-import { ControllerMetrics } from './metrics.ts';
-import { NodeSlices, sliceCounts } from './node-slices.ts';
-import { podReleaseReason } from './orphans.ts';
-import type { PodView } from './pod-view.ts';
-import { reportExhausted } from './exhaustion-events.ts';
-import type { PoolView } from './pool-view.ts';
-import { writePoolStatuses } from './pool-status.ts';
-import { reportRecreated, reportReleases } from './release-events.ts';
+import { ApiClient } from '../kube/api.ts';
+import { Caches } from './runtime/caches.ts';
+import { cleanupPass } from './orphans/cleanup-pass.ts';
+import { EventRecorder } from './runtime/events.ts';
+import type { ControllerFlags } from './runtime/flags.ts';
+import { LeaderElector } from './runtime/lease.ts';
+import { errorText, type Log } from '../log/json-log.ts';
+import { ControllerMetrics } from './runtime/metrics.ts';
+import { NodeSlices, sliceCounts } from './slices/node-slices.ts';
+import { podReleaseReason } from './orphans/orphans.ts';
+import type { PodView } from './orphans/pod-view.ts';
+import { reportExhausted } from './pools/exhaustion-events.ts';
+import type { PoolView } from './pools/view.ts';
+import { writePoolStatuses } from './pools/status.ts';
+import { reportRecreated, reportReleases } from './orphans/release-events.ts';
 
 type PassKind = 'full' | 'cleanup' | 'slices';
 

@@ -3,14 +3,14 @@
 // the lease back and exits 0.
 import type { Server } from 'node:http';
 import { setFlagsFromString } from 'node:v8';
-import { ApiClient } from '../store/kubernetes/api.ts';
+import { ApiClient } from '../kube/api.ts';
 import { Controller } from './controller.ts';
-import { controllerEndpoint } from './endpoint.ts';
-import { parseControllerFlags, usage, type ControllerFlags } from './flags.ts';
-import { serve } from './http.ts';
-import { errorText, jsonLog } from './log.ts';
+import { controllerEndpoint } from '../kube/in-cluster.ts';
+import { parseControllerFlags, usage, type ControllerFlags } from './runtime/flags.ts';
+import { serve } from './runtime/http.ts';
+import { errorText, jsonLog } from '../log/json-log.ts';
 
-export { duration } from './flags.ts';
+export { duration } from './runtime/flags.ts';
 
 export async function runController(argv: readonly string[]): Promise<number> {
   let flags: ControllerFlags | 'help';

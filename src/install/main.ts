@@ -5,14 +5,14 @@ import { basename, dirname, join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { DEFAULT_AGENT_SOCKET } from '../agent/default-socket.ts';
 import { CniError } from '../cni/errors.ts';
-import { jsonLog } from '../controller/log.ts';
+import { jsonLog } from '../log/json-log.ts';
 import { messageOf } from '../store/local/fs-errors.ts';
-import { isDnsSubdomain } from '../store/names.ts';
+import { isDnsSubdomain } from '../config/names.ts';
 import { AgentKeeper } from './agent-keeper.ts';
 import { RetryLog } from './retry-log.ts';
 import { binaryChanged, installBinary, linkBinary, sweepTemps, type InstalledBinary } from './binary.ts';
 import { checkFlatConfig, readServiceAccount, syncFiles } from './config-files.ts';
-import { parseAddr } from '../controller/http.ts';
+import { parseAddr } from '../controller/runtime/http.ts';
 import type { NodeSideOptions } from './node-side.ts';
 import { apiServerUrl, desiredFiles, FILES, type DesiredFile, type HostFilesOptions } from './host-files.ts';
 

@@ -4,7 +4,7 @@
 // network names, so a value never needs escaping.
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { AgentCallResult } from '../agent/server.ts';
-import type { CallRecord } from '../stats/call-record.ts';
+import type { CallRecord } from '../cni/call-record.ts';
 
 export const OTHER_NETWORK = '_other';
 export const DURATION_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];

@@ -5,7 +5,7 @@ import { existsSync } from 'node:fs';
 import type { Server } from 'node:http';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
-import { serve } from '../controller/http.ts';
+import { serve } from '../controller/runtime/http.ts';
 import { messageOf } from '../store/local/fs-errors.ts';
 import { FoldLock } from './fold-lock.ts';
 import { rotateBySize } from './log-rotate.ts';

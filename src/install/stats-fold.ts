@@ -1,4 +1,4 @@
-// Folds the node's call-stats file (src/stats/call-record.ts) into counters: reads what was appended since the last
+// Folds the node's call-stats file (src/cni/call-record.ts) into counters: reads what was appended since the last
 // fold, hands every whole record to `sink`, and remembers how far it got (fold-state.json, written atomically) so a
 // restarted DaemonSet pod resumes instead of counting the file again. Writers never wait for it.
 //
@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { writeFileAtomic } from '../fs/atomic-write.ts';
 import { readBoundedIfPresent } from '../fs/read-bounded.ts';
 import { errnoOf } from '../fs/unsafe-file.ts';
-import { parseRecord, STATS_FILE, type CallRecord } from '../stats/call-record.ts';
+import { parseRecord, STATS_FILE, type CallRecord } from '../cni/call-record.ts';
 
 export const STATE_FILE = 'fold-state.json';
 export const ROTATED_FILE = `${STATS_FILE}.1`;

@@ -1,7 +1,7 @@
 // Chooses the store the config asks for. The Kubernetes store (and with it the Kubernetes client) is imported
 // only when the datastore is "kubernetes", so local-store verbs never load it.
 import type { NetworkConfig } from '../config/types.ts';
-import type { Logger } from '../cni/log.ts';
+import type { Logger } from '../log/logger.ts';
 import type { Store } from './store.ts';
 
 export interface OpenStoreOptions {

@@ -2,7 +2,7 @@
 // Whereabouts names its IPPools so both stores find the same objects. Node-slice mode replaces these with the
 // node's slice pools (src/store/kubernetes/node-slices.ts).
 import type { NetworkConfig } from '../config/types.ts';
-import { poolName } from './names.ts';
+import { poolName } from '../config/names.ts';
 import type { PoolRef } from './store.ts';
 
 export function poolRefs(config: NetworkConfig): PoolRef[] {

@@ -1,6 +1,6 @@
 // A Kubernetes-store ADD with a warm node cache must not load the Kubernetes client (nor its YAML parser): opening
 // the store reaches kubeconfig.ts and the client only through the dynamic import of a connection-cache miss
-// (src/store/kubernetes/endpoint-cache.ts). Checked on esbuild's metafile (dist/meta.json, from `npm run build`).
+// (src/kube/endpoint-cache.ts). Checked on esbuild's metafile (dist/meta.json, from `npm run build`).
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';

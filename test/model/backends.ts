@@ -2,8 +2,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ApiClient } from '../../src/store/kubernetes/api.ts';
-import { loadEndpoint } from '../../src/store/kubernetes/kubeconfig.ts';
+import { ApiClient } from '../../src/kube/api.ts';
+import { loadEndpoint } from '../../src/kube/kubeconfig.ts';
 import { createNamespace, type ControlPlane } from '../support/control-plane.ts';
 import { MemoryApiClient, MemoryApiServer } from '../support/memory-apiserver.ts';
 import { Cluster } from './cluster.ts';

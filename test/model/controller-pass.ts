@@ -2,18 +2,18 @@
 // slices), driven directly. The informers are the part simulated here: their caches are built from LISTs, and a
 // cache may be left as it was at an earlier pass (a watch that lags). Every write goes through the real code.
 // If the controller's seams change, this is the one file of the model test to adapt.
-import { cleanupPass } from '../../src/controller/cleanup-pass.ts';
-import { EventRecorder } from '../../src/controller/events.ts';
-import { parseControllerFlags, type ControllerFlags } from '../../src/controller/flags.ts';
-import { keyOf } from '../../src/controller/informer.ts';
-import type { Log } from '../../src/controller/log.ts';
-import { NodeSlices } from '../../src/controller/node-slices.ts';
-import { podView } from '../../src/controller/pod-view.ts';
-import { writePoolStatuses } from '../../src/controller/pool-status.ts';
-import { poolView } from '../../src/controller/pool-view.ts';
-import { nadView, nodeSlicePoolView, nodeView, reservationView } from '../../src/controller/views.ts';
-import type { ApiClient } from '../../src/store/kubernetes/api.ts';
-import { listAll } from '../../src/store/kubernetes/list.ts';
+import { cleanupPass } from '../../src/controller/orphans/cleanup-pass.ts';
+import { EventRecorder } from '../../src/controller/runtime/events.ts';
+import { parseControllerFlags, type ControllerFlags } from '../../src/controller/runtime/flags.ts';
+import { keyOf } from '../../src/controller/runtime/informer.ts';
+import type { Log } from '../../src/log/json-log.ts';
+import { NodeSlices } from '../../src/controller/slices/node-slices.ts';
+import { podView } from '../../src/controller/orphans/pod-view.ts';
+import { writePoolStatuses } from '../../src/controller/pools/status.ts';
+import { poolView } from '../../src/controller/pools/view.ts';
+import { nadView, nodeSlicePoolView, nodeView, reservationView } from '../../src/controller/runtime/views.ts';
+import type { ApiClient } from '../../src/kube/api.ts';
+import { listAll } from '../../src/kube/list.ts';
 import { objectPath } from '../../src/store/kubernetes/resources.ts';
 
 const silent: Log = { debug: () => undefined, info: () => undefined, warning: () => undefined, error: () => undefined };

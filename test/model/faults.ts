@@ -1,7 +1,7 @@
 // Faults at every API call of one simulated process: 409s, 5xx (applied or not), timeouts before and after the
 // server applied the request, and a process kill at a chosen call (the request is lost or applied, then every later
 // call of that process fails: nothing it does afterwards reaches the server).
-import { ApiClient, ApiUnreachableError, type ApiRequest, type ApiResponse } from '../../src/store/kubernetes/api.ts';
+import { ApiClient, ApiUnreachableError, type ApiRequest, type ApiResponse } from '../../src/kube/api.ts';
 import { Prng } from './prng.ts';
 import type { FaultKind } from '../support/memory-apiserver.ts';
 

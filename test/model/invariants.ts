@@ -6,7 +6,7 @@
 //   leak            no record without a live sandbox behind it, no reservation without its record
 import { formatIP } from '../../src/ip/address.ts';
 import { masked, networkOf, parseCidr } from '../../src/ip/cidr.ts';
-import { listAll } from '../../src/store/kubernetes/list.ts';
+import { listAll } from '../../src/kube/list.ts';
 import { objectPath } from '../../src/store/kubernetes/resources.ts';
 import type { Cluster, PodModel } from './cluster.ts';
 import { NETS, type NetId } from './steps.ts';

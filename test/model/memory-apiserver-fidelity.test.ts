@@ -4,8 +4,8 @@
 // resourceVersion moved.
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
-import { ApiClient, type ApiRequest } from '../../src/store/kubernetes/api.ts';
-import { loadEndpoint } from '../../src/store/kubernetes/kubeconfig.ts';
+import { ApiClient, type ApiRequest } from '../../src/kube/api.ts';
+import { loadEndpoint } from '../../src/kube/kubeconfig.ts';
 import { controlPlane, createNamespace, stopControlPlane, type ControlPlane } from '../support/control-plane.ts';
 import { MemoryApiClient, MemoryApiServer } from '../support/memory-apiserver.ts';
 

@@ -7,7 +7,7 @@
 // test/integration/model/memory-apiserver-fidelity.test.ts runs one request script against this and the real server.
 import { randomUUID } from 'node:crypto';
 import { Agent } from 'node:http';
-import { ApiClient, type ApiRequest, type ApiResponse } from '../../src/store/kubernetes/api.ts';
+import { ApiClient, type ApiRequest, type ApiResponse } from '../../src/kube/api.ts';
 
 type Obj = Record<string, unknown>;
 const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);

@@ -4,7 +4,7 @@ import { poolRefs } from '../../store/pool-refs.ts';
 import type { PoolPurpose, PoolRef, Store } from '../../store/store.ts';
 import type { CniArgs } from '../args.ts';
 import type { Attachment } from '../../ipam/attachment.ts';
-import type { Logger } from '../log.ts';
+import type { Logger } from '../../log/logger.ts';
 import type { CniVersion } from '../version.ts';
 
 export interface VerbContext {

@@ -2,7 +2,7 @@
 // does not stop the collection: entries that still name a container keep all of that container's allocations
 // (we cannot tell which interface was meant), and every bad entry is reported once the work is done.
 import { configError } from '../errors.ts';
-import { describeValue } from '../quote.ts';
+import { describeValue } from '../../log/quote.ts';
 import { collectGarbage } from '../../ipam/gc.ts';
 import { combineErrors } from '../../ipam/errors.ts';
 import type { AttachmentId } from '../../ipam/attachment.ts';

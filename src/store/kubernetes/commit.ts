@@ -20,13 +20,13 @@ import { formatIP } from '../../ip/address.ts';
 import { applyChange } from '../local/apply-change.ts';
 import { messageOf } from '../local/fs-errors.ts';
 import type { AllocationRecord, Allocations, Plan, PoolChange, PoolRef } from '../store.ts';
-import type { ApiClient } from './api.ts';
+import type { ApiClient } from '../../kube/api.ts';
 import { ContentionMemory, type ContentionMarks } from './contention.ts';
 import { mayHaveApplied, toCniError } from './errors.ts';
 import { allocationsPatch, claimPatch, decodePoolObject, newPoolObject, refusesClaim, type PoolState } from './pool-object.ts';
 import { dropCreated, followRecord, handOver, releaseReservation, reserve, type Held } from './reservations.ts';
 import { createObject, getObject, jsonPatch, mergePatch, type GetOptions } from './resources.ts';
-import { CONFLICT, retryOnConflict } from './retry.ts';
+import { CONFLICT, retryOnConflict } from '../../kube/retry.ts';
 
 /** The shared pools this process collided on recently (a plugin process starts from the node cache's marks). */
 const contention = new ContentionMemory();

@@ -4,7 +4,7 @@
 // authenticators are), exactly as it answers a missing RoleBinding. The plugin cannot tell the two apart from one
 // answer, and a retry is harmless, so 403 is code 11 too, with details that name both causes.
 import { CniCode, CniError } from '../../cni/errors.ts';
-import { ApiUnreachableError, statusText, type ApiResponse } from './api.ts';
+import { ApiUnreachableError, statusText, type ApiResponse } from '../../kube/api.ts';
 
 /** The API server answered with a status the caller did not expect. */
 export class ApiStatusError extends Error {

@@ -1,13 +1,13 @@
 // The Kubernetes datastore (`"datastore": "kubernetes"`): Whereabouts' IPPool objects are the source of truth, a
 // node-local cache under the pool's file lock spares the reads (DESIGN §5). The write path is pool-update.ts.
 import { CniCode, CniError } from '../../cni/errors.ts';
-import type { Logger } from '../../cni/log.ts';
+import type { Logger } from '../../log/logger.ts';
 import type { NetworkConfig } from '../../config/types.ts';
 import { DEFAULT_LOCK_TIMING, type LockTiming } from '../local/lock.ts';
 import { poolRefs } from '../pool-refs.ts';
 import type { Allocations, Plan, PoolRef, Store } from '../store.ts';
 import { KeyedQueue } from '../keyed-queue.ts';
-import type { ApiClient } from './api.ts';
+import type { ApiClient } from '../../kube/api.ts';
 import { toCniError } from './errors.ts';
 import { NoSliceError, nodeSlicePools } from './node-slices.ts';
 import { fetchPool, updatePool, type WriteContext } from './pool-update.ts';

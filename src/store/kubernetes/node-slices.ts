@@ -11,13 +11,13 @@
 // some milliseconds old is as safe as a request that stalled that long, since a claim in a slice that was given away
 // is refused by the pool's retire mark (docs/safety.md), and it costs the API server no etcd read.
 import { CniCode, CniError } from '../../cni/errors.ts';
-import type { Logger } from '../../cni/log.ts';
+import type { Logger } from '../../log/logger.ts';
 import type { NetworkConfig, RangeConfig } from '../../config/types.ts';
 import { contains, formatCidr, lastOf, masked, networkOf, parseCidr, type Cidr } from '../../ip/cidr.ts';
 import { usableSpan } from '../../ip/range.ts';
-import { poolName } from '../names.ts';
+import { poolName } from '../../config/names.ts';
 import type { PoolPurpose, PoolRef } from '../store.ts';
-import type { ApiClient } from './api.ts';
+import type { ApiClient } from '../../kube/api.ts';
 import { toCniError } from './errors.ts';
 import type { CacheScope } from './pool-cache.ts';
 import { isObject } from './pool-object.ts';

@@ -1,13 +1,13 @@
 // Entry point of the Kubernetes store, imported lazily by src/store/open.ts so that local-store verbs never load
 // the Kubernetes client.
-import type { Logger } from '../../cni/log.ts';
+import type { Logger } from '../../log/logger.ts';
 import type { DatastoreConfig, NetworkConfig } from '../../config/types.ts';
-import { ApiClient } from './api.ts';
-import { kubeconfigResolver, loadEndpointCached } from './endpoint-cache.ts';
+import { ApiClient } from '../../kube/api.ts';
+import { kubeconfigResolver, loadEndpointCached } from '../../kube/endpoint-cache.ts';
 import { KubernetesStore, type KubernetesStoreOptions } from './kubernetes-store.ts';
 import { resolveNodeName } from './node-name.ts';
-import { mark } from './timings.ts';
-import { TlsSessionStore } from './tls-session.ts';
+import { mark } from '../../kube/timings.ts';
+import { TlsSessionStore } from '../../kube/tls-session.ts';
 
 /** Per-request timeout of the API calls (Whereabouts uses 10 s as well). */
 export const REQUEST_TIMEOUT_MS = 10_000;

@@ -3,7 +3,7 @@
 // the API confirmed.
 import { mkdirSync } from 'node:fs';
 import { CniCode, CniError } from '../../cni/errors.ts';
-import type { Logger } from '../../cni/log.ts';
+import type { Logger } from '../../log/logger.ts';
 import { messageOf } from '../local/fs-errors.ts';
 import { acquirePoolLock, type HeldLock, type LockTiming } from '../local/lock.ts';
 import { poolPaths, type PoolPaths } from '../local/paths.ts';

@@ -7,11 +7,11 @@
 // goes. Adopting rewrites the reservation (a new resourceVersion), so a release that judged the old version fails
 // its precondition instead of deleting what was just adopted.
 import type { IPAddress } from '../../ip/address.ts';
-import { reservationName } from '../names.ts';
+import { reservationName } from '../../config/names.ts';
 import type { AllocationRecord, PoolRef } from '../store.ts';
-import type { ApiClient } from './api.ts';
+import type { ApiClient } from '../../kube/api.ts';
 import { isObject } from './pool-object.ts';
-import { retryOnConflict, CONFLICT } from './retry.ts';
+import { retryOnConflict, CONFLICT } from '../../kube/retry.ts';
 import { API_VERSION, createObject, deleteExactly, getObject, replaceObject, versionOf, type ObjectVersion } from './resources.ts';
 
 const PLURAL = 'overlappingrangeipreservations';

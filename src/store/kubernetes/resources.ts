@@ -1,6 +1,6 @@
 // The calls the store makes, one function each, on whereabouts.cni.cncf.io/v1alpha1 objects in the kubeconfig's
 // namespace. Expected answers (404, 409) are results; anything else throws ApiStatusError.
-import type { ApiClient, ApiResponse } from './api.ts';
+import type { ApiClient, ApiResponse } from '../../kube/api.ts';
 import { ApiStatusError } from './errors.ts';
 
 export const GROUP = 'whereabouts.cni.cncf.io';

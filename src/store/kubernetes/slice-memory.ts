@@ -8,9 +8,9 @@ import { join } from 'node:path';
 import { errorCode, messageOf } from '../local/fs-errors.ts';
 import { poolPaths } from '../local/paths.ts';
 import { writePoolFile } from '../local/pool-file.ts';
-import type { Logger } from '../../cni/log.ts';
+import type { Logger } from '../../log/logger.ts';
 import { masked, parseCidr, type Cidr } from '../../ip/cidr.ts';
-import { poolName } from '../names.ts';
+import { poolName } from '../../config/names.ts';
 import { CACHE_FORMAT, type CacheScope } from './pool-cache.ts';
 import { isObject } from './pool-object.ts';
 

@@ -14,7 +14,7 @@ import { fsyncDir } from '../../fs/atomic-write.ts';
 import { CniCode, CniError } from '../../cni/errors.ts';
 import { formatIP } from '../../ip/address.ts';
 import { formatCidr, masked, parseCidr } from '../../ip/cidr.ts';
-import { reservationName } from '../names.ts';
+import { reservationName } from '../../config/names.ts';
 import type { AllocationRecord, PoolRef } from '../store.ts';
 import { writeFileAtomic } from './atomic-write.ts';
 import { errorCode, messageOf } from './fs-errors.ts';

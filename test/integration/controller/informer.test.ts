@@ -8,12 +8,12 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { controlPlane, createNamespace, type Namespace } from '../../support/control-plane.ts';
-import { ApiClient } from '../../../src/store/kubernetes/api.ts';
-import { loadEndpoint } from '../../../src/store/kubernetes/kubeconfig.ts';
-import { controllerEndpoint } from '../../../src/controller/endpoint.ts';
-import { Informer, type ChangeKind } from '../../../src/controller/informer.ts';
-import { jsonLog } from '../../../src/controller/log.ts';
-import { podView, type PodView } from '../../../src/controller/pod-view.ts';
+import { ApiClient } from '../../../src/kube/api.ts';
+import { loadEndpoint } from '../../../src/kube/kubeconfig.ts';
+import { controllerEndpoint } from '../../../src/kube/in-cluster.ts';
+import { Informer, type ChangeKind } from '../../../src/controller/runtime/informer.ts';
+import { jsonLog } from '../../../src/log/json-log.ts';
+import { podView, type PodView } from '../../../src/controller/orphans/pod-view.ts';
 import { createPod, deleteAllPods, deletePod, eventually } from './harness.ts';
 
 const quiet = jsonLog({ level: 'error' });

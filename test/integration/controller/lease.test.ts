@@ -4,10 +4,10 @@
 import { after, afterEach, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { apiRequest, controlPlane, createNamespace, type Namespace } from '../../support/control-plane.ts';
-import { ApiClient, ApiUnreachableError, type ApiRequest, type ApiResponse } from '../../../src/store/kubernetes/api.ts';
-import { loadEndpoint } from '../../../src/store/kubernetes/kubeconfig.ts';
-import { LeaderElector } from '../../../src/controller/lease.ts';
-import { jsonLog } from '../../../src/controller/log.ts';
+import { ApiClient, ApiUnreachableError, type ApiRequest, type ApiResponse } from '../../../src/kube/api.ts';
+import { loadEndpoint } from '../../../src/kube/kubeconfig.ts';
+import { LeaderElector } from '../../../src/controller/runtime/lease.ts';
+import { jsonLog } from '../../../src/log/json-log.ts';
 
 /** An ApiClient that can be cut off from the server (as a partition would). */
 class Cuttable extends ApiClient {

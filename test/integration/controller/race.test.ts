@@ -3,12 +3,12 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { api, controlPlane, createNamespace, type Namespace } from '../../support/control-plane.ts';
-import { ApiClient, type ApiRequest } from '../../../src/store/kubernetes/api.ts';
-import { loadEndpoint } from '../../../src/store/kubernetes/kubeconfig.ts';
-import { cleanupPass, type CleanupInput } from '../../../src/controller/cleanup-pass.ts';
-import { jsonLog } from '../../../src/controller/log.ts';
-import { poolView, type PoolView } from '../../../src/controller/pool-view.ts';
-import type { PodView } from '../../../src/controller/pod-view.ts';
+import { ApiClient, type ApiRequest } from '../../../src/kube/api.ts';
+import { loadEndpoint } from '../../../src/kube/kubeconfig.ts';
+import { cleanupPass, type CleanupInput } from '../../../src/controller/orphans/cleanup-pass.ts';
+import { jsonLog } from '../../../src/log/json-log.ts';
+import { poolView, type PoolView } from '../../../src/controller/pools/view.ts';
+import type { PodView } from '../../../src/controller/orphans/pod-view.ts';
 import { allocation, createPod, createPool, deleteAllPods, offsets } from './harness.ts';
 
 /** An ApiClient that runs `before` ahead of the first request matching `when`. */

@@ -9,12 +9,12 @@ import { runCni } from '../../support/cni.ts';
 import { api, apiRequest, controlPlane, createNamespace, type Namespace } from '../../support/control-plane.ts';
 import { parseIP } from '../../../src/ip/address.ts';
 import { contains, parseCidr } from '../../../src/ip/cidr.ts';
-import { NodeSlices } from '../../../src/controller/node-slices.ts';
-import { EventRecorder } from '../../../src/controller/events.ts';
-import { jsonLog } from '../../../src/controller/log.ts';
-import { nadView, nodeSlicePoolView } from '../../../src/controller/views.ts';
-import { ApiClient } from '../../../src/store/kubernetes/api.ts';
-import { loadEndpoint } from '../../../src/store/kubernetes/kubeconfig.ts';
+import { NodeSlices } from '../../../src/controller/slices/node-slices.ts';
+import { EventRecorder } from '../../../src/controller/runtime/events.ts';
+import { jsonLog } from '../../../src/log/json-log.ts';
+import { nadView, nodeSlicePoolView } from '../../../src/controller/runtime/views.ts';
+import { ApiClient } from '../../../src/kube/api.ts';
+import { loadEndpoint } from '../../../src/kube/kubeconfig.ts';
 import { allocation, bin, GROUP, createNad, createPod, createPool, deletePod, eventually, events, offsets, startController, type Running } from './harness.ts';
 
 const inside = (address: string, cidr: string): boolean => contains(parseCidr(cidr), parseIP(address));

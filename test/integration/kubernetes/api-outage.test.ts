@@ -9,7 +9,7 @@ import { CniError } from '../../../src/cni/errors.ts';
 import { assign } from '../../../src/ipam/assign.ts';
 import { release } from '../../../src/ipam/release.ts';
 import { formatIP } from '../../../src/ip/address.ts';
-import { ApiUnreachableError } from '../../../src/store/kubernetes/api.ts';
+import { ApiUnreachableError } from '../../../src/kube/api.ts';
 import { poolPaths } from '../../../src/store/local/paths.ts';
 import { freezeApiServer, stopApiServer } from '../../support/apiserver-faults.ts';
 import {

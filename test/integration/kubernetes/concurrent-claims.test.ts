@@ -7,9 +7,9 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { firstFree } from '../../../src/allocator/first-free.ts';
-import { ApiClient, type ApiRequest, type ApiResponse } from '../../../src/store/kubernetes/api.ts';
+import { ApiClient, type ApiRequest, type ApiResponse } from '../../../src/kube/api.ts';
 import { commitPool, type CommitContext } from '../../../src/store/kubernetes/commit.ts';
-import { loadEndpoint } from '../../../src/store/kubernetes/kubeconfig.ts';
+import { loadEndpoint } from '../../../src/kube/kubeconfig.ts';
 import { createObject, getObject, replaceObject } from '../../../src/store/kubernetes/resources.ts';
 import type { AllocationRecord, Plan, PoolRef } from '../../../src/store/store.ts';
 import { networkOf } from '../../../src/ip/cidr.ts';

@@ -2,7 +2,7 @@
 // simulated nodes (own NODENAME, own cache dir), and views of what the API server holds.
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Logger } from '../../../src/cni/log.ts';
+import type { Logger } from '../../../src/log/logger.ts';
 import type { NetworkConfig, RangeConfig } from '../../../src/config/types.ts';
 import { formatIP, type Family } from '../../../src/ip/address.ts';
 import { networkOf, parseCidr } from '../../../src/ip/cidr.ts';

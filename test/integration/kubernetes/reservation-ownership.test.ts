@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { assign } from '../../../src/ipam/assign.ts';
 import { release } from '../../../src/ipam/release.ts';
 import { formatIP } from '../../../src/ip/address.ts';
-import type { ApiRequest } from '../../../src/store/kubernetes/api.ts';
+import type { ApiRequest } from '../../../src/kube/api.ts';
 import type { KubernetesStore } from '../../../src/store/kubernetes/kubernetes-store.ts';
 import { api, cacheHolds, controlPlane, createNamespace, type Namespace } from '../../support/control-plane.ts';
 import { testRange } from '../../support/memory-store.ts';

@@ -4,13 +4,13 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { CniError } from '../../../src/cni/errors.ts';
-import { DrainConfirmer } from '../../../src/controller/slice-drain.ts';
-import { jsonLog } from '../../../src/controller/log.ts';
+import { DrainConfirmer } from '../../../src/controller/slices/drain.ts';
+import { jsonLog } from '../../../src/log/json-log.ts';
 import { assign } from '../../../src/ipam/assign.ts';
 import { formatIP } from '../../../src/ip/address.ts';
 import { parseCidr } from '../../../src/ip/cidr.ts';
-import { ApiClient } from '../../../src/store/kubernetes/api.ts';
-import { loadEndpoint } from '../../../src/store/kubernetes/kubeconfig.ts';
+import { ApiClient } from '../../../src/kube/api.ts';
+import { loadEndpoint } from '../../../src/kube/kubeconfig.ts';
 import { RETIRED_ANNOTATION } from '../../../src/store/kubernetes/pool-object.ts';
 import { api, cacheHolds, controlPlane, createNamespace, type Namespace } from '../../support/control-plane.ts';
 import { testRange } from '../../support/memory-store.ts';

@@ -1,4 +1,4 @@
-// TLS session resumption across processes (src/store/kubernetes/tls-session.ts) against the real kube-apiserver:
+// TLS session resumption across processes (src/kube/tls-session.ts) against the real kube-apiserver:
 // the first client does a full handshake and stores the ticket (0600), a later client with the same credentials
 // resumes from it, and a client with other credentials never picks it up.
 import { test, after, before } from 'node:test';
@@ -6,9 +6,9 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ApiClient } from '../../../src/store/kubernetes/api.ts';
-import { loadEndpointCached } from '../../../src/store/kubernetes/endpoint-cache.ts';
-import { TlsSessionStore } from '../../../src/store/kubernetes/tls-session.ts';
+import { ApiClient } from '../../../src/kube/api.ts';
+import { loadEndpointCached } from '../../../src/kube/endpoint-cache.ts';
+import { TlsSessionStore } from '../../../src/kube/tls-session.ts';
 import { controlPlane, createNamespace, kubeconfigFor, stopControlPlane, type ControlPlane, type Namespace } from '../../support/control-plane.ts';
 
 let cp: ControlPlane;

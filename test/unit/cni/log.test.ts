@@ -6,7 +6,7 @@ import { execFileSync } from 'node:child_process';
 import { lstatSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createLogger } from '../../../src/cni/log.ts';
+import { createLogger } from '../../../src/log/logger.ts';
 
 const scratch = (): string => mkdtempSync(join(tmpdir(), 'hab-log-'));
 

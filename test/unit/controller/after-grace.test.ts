@@ -2,9 +2,9 @@
 // the rule itself at each grace end, so the instant is exact: kept a millisecond before, released at it.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { orphanAfterGrace, orphanReason, type CleanupPolicy } from '../../../src/controller/orphans.ts';
-import { reservationAfterGrace, judgeReservation } from '../../../src/controller/reservations.ts';
-import type { PodView } from '../../../src/controller/pod-view.ts';
+import { orphanAfterGrace, orphanReason, type CleanupPolicy } from '../../../src/controller/orphans/orphans.ts';
+import { reservationAfterGrace, judgeReservation } from '../../../src/controller/reservations/orphaned.ts';
+import type { PodView } from '../../../src/controller/orphans/pod-view.ts';
 
 const policy: CleanupPolicy = { cleanupTerminating: false, cleanupDisrupted: true, verifyNetworkStatus: true, pendingGraceMs: 300_000, terminalGraceMs: 60_000 };
 const now = Date.parse('2026-11-22T10:00:00Z');

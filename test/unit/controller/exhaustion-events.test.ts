@@ -2,9 +2,9 @@
 // node-slice NADs whose range holds the slice (with their network_name prefix).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { nadsOfPool, wasExhausted } from '../../../src/controller/exhaustion-events.ts';
-import type { PoolView } from '../../../src/controller/pool-view.ts';
-import type { NadView } from '../../../src/controller/views.ts';
+import { nadsOfPool, wasExhausted } from '../../../src/controller/pools/exhaustion-events.ts';
+import type { PoolView } from '../../../src/controller/pools/view.ts';
+import type { NadView } from '../../../src/controller/runtime/views.ts';
 import { parseCidr } from '../../../src/ip/cidr.ts';
 
 const nad = (name: string, extra: Partial<NadView>): NadView => ({ name, namespace: 't', uid: name, resourceVersion: '1', networkNames: [], pools: [], ...extra });

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { orphanReason, type CleanupPolicy } from '../../../src/controller/orphans.ts';
-import { parseNetworkStatus, type PodView } from '../../../src/controller/pod-view.ts';
+import { orphanReason, type CleanupPolicy } from '../../../src/controller/orphans/orphans.ts';
+import { parseNetworkStatus, type PodView } from '../../../src/controller/orphans/pod-view.ts';
 import { duration } from '../../../src/controller/main.ts';
 
 const policy: CleanupPolicy = { cleanupTerminating: false, cleanupDisrupted: true, verifyNetworkStatus: true, pendingGraceMs: 300_000, terminalGraceMs: 60_000 };
@@ -72,7 +72,7 @@ test('duration() reads ms, s, m, h and bare seconds, and names a bad flag', () =
 });
 
 test('desiredStatus() reports capacity, used, free and exhaustion, and nothing when the pool already shows it', async () => {
-  const { desiredStatus } = await import('../../../src/controller/pool-status.ts');
+  const { desiredStatus } = await import('../../../src/controller/pools/status.ts');
   const { parseCidr } = await import('../../../src/ip/cidr.ts');
   const at = new Date('2026-11-22T10:00:00Z');
   const full = desiredStatus(parseCidr('10.0.0.0/30'), 2, undefined, at) as { free: string; conditions: Array<{ status: string; lastTransitionTime: string }> };

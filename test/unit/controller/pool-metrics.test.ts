@@ -1,7 +1,7 @@
 // The pool gauges' numbers: a usage ratio that stays exact for IPv6-sized pools.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { usageRatio } from '../../../src/controller/metrics.ts';
+import { usageRatio } from '../../../src/controller/runtime/metrics.ts';
 
 const pool = (used: number, capacity: bigint) => ({ allocations: new Map(Array.from({ length: used }, (_, i) => [BigInt(i), {} as never])), capacity });
 

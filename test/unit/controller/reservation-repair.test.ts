@@ -1,8 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { missingReservations, type RepairJudge } from '../../../src/controller/reservation-repair.ts';
-import { poolView } from '../../../src/controller/pool-view.ts';
-import type { ReservationView } from '../../../src/controller/views.ts';
+import { missingReservations, type RepairJudge } from '../../../src/controller/reservations/repair.ts';
+import { poolView } from '../../../src/controller/pools/view.ts';
+import type { ReservationView } from '../../../src/controller/runtime/views.ts';
 
 const now = Date.parse('2026-11-22T10:00:00Z');
 const old = new Date(now - 3_600_000).toISOString();

@@ -1,11 +1,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { withConditions } from '../../../src/controller/conditions.ts';
-import { parseControllerFlags } from '../../../src/controller/flags.ts';
-import { parseAddr } from '../../../src/controller/http.ts';
-import { parseNetworkStatus, podView } from '../../../src/controller/pod-view.ts';
-import { judgeReservation, reservedAddresses } from '../../../src/controller/reservations.ts';
-import { groupByNetwork, networkNamesOf, sliceSpecOf } from '../../../src/controller/slice-spec.ts';
+import { withConditions } from '../../../src/controller/runtime/conditions.ts';
+import { parseControllerFlags } from '../../../src/controller/runtime/flags.ts';
+import { parseAddr } from '../../../src/controller/runtime/http.ts';
+import { parseNetworkStatus, podView } from '../../../src/controller/orphans/pod-view.ts';
+import { judgeReservation, reservedAddresses } from '../../../src/controller/reservations/orphaned.ts';
+import { groupByNetwork, networkNamesOf, sliceSpecOf } from '../../../src/controller/slices/spec.ts';
 
 const policy = { cleanupTerminating: false, cleanupDisrupted: true, verifyNetworkStatus: true, pendingGraceMs: 300_000, terminalGraceMs: 60_000 };
 const now = Date.parse('2026-11-22T10:00:00Z');

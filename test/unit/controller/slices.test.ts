@@ -1,9 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { assignSlices } from '../../../src/controller/slice-assign.ts';
-import { parseControllerFlags } from '../../../src/controller/flags.ts';
-import { decideNodeSlicePool } from '../../../src/controller/slice-decide.ts';
-import { groupByNetwork, sliceSpecOf, type SliceSpec } from '../../../src/controller/slice-spec.ts';
+import { assignSlices } from '../../../src/controller/slices/assign.ts';
+import { parseControllerFlags } from '../../../src/controller/runtime/flags.ts';
+import { decideNodeSlicePool } from '../../../src/controller/slices/decide.ts';
+import { groupByNetwork, sliceSpecOf, type SliceSpec } from '../../../src/controller/slices/spec.ts';
 import { parseCidr } from '../../../src/ip/cidr.ts';
 
 const nad = (name: string, ipam: Record<string, unknown>) => ({ metadata: { namespace: 'default', name }, spec: { config: JSON.stringify({ cniVersion: '1.0.0', name: `${name}-conf`, type: 'macvlan', ipam }) } });

@@ -7,7 +7,7 @@ import { appendFileSync, existsSync, mkdtempSync, openSync, closeSync, writeSync
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { StatsFolder } from '../../../src/install/stats-fold.ts';
-import { formatRecord, type CallRecord } from '../../../src/stats/call-record.ts';
+import { formatRecord, type CallRecord } from '../../../src/cni/call-record.ts';
 
 const scratch = (): string => mkdtempSync(join(tmpdir(), 'hab-fold-'));
 const line = (i: number, network = 'n'): string => formatRecord({ verb: i % 2 === 0 ? 'ADD' : 'DEL', outcome: 'ok', micros: i, network });

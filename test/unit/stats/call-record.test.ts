@@ -2,7 +2,7 @@
 // mistaken for a whole one.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { formatRecord, networkOf, parseRecord } from '../../../src/stats/call-record.ts';
+import { formatRecord, networkOf, parseRecord } from '../../../src/cni/call-record.ts';
 
 test('formatRecord() and parseRecord() round-trip a call', () => {
   const line = formatRecord({ verb: 'ADD', outcome: '11', micros: 1234.6, network: 'net-a.1' });

@@ -3,7 +3,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Agent } from 'node:https';
-import { agentFor, keepConnections, keptAgents, releaseAgent } from '../../../src/store/kubernetes/connection-pool.ts';
+import { agentFor, keepConnections, keptAgents, releaseAgent } from '../../../src/kube/connection-pool.ts';
 
 const make = (): Agent => new Agent({ keepAlive: true });
 

@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { parseIP } from '../../../src/ip/address.ts';
 import { parseCidr } from '../../../src/ip/cidr.ts';
-import { parseReservationName, poolName, reservationName } from '../../../src/store/names.ts';
+import { parseReservationName, poolName, reservationName } from '../../../src/config/names.ts';
 
 // Expected strings are Whereabouts' (pkg/storage/kubernetes: IPPoolName, normalizeRange, NormalizeIP).
 

@@ -5,9 +5,9 @@ import assert from 'node:assert/strict';
 import { chmodSync, mkdtempSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CONNECTION_DIR, loadEndpointCached, sameEndpoint, type Resolver } from '../../../../src/store/kubernetes/endpoint-cache.ts';
-import { loadEndpoint, type ApiEndpoint } from '../../../../src/store/kubernetes/kubeconfig.ts';
-import { recipeOf } from '../../../../src/store/kubernetes/endpoint-recipe.ts';
+import { CONNECTION_DIR, loadEndpointCached, sameEndpoint, type Resolver } from '../../../../src/kube/endpoint-cache.ts';
+import { loadEndpoint, type ApiEndpoint } from '../../../../src/kube/kubeconfig.ts';
+import { recipeOf } from '../../../../src/kube/endpoint-recipe.ts';
 
 // A throw-away CA certificate, only ever compared as bytes.
 const PEM = '-----BEGIN CERTIFICATE-----\nMIIBkTCB+wIJAKHHIG0Xv5s8MA0GCSqGSIb3DQEBCwUAMA0xCzAJBgNVBAMMAmNh\n-----END CERTIFICATE-----\n';

@@ -4,7 +4,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CniError } from '../../../../src/cni/errors.ts';
-import { loadEndpoint, withTokenFiles } from '../../../../src/store/kubernetes/kubeconfig.ts';
+import { loadEndpoint, withTokenFiles } from '../../../../src/kube/kubeconfig.ts';
 
 test('withTokenFiles() renames client-go tokenFile to token-file with the path made absolute', () => {
   assert.equal(withTokenFiles('    tokenFile: token\n', '/etc/cni/net.d/whereabouts.d'), '    token-file: "/etc/cni/net.d/whereabouts.d/token"\n');

@@ -8,7 +8,7 @@ import { formatCidr, parseCidr } from '../../../../src/ip/cidr.ts';
 import { formatIP } from '../../../../src/ip/address.ts';
 import { sliceRange, slicingOf } from '../../../../src/store/kubernetes/node-slices.ts';
 import { readSliceMemory, writeSliceMemory } from '../../../../src/store/kubernetes/slice-memory.ts';
-import { createLogger } from '../../../../src/cni/log.ts';
+import { createLogger } from '../../../../src/log/logger.ts';
 import { testRange } from '../../../support/memory-store.ts';
 
 const nsp = (allocations: unknown[]) => ({ spec: { range: '10.0.0.0/24', sliceSize: '/28' }, status: { allocations } });

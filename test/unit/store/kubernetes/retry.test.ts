@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { CONFLICT, retryOnConflict } from '../../../../src/store/kubernetes/retry.ts';
+import { CONFLICT, retryOnConflict } from '../../../../src/kube/retry.ts';
 
 test('retryOnConflict() returns the first non-conflict value and counts the conflicts before it', async () => {
   const seen: number[] = [];

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { CniError } from '../../../../src/cni/errors.ts';
 import { firstFree } from '../../../../src/allocator/first-free.ts';
-import type { ApiRequest, ApiResponse } from '../../../../src/store/kubernetes/api.ts';
+import type { ApiRequest, ApiResponse } from '../../../../src/kube/api.ts';
 import { commitPool, type CommitContext } from '../../../../src/store/kubernetes/commit.ts';
 import { RETIRED_ANNOTATION, decodePoolObject } from '../../../../src/store/kubernetes/pool-object.ts';
 import { createObject, getObject, mergePatch } from '../../../../src/store/kubernetes/resources.ts';

@@ -1,0 +1,132 @@
+// One cleanup pass: orphaned allocations, then reservations (orphaned ones deleted, missing ones re-created).
+// Suspects come from the caches (cheap: no LIST); every pod a removal depends on is then read live, every pool write
+// is conditional on the version read, and whether an address is held is read from a fresh list of the pools.
+import { monotonicMs } from '../../clock.ts';
+import { formatIP } from '../../ip/address.ts';
+import type { ApiClient } from '../../kube/api.ts';
+import { listAll } from '../../kube/list.ts';
+import { objectPath } from '../../store/kubernetes/resources.ts';
+import type { Log } from '../../log/json-log.ts';
+import { orphanReason, type CleanupPolicy } from './orphans.ts';
+import { eachLimited } from '../runtime/parallel.ts';
+import { readLivePods } from './pod-confirm.ts';
+import type { PodView } from './pod-view.ts';
+import { releaseFromPool, type Candidate, type Released } from './pool-release.ts';
+import { poolView, type PoolView } from '../pools/view.ts';
+import { missingReservations, recreateReservation, sameAttachment, type MissingReservation } from '../reservations/repair.ts';
+import { deleteReservation, judgeReservation, reservationSuspects, type ReservationReason } from '../reservations/orphaned.ts';
+import type { ReservationView } from '../runtime/views.ts';
+
+export interface CleanupInput {
+  readonly pods: ReadonlyMap<string, PodView>;
+  readonly pools: ReadonlyMap<string, PoolView>;
+  readonly reservations: ReadonlyMap<string, ReservationView>;
+  readonly networkNames: ReadonlySet<string>;
+  readonly policy: CleanupPolicy;
+  readonly reservationGraceMs: number;
+  /** Records seen missing their reservation, and since when (monotonic): kept by the controller across passes. */
+  readonly firstMissing?: Map<string, number>;
+  /** Checked before every write: a replica that lost the lease stops at once. */
+  readonly leading: () => boolean;
+  readonly log: Log;
+}
+
+export interface CleanupResult {
+  readonly released: readonly Released[];
+  readonly reservationsDeleted: ReadonlyArray<{ readonly name: string; readonly podRef: string; readonly reason: ReservationReason }>;
+  /** Missing reservations of held addresses, re-created. */
+  readonly reservationsRecreated: readonly MissingReservation[];
+  /** Pods read live to confirm a suspicion. */
+  readonly podsRead: number;
+  /** Milliseconds spent reading pods live, writing pools, judging and deleting reservations. */
+  readonly timings: { readonly readMs: number; readonly releaseMs: number; readonly reservationsMs: number };
+}
+
+/** The canonical text of every address the pools' records hold, but those of the `except` "pool|address" keys. */
+export function heldAddresses(pools: Iterable<PoolView>, except: ReadonlySet<string> = new Set()): Set<string> {
+  const held = new Set<string>();
+  for (const pool of pools) {
+    if (pool.range === undefined) continue;
+    for (const address of pool.allocations.keys()) {
+      if (!except.has(`${pool.name}|${address}`)) held.add(formatIP({ family: pool.range.family, value: address }));
+    }
+  }
+  return held;
+}
+
+export async function cleanupPass(api: ApiClient, input: CleanupInput): Promise<CleanupResult> {
+  const now = Date.now();
+  const byPool = new Map<PoolView, Candidate[]>();
+  const suspectPods = new Set<string>();
+  const releasing = new Set<string>();
+  for (const pool of input.pools.values()) {
+    if (pool.range === undefined) continue;
+    for (const [address, record] of pool.allocations) {
+      const ip = formatIP({ family: pool.range.family, value: address });
+      if (orphanReason(record, ip, input.pods.get(record.podRef), input.policy, now, pool.allocatedAt.get(address)) === undefined) continue;
+      const list = byPool.get(pool) ?? [];
+      if (list.length === 0) byPool.set(pool, list);
+      list.push({ address, record });
+      suspectPods.add(record.podRef);
+      releasing.add(`${pool.name}|${address}`);
+    }
+  }
+  const judge = { networkNames: input.networkNames, policy: input.policy, graceMs: input.reservationGraceMs, now };
+  // Judged as if the suspected allocations were gone already: the reservation of a released address goes too.
+  const suspects = reservationSuspects(input.reservations.values(), input.pods, heldAddresses(input.pools.values(), releasing), judge);
+  for (const r of suspects) suspectPods.add(r.podRef);
+  const missing = missingReservations(input.pools.values(), input.reservations.values(), {
+    graceMs: input.reservationGraceMs, nowMs: now, monotonicNowMs: monotonicMs(), firstMissing: input.firstMissing ?? new Map(),
+  });
+  const nothing = { released: [], reservationsDeleted: [], reservationsRecreated: [], podsRead: 0, timings: { readMs: 0, releaseMs: 0, reservationsMs: 0 } };
+  if ((suspectPods.size === 0 && missing.length === 0) || !input.leading()) return nothing;
+
+  const t0 = performance.now();
+  const live = await readLivePods(api, suspectPods, { log: input.log });
+  const t1 = performance.now();
+  const judgeRecord = (record: Candidate['record'], ip: string) => {
+    const pod = live.get(record.podRef);
+    return pod === undefined ? undefined : orphanReason(record, ip, pod ?? undefined, input.policy, Date.now());
+  };
+  const released: Released[] = [];
+  await eachLimited([...byPool], 4, async ([pool, candidates]) => {
+    const done = await releaseFromPool(api, pool, candidates, judgeRecord, { leading: input.leading, log: input.log });
+    for (const r of done) input.log.info(`released ${r.ip} of ${r.podRef} from IPPool ${r.pool}: ${r.reason}`, { pool: r.pool, ip: r.ip, pod: r.podRef, reason: r.reason });
+    released.push(...done);
+  });
+
+  const t2 = performance.now();
+  const reservationsDeleted: Array<CleanupResult['reservationsDeleted'][number]> = [];
+  const reservationsRecreated: MissingReservation[] = [];
+  if (suspects.length > 0 || missing.length > 0) {
+    // Held or not must hold now, not in a cache: the pools listed afresh, once, after this pass's releases.
+    const fresh = await poolsNow(api, input.log);
+    const held = heldAddresses(fresh.values());
+    await eachLimited(suspects, 8, async (view) => {
+      const reason = judgeReservation(view, live.get(view.podRef), held, { ...judge, now: Date.now() });
+      if (reason === undefined || !(await deleteReservation(api, view, { leading: input.leading, log: input.log }))) return;
+      reservationsDeleted.push({ name: view.name, podRef: view.podRef, reason });
+      input.log.info(`deleted OverlappingRangeIPReservation ${view.name} of ${view.podRef}: ${reason}`, { reservation: view.name, pod: view.podRef, reason });
+    });
+    await eachLimited(missing, 8, async (m) => {
+      const record = fresh.get(m.pool)?.allocations.get(m.address);
+      if (record === undefined || !sameAttachment(record, m.record)) return; // released or replaced meanwhile
+      if (!(await recreateReservation(api, m, { leading: input.leading, log: input.log }))) return;
+      reservationsRecreated.push(m);
+      input.log.warning(`re-created missing OverlappingRangeIPReservation ${m.name} for ${m.ip} of ${m.record.podRef} held in IPPool ${m.pool}`, { reservation: m.name, pool: m.pool, ip: m.ip, pod: m.record.podRef });
+    });
+  }
+  const timings = { readMs: Math.round(t1 - t0), releaseMs: Math.round(t2 - t1), reservationsMs: Math.round(performance.now() - t2) };
+  return { released, reservationsDeleted, reservationsRecreated, podsRead: suspectPods.size, timings };
+}
+
+/** Pool name -> its view, listed now. */
+async function poolsNow(api: ApiClient, log: Log): Promise<Map<string, PoolView>> {
+  const views = new Map<string, PoolView>();
+  for (const item of await listAll(api, objectPath(api.namespace, 'ippools'))) {
+    const view = poolView(item);
+    if (view !== undefined) views.set(view.name, view);
+  }
+  log.debug(`listed ${views.size} IPPools to judge reservations`);
+  return views;
+}

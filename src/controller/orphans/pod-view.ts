@@ -1,0 +1,91 @@
+// The few facts about a pod that orphan cleanup needs, stripped from the full object (memory stays bounded
+// with tens of thousands of pods).
+import { formatIP, tryParseIP } from '../../ip/address.ts';
+
+export interface PodView {
+  /** The UID CNI was given: metadata.uid, or for a mirror pod the static pod's (its config.mirror annotation). */
+  readonly uid: string;
+  readonly phase: string;
+  readonly createdAtMs: number;
+  readonly terminating: boolean;
+  /** metadata.deletionTimestamp: the end of the pod's grace period (set ahead by its length). */
+  readonly deletionAtMs?: number;
+  /**
+   * The reason of DisruptionTarget=True (DeletionByTaintManager, EvictionByEvictionAPI, PreemptionByScheduler,
+   * TerminationByKubelet, …); absent when the condition is not True.
+   */
+  readonly disruption?: string;
+  /** Some container (init, app or ephemeral) is running by the pod's status (or a Running pod lists none). */
+  readonly containersRunning: boolean;
+  /** PodReadyToStartContainers (PodHasNetwork before 1.28) is False: the kubelet has torn the sandbox down. */
+  readonly sandboxGone: boolean;
+  /** The latest container finish or condition transition: for a terminal pod, about when it became terminal. */
+  readonly lastChangeMs: number;
+  /** IPs in the Multus network-status annotation (canonical text); undefined when the pod has none. */
+  readonly networkStatusIPs?: ReadonlySet<string>;
+}
+
+type Obj = Record<string, unknown>;
+const obj = (v: unknown): Obj => (typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Obj) : {});
+const list = (v: unknown): Obj[] => (Array.isArray(v) ? v.map(obj) : []);
+const time = (v: unknown): number => (typeof v === 'string' ? Date.parse(v) || 0 : 0);
+
+export const NETWORK_STATUS = 'k8s.v1.cni.cncf.io/network-status';
+/** On a mirror pod: the UID of the static pod it mirrors, which is what the kubelet passes to CNI. */
+const MIRROR = 'kubernetes.io/config.mirror';
+const SANDBOX_CONDITIONS = ['PodReadyToStartContainers', 'PodHasNetwork'];
+
+/** The view of a pod object; undefined for something that is not one. */
+export function podView(item: unknown): PodView | undefined {
+  const meta = obj(obj(item)['metadata']);
+  const status = obj(obj(item)['status']);
+  if (typeof meta['name'] !== 'string' || typeof meta['namespace'] !== 'string') return undefined;
+  const conditions = list(status['conditions']);
+  const containers = [...list(status['initContainerStatuses']), ...list(status['containerStatuses']), ...list(status['ephemeralContainerStatuses'])];
+  const annotations = obj(meta['annotations']);
+  const networkStatusIPs = parseNetworkStatus(annotations[NETWORK_STATUS]);
+  const mirrorOf = annotations[MIRROR];
+  const disruption = conditions.find((c) => c['type'] === 'DisruptionTarget' && c['status'] === 'True');
+  const deletionAtMs = time(meta['deletionTimestamp']);
+  const changes = [
+    ...containers.map((c) => time(obj(obj(c['state'])['terminated'])['finishedAt'])),
+    ...conditions.map((c) => time(c['lastTransitionTime'])),
+  ];
+  return {
+    uid: typeof mirrorOf === 'string' && mirrorOf !== '' ? mirrorOf : typeof meta['uid'] === 'string' ? meta['uid'] : '',
+    phase: typeof status['phase'] === 'string' ? status['phase'] : 'Unknown',
+    createdAtMs: time(meta['creationTimestamp']),
+    terminating: meta['deletionTimestamp'] !== undefined && meta['deletionTimestamp'] !== null,
+    ...(deletionAtMs === 0 ? {} : { deletionAtMs }),
+    ...(disruption === undefined ? {} : { disruption: typeof disruption['reason'] === 'string' ? disruption['reason'] : '' }),
+    // A Running pod that reports no container at all is taken as running: nothing says its network is unused.
+    containersRunning: containers.some((c) => obj(c['state'])['running'] !== undefined) || (status['phase'] === 'Running' && containers.length === 0),
+    sandboxGone: conditions.some((c) => SANDBOX_CONDITIONS.includes(String(c['type'])) && c['status'] === 'False'),
+    lastChangeMs: Math.max(0, ...changes),
+    ...(networkStatusIPs === undefined ? {} : { networkStatusIPs }),
+  };
+}
+
+/**
+ * The IPs listed in a network-status annotation, in canonical text (Multus prints Go's spelling); undefined when
+ * absent or unreadable (then it proves nothing).
+ */
+export function parseNetworkStatus(annotation: unknown): Set<string> | undefined {
+  if (typeof annotation !== 'string') return undefined;
+  let list: unknown;
+  try {
+    list = JSON.parse(annotation);
+  } catch {
+    return undefined; // not Multus' JSON: it proves nothing either way
+  }
+  if (!Array.isArray(list)) return undefined;
+  const ips = new Set<string>();
+  for (const entry of list) {
+    const listed = obj(entry)['ips'];
+    for (const text of Array.isArray(listed) ? listed : []) {
+      const ip = typeof text === 'string' ? tryParseIP(text.replace(/\/\d+$/, '')) : undefined;
+      if (ip !== undefined) ips.add(formatIP(ip));
+    }
+  }
+  return ips;
+}

@@ -1,0 +1,196 @@
+// List+watch of one resource, as client-go's reflector: a paginated LIST, then a WATCH from the list's
+// resourceVersion with bookmarks; a watch that ends is re-opened from the last version seen, a 410 Gone (or a failed
+// watch) re-lists and reports what changed meanwhile. Only a stripped view of each object is kept (memory stays
+// bounded with tens of thousands of pods), keyed "namespace/name" (or "name" when cluster-scoped).
+import { statusText, type ApiClient } from '../../kube/api.ts';
+import { errorText, type Log } from '../../log/json-log.ts';
+import { openWatch, type WatchEvent } from '../../kube/watch-stream.ts';
+
+export type ChangeKind = 'added' | 'updated' | 'deleted';
+
+export interface InformerOptions<T> {
+  /** For logs and metrics: "pods", "ippools", … */
+  readonly resource: string;
+  /** Collection path, e.g. /api/v1/pods or /apis/…/namespaces/ns/ippools. */
+  readonly path: string;
+  /** The view kept of an object; undefined: not kept (as if it did not exist). */
+  readonly view: (object: unknown) => T | undefined;
+  readonly onChange?: (kind: ChangeKind, key: string, current: T | undefined, previous: T | undefined) => void;
+  readonly log: Log;
+}
+
+/**
+ * Items per LIST page. Small pages keep the peak low: a page is garbage as soon as its views are taken, and with
+ * V8's young generation kept small (main.ts) a bigger page is promoted whole to the old generation first.
+ */
+const PAGE = 250;
+
+type Meta = { metadata?: { name?: unknown; namespace?: unknown; resourceVersion?: unknown } };
+
+export function keyOf(object: unknown): string | undefined {
+  const meta = (object as Meta | null)?.metadata;
+  if (typeof meta?.name !== 'string') return undefined;
+  return typeof meta.namespace === 'string' && meta.namespace !== '' ? `${meta.namespace}/${meta.name}` : meta.name;
+}
+
+export class Informer<T> {
+  readonly items = new Map<string, T>();
+  readonly #api: ApiClient;
+  readonly #o: InformerOptions<T>;
+  #resourceVersion = '';
+  #synced = false;
+  #stopped = false;
+  #watch: { close(): void } | undefined;
+  #timer: NodeJS.Timeout | undefined;
+  #failures = 0;
+  #firstSync: { promise: Promise<void>; resolve: () => void };
+
+  constructor(api: ApiClient, options: InformerOptions<T>) {
+    this.#api = api;
+    this.#o = options;
+    let resolve = (): void => undefined;
+    const promise = new Promise<void>((r) => (resolve = r));
+    this.#firstSync = { promise, resolve };
+  }
+
+  get resource(): string {
+    return this.#o.resource;
+  }
+
+  /** The cache reflects the server: listed, and not re-listing after a failed watch. */
+  get synced(): boolean {
+    return this.#synced;
+  }
+
+  /** Resolves after the first complete list. */
+  whenSynced(): Promise<void> {
+    return this.#firstSync.promise;
+  }
+
+  start(): void {
+    void this.#list();
+  }
+
+  stop(): void {
+    this.#stopped = true;
+    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    this.#watch?.close();
+  }
+
+  async #list(): Promise<void> {
+    if (this.#stopped) return;
+    const fresh = new Map<string, T>();
+    let token = '';
+    try {
+      do {
+        const query = `limit=${PAGE}${token === '' ? '' : `&continue=${encodeURIComponent(token)}`}`;
+        const res = await this.#api.send({ method: 'GET', path: `${this.#o.path}?${query}` });
+        if (res.status === 410 && token !== '') throw new Error('the list snapshot expired while paging');
+        if (res.status === 404 && token === '') return this.#absent();
+        if (res.status !== 200) throw new Error(`list ${this.#o.resource}: ${statusText(res)}`);
+        const body = res.body as { items?: unknown[]; metadata?: { continue?: string; resourceVersion?: string } };
+        for (const item of body.items ?? []) {
+          const key = keyOf(item);
+          const view = key === undefined ? undefined : this.#o.view(item);
+          if (key !== undefined && view !== undefined) fresh.set(key, view);
+        }
+        token = body.metadata?.continue ?? '';
+        this.#resourceVersion = body.metadata?.resourceVersion ?? '';
+      } while (token !== '');
+    } catch (err) {
+      return this.#retry(`list failed: ${errorText(err)}`, () => void this.#list());
+    }
+    if (this.#stopped) return;
+    this.#replace(fresh);
+    this.#synced = true;
+    this.#failures = 0;
+    this.#firstSync.resolve();
+    this.#o.log.debug(`${this.#o.resource}: listed ${fresh.size}`, { resource: this.#o.resource, resourceVersion: this.#resourceVersion });
+    this.#openWatch();
+  }
+
+  /** The resource is not served (its CRD is not installed): empty, and looked for again in a minute. */
+  #absent(): void {
+    if (this.#stopped) return;
+    if (!this.#synced) this.#o.log.warning(`${this.#o.resource}: not served by the API server (CRD not installed?); treated as empty`);
+    this.#replace(new Map());
+    this.#synced = true;
+    this.#firstSync.resolve();
+    this.#timer = setTimeout(() => void this.#list(), 60_000);
+  }
+
+  /** Swaps in a fresh list, reporting the differences as the watch would have. */
+  #replace(fresh: Map<string, T>): void {
+    for (const [key, previous] of this.items) {
+      if (!fresh.has(key)) {
+        this.items.delete(key);
+        this.#o.onChange?.('deleted', key, undefined, previous);
+      }
+    }
+    for (const [key, current] of fresh) {
+      const previous = this.items.get(key);
+      this.items.set(key, current);
+      this.#o.onChange?.(previous === undefined ? 'added' : 'updated', key, current, previous);
+    }
+  }
+
+  #openWatch(): void {
+    if (this.#stopped) return;
+    const timeoutSeconds = 300 + Math.floor(Math.random() * 300);
+    const path = `${this.#o.path}?resourceVersion=${encodeURIComponent(this.#resourceVersion)}`;
+    this.#watch = openWatch(this.#api.endpoint, path, {
+      event: (event) => this.#apply(event),
+      end: (failure) => {
+        this.#watch = undefined;
+        if (this.#stopped) return;
+        if (this.#resourceVersion === '') return this.#relist('the watch expired (410 Gone)');
+        if (failure === undefined) return this.#openWatch(); // the server's timeout: carry on from where we are
+        if (failure.status === 410) return this.#relist('the watch expired (410 Gone)');
+        this.#synced = false; // events may have been missed: not trustworthy until listed again
+        this.#retry(`watch failed: ${failure.message}`, () => void this.#list());
+      },
+    }, { timeoutSeconds, idleMs: (timeoutSeconds + 60) * 1000 });
+  }
+
+  #apply(event: WatchEvent): void {
+    const object = event.object as Meta & { code?: unknown };
+    if (event.type === 'ERROR') {
+      // A Status object: 410 Gone means our version is too old to continue from.
+      this.#o.log.debug(`${this.#o.resource}: watch error ${JSON.stringify(event.object).slice(0, 200)}`);
+      if (object.code === 410) {
+        this.#resourceVersion = '';
+        this.#watch?.close(); // ends the watch: the end handler lists again
+      }
+      return;
+    }
+    const rv = object.metadata?.resourceVersion;
+    if (typeof rv === 'string' && rv !== '') this.#resourceVersion = rv;
+    if (event.type === 'BOOKMARK') return;
+    const key = keyOf(object);
+    if (key === undefined) return;
+    const previous = this.items.get(key);
+    const current = event.type === 'DELETED' ? undefined : this.#o.view(object);
+    if (current === undefined) {
+      if (previous === undefined) return;
+      this.items.delete(key);
+      this.#o.onChange?.('deleted', key, undefined, previous);
+      return;
+    }
+    this.items.set(key, current);
+    this.#o.onChange?.(previous === undefined ? 'added' : 'updated', key, current, previous);
+  }
+
+  #relist(why: string): void {
+    this.#o.log.info(`${this.#o.resource}: ${why}; listing again`, { resource: this.#o.resource });
+    this.#synced = false;
+    void this.#list();
+  }
+
+  #retry(why: string, again: () => void): void {
+    if (this.#stopped) return;
+    this.#failures++;
+    const delayMs = Math.min(30_000, 500 * 2 ** Math.min(this.#failures, 6)) * (0.8 + Math.random() * 0.4);
+    this.#o.log.warning(`${this.#o.resource}: ${why}; retrying in ${Math.round(delayMs)} ms`, { resource: this.#o.resource });
+    this.#timer = setTimeout(again, delayMs);
+  }
+}

@@ -1,0 +1,117 @@
+// The stripped views of OverlappingRangeIPReservations, NodeSlicePools, NetworkAttachmentDefinitions and Nodes:
+// only what the cleanup and the slice assignment read. (Pods: pod-view.ts; IPPools: pool-view.ts.)
+import { errorText } from '../../log/json-log.ts';
+import type { DrainingEntry, SliceEntry } from '../slices/assign.ts';
+import { networkNamesOf, rangePoolNamesOf, sliceSpecOf, type SliceSpec } from '../slices/spec.ts';
+
+type Obj = Record<string, unknown>;
+const obj = (v: unknown): Obj => (typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Obj) : {});
+const str = (v: unknown): string => (typeof v === 'string' ? v : '');
+
+export interface ObjectRef {
+  readonly name: string;
+  readonly namespace: string;
+  readonly uid: string;
+  readonly resourceVersion: string;
+}
+
+function refOf(meta: Obj): ObjectRef {
+  return { name: str(meta['name']), namespace: str(meta['namespace']), uid: str(meta['uid']), resourceVersion: str(meta['resourceVersion']) };
+}
+
+export interface ReservationView extends ObjectRef {
+  readonly podRef: string;
+  readonly createdAtMs: number;
+}
+
+export function reservationView(object: unknown): ReservationView {
+  const meta = obj(obj(object)['metadata']);
+  return { ...refOf(meta), podRef: str(obj(obj(object)['spec'])['podref']), createdAtMs: Date.parse(str(meta['creationTimestamp'])) || 0 };
+}
+
+export interface NodeSlicePoolView extends ObjectRef {
+  /** metadata.generation: the version a retired slice pool records (0 when absent). */
+  readonly generation: number;
+  readonly range: string;
+  readonly sliceSize: string;
+  readonly entries: readonly SliceEntry[];
+  /** status.draining: slices that left their node and may still hold addresses (absent in Whereabouts' objects). */
+  readonly draining: readonly DrainingEntry[];
+  /** type -> "status|reason|message" of its conditions, to write only what changed. */
+  readonly conditions: ReadonlyMap<string, string>;
+  /** UIDs of the NetworkAttachmentDefinitions among its owners, sorted. */
+  readonly ownerUids: readonly string[];
+}
+
+export function entriesOf(status: unknown): SliceEntry[] {
+  const list = obj(status)['allocations'];
+  return (Array.isArray(list) ? list : []).map((e) => ({ nodeName: str(obj(e)['nodeName']), sliceRange: str(obj(e)['sliceRange']) }));
+}
+
+export function drainingOf(status: unknown): DrainingEntry[] {
+  const list = obj(status)['draining'];
+  return (Array.isArray(list) ? list : []).map((e) => ({
+    nodeName: str(obj(e)['nodeName']),
+    sliceRange: str(obj(e)['sliceRange']),
+    reason: obj(e)['reason'] === 'NodeLeft' ? 'NodeLeft' : 'Resliced',
+  }));
+}
+
+export function nodeSlicePoolView(object: unknown): NodeSlicePoolView {
+  const meta = obj(obj(object)['metadata']);
+  const spec = obj(obj(object)['spec']);
+  const status = obj(obj(object)['status']);
+  const conditions = new Map<string, string>();
+  for (const c of Array.isArray(status['conditions']) ? status['conditions'] : []) {
+    conditions.set(str(obj(c)['type']), `${str(obj(c)['status'])}|${str(obj(c)['reason'])}|${str(obj(c)['message'])}`);
+  }
+  const owners = Array.isArray(meta['ownerReferences']) ? meta['ownerReferences'] : [];
+  return {
+    ...refOf(meta),
+    generation: typeof meta['generation'] === 'number' ? meta['generation'] : 0,
+    range: str(spec['range']),
+    sliceSize: String(spec['sliceSize'] ?? ''),
+    entries: entriesOf(status),
+    draining: drainingOf(status),
+    conditions,
+    ownerUids: owners.filter((o) => obj(o)['kind'] === 'NetworkAttachmentDefinition').map((o) => str(obj(o)['uid'])).sort(),
+  };
+}
+
+export interface NadView extends ObjectRef {
+  readonly networkNames: readonly string[];
+  /** The IPPools of its ranges (not node slices). */
+  readonly pools: readonly string[];
+  readonly slice?: SliceSpec;
+  /** Why its node-slice request cannot be read. */
+  readonly problem?: string;
+}
+
+/** Only NADs with a hereabouts/whereabouts IPAM section are kept. */
+export function nadView(object: unknown): NadView | undefined {
+  const meta = obj(obj(object)['metadata']);
+  const networkNames = networkNamesOf(object);
+  const pools = rangePoolNamesOf(object);
+  let slice: SliceSpec | undefined;
+  try {
+    slice = sliceSpecOf(object);
+  } catch (err) {
+    if (!(err instanceof TypeError || err instanceof RangeError)) throw err;
+    return { ...refOf(meta), networkNames, pools, problem: errorText(err) };
+  }
+  if (slice === undefined && networkNames.length === 0 && !mentionsUs(object)) return undefined;
+  return { ...refOf(meta), networkNames, pools, ...(slice === undefined ? {} : { slice }) };
+}
+
+function mentionsUs(object: unknown): boolean {
+  const config = str(obj(obj(object)['spec'])['config']);
+  return config.includes('"hereabouts"') || config.includes('"whereabouts"');
+}
+
+export interface NodeView {
+  readonly uid: string;
+}
+
+export function nodeView(object: unknown): NodeView {
+  return { uid: str(obj(obj(object)['metadata'])['uid']) };
+}

@@ -1,0 +1,86 @@
+// Node-slice assignment (pure): given a NodeSlicePool's entries, the live nodes and the address space that draining
+// slices still cover, decides the new entries. Never-used slices are handed out before freed ones, so a slice a
+// departed node may still have cached is reused last; a slice overlapping blocked space is never handed out; only
+// as many entries as nodes are written (a /48 cut into /64s would not fit in one object otherwise).
+import { formatCidr, lastOf, networkOf, type Cidr } from '../../ip/cidr.ts';
+import { nthSlice, sliceCount, sliceIndexOf } from '../../ip/slice.ts';
+import { cidrOrUndefined } from '../pools/view.ts';
+
+export interface SliceEntry {
+  readonly nodeName: string;
+  readonly sliceRange: string;
+}
+
+/** Why a slice drains: its node left the cluster, or the network was resliced (a new range or slice size). */
+export type DrainReason = 'NodeLeft' | 'Resliced';
+
+/** A slice that no longer serves its node and whose IPPool may still hold addresses (status.draining). */
+export interface DrainingEntry extends SliceEntry {
+  readonly reason: DrainReason;
+}
+
+export interface SliceDecision {
+  readonly entries: SliceEntry[];
+  readonly assigned: string[];
+  /** Nodes left without a slice because the range has none free. */
+  readonly starved: string[];
+}
+
+export function overlaps(a: Cidr, b: Cidr): boolean {
+  return a.family === b.family && networkOf(a) <= lastOf(b) && networkOf(b) <= lastOf(a);
+}
+
+export function assignSlices(
+  range: Cidr,
+  sliceSize: number,
+  current: readonly SliceEntry[],
+  liveNodes: readonly string[],
+  blocked: readonly Cidr[],
+): SliceDecision {
+  const live = new Set(liveNodes);
+  const assigned: string[] = [];
+  const entries = [...current];
+  const has = new Set(entries.filter((e) => e.nodeName !== '').map((e) => e.nodeName));
+  const known = new Set(entries.map((e) => e.sliceRange));
+  const total = sliceCount(range, sliceSize);
+  const blockerOf = (slice: Cidr): Cidr | undefined => blocked.find((b) => overlaps(b, slice));
+  let next = 0n;
+  /** The next never-used slice that no blocked space overlaps; jumps past a blocked block in one step. */
+  const nextFree = (): Cidr | undefined => {
+    while (next < total) {
+      const slice = nthSlice(range, sliceSize, next);
+      const blocker = blockerOf(slice);
+      if (blocker !== undefined) {
+        const end = lastOf(blocker);
+        next = end >= lastOf(range) ? total : sliceIndexOf(range, sliceSize, end) + 1n;
+        continue;
+      }
+      next++;
+      if (!known.has(formatCidr(slice))) return slice;
+    }
+    return undefined;
+  };
+  const starved: string[] = [];
+  for (const node of [...live].sort()) {
+    if (has.has(node)) continue;
+    const fresh = nextFree();
+    if (fresh !== undefined) {
+      const sliceRange = formatCidr(fresh);
+      entries.push({ nodeName: node, sliceRange });
+      known.add(sliceRange);
+      assigned.push(`${node} ${sliceRange}`);
+      continue;
+    }
+    const reuse = entries.findIndex((e) => {
+      const slice = e.nodeName === '' ? cidrOrUndefined(e.sliceRange) : undefined;
+      return slice !== undefined && blockerOf(slice) === undefined;
+    });
+    if (reuse < 0) {
+      starved.push(node);
+      continue;
+    }
+    entries[reuse] = { nodeName: node, sliceRange: entries[reuse]!.sliceRange };
+    assigned.push(`${node} ${entries[reuse]!.sliceRange}`);
+  }
+  return { entries, assigned, starved };
+}

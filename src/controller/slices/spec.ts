@@ -1,0 +1,139 @@
+// What a NetworkAttachmentDefinition asks of the controller: the network names it uses (reservation names carry
+// them as prefixes) and, with node_slice_size, the network's range and slice size, read by the plugin's own config
+// parser (src/config) so that both sides agree on every key. Pure: NADs that disagree are reported, never applied.
+import { CniError } from '../../cni/errors.ts';
+import { parseNetworkConfig } from '../../config/parse.ts';
+import { formatCidr, type Cidr } from '../../ip/cidr.ts';
+import { poolRefs } from '../../store/pool-refs.ts';
+
+export interface SliceSpec {
+  /** The NodeSlicePool's name: network_name, else the CNI network name. */
+  readonly network: string;
+  /** The network is named by network_name (which then prefixes the slice pools' names). */
+  readonly networkNamed: boolean;
+  readonly range: Cidr;
+  readonly sliceSize: number;
+  /** "namespace/name" of the NAD it came from. */
+  readonly source: string;
+}
+
+type Obj = Record<string, unknown>;
+const obj = (v: unknown): Obj => (typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Obj) : {});
+const isOurs = (ipam: Obj): boolean => ipam['type'] === 'hereabouts' || ipam['type'] === 'whereabouts';
+// Keys that point at node-local files or stores: meaningless to the controller, and not to be read here.
+const NODE_LOCAL_KEYS = ['datastore', 'data_dir', 'kubernetes', 'cache_dir', 'configuration_path', 'log_file'];
+
+/** The CNI config of a NAD and its hereabouts/whereabouts IPAM sections; undefined when it has none. */
+function ipamSections(nad: unknown): { source: string; config: Obj; sections: Array<{ plugin: Obj; ipam: Obj }> } | undefined {
+  const meta = obj(obj(nad)['metadata']);
+  const source = `${String(meta['namespace'])}/${String(meta['name'])}`;
+  const text = obj(obj(nad)['spec'])['config'];
+  if (typeof text !== 'string' || text.trim() === '') return undefined; // Multus then reads a file on the node
+  let config: Obj;
+  try {
+    config = obj(JSON.parse(text));
+  } catch (err) {
+    throw new TypeError(`NetworkAttachmentDefinition ${source}: spec.config is not JSON (${(err as Error).message})`);
+  }
+  const plugins = Array.isArray(config['plugins']) ? (config['plugins'] as unknown[]).map(obj) : [config];
+  const sections = plugins.map((plugin) => ({ plugin, ipam: obj(plugin['ipam']) })).filter((s) => isOurs(s.ipam));
+  return sections.length === 0 ? undefined : { source, config, sections };
+}
+
+/** A NAD's IPAM sections; undefined when it has none or its config cannot be read (a TypeError of ipamSections). */
+function readableSections(nad: unknown): ReturnType<typeof ipamSections> | undefined {
+  try {
+    return ipamSections(nad);
+  } catch (err) {
+    if (err instanceof TypeError) return undefined;
+    throw err;
+  }
+}
+
+/** The network_name values a NAD uses (to split reservation names correctly). */
+export function networkNamesOf(nad: unknown): string[] {
+  return (readableSections(nad)?.sections ?? []).map((s) => s.ipam['network_name']).filter((n): n is string => typeof n === 'string' && n !== '');
+}
+
+/** The IPPool names of a NAD's ranges outside node-slice mode, named as the plugin names them; [] when unreadable. */
+export function rangePoolNamesOf(nad: unknown): string[] {
+  const found = readableSections(nad);
+  if (found === undefined) return [];
+  const names: string[] = [];
+  for (const section of found.sections) {
+    if (![undefined, null, ''].includes(section.ipam['node_slice_size'] as string)) continue;
+    const ipam: Obj = { ...section.ipam };
+    for (const key of NODE_LOCAL_KEYS) delete ipam[key];
+    ipam['datastore'] = 'local';
+    const name = found.config['name'] ?? section.plugin['name'];
+    const cniVersion = String(found.config['cniVersion'] ?? section.plugin['cniVersion'] ?? '1.0.0');
+    try {
+      names.push(...poolRefs(parseNetworkConfig({ ...section.plugin, name, ipam } as never, { cniVersion, readFile: () => undefined })).map((r) => r.name));
+    } catch (err) {
+      if (!(err instanceof CniError)) throw err; // a NAD the plugin rejects has no pool
+    }
+  }
+  return names;
+}
+
+/** The node-slice request of one NAD, undefined when it has none; throws when it has one that cannot be read. */
+export function sliceSpecOf(nad: unknown): SliceSpec | undefined {
+  const found = ipamSections(nad);
+  const section = found?.sections.find((s) => ![undefined, null, ''].includes(s.ipam['node_slice_size'] as string));
+  if (found === undefined || section === undefined) return undefined;
+  const ipam: Obj = { ...section.ipam };
+  for (const key of NODE_LOCAL_KEYS) delete ipam[key];
+  ipam['datastore'] = 'local';
+  const name = found.config['name'] ?? section.plugin['name'];
+  const cniVersion = String(found.config['cniVersion'] ?? section.plugin['cniVersion'] ?? '1.0.0');
+  let parsed;
+  try {
+    parsed = parseNetworkConfig({ ...section.plugin, name, ipam } as never, { cniVersion, readFile: () => undefined });
+  } catch (err) {
+    if (!(err instanceof CniError)) throw err;
+    throw new TypeError(`NetworkAttachmentDefinition ${found.source}: ${err.message}`);
+  }
+  const ranges = parsed.ipam.ranges;
+  const [first] = ranges;
+  if (first === undefined || ranges.length !== 1 || parsed.ipam.nodeSliceSize === undefined) {
+    throw new TypeError(`NetworkAttachmentDefinition ${found.source}: node_slice_size needs exactly one range (got ${ranges.length})`);
+  }
+  const networkName = parsed.ipam.networkName;
+  const named = networkName !== undefined && networkName !== '';
+  return { network: named ? networkName : parsed.name, networkNamed: named, range: first.cidr, sliceSize: parsed.ipam.nodeSliceSize, source: found.source };
+}
+
+/** Two specs slice the same way. */
+export function sameSlicing(a: SliceSpec, b: SliceSpec): boolean {
+  return formatCidr(a.range) === formatCidr(b.range) && a.sliceSize === b.sliceSize && a.networkNamed === b.networkNamed;
+}
+
+export interface NetworkGroups {
+  /** One spec per network whose NADs agree, with every NAD that asked for it. */
+  readonly agreed: Map<string, { spec: SliceSpec; sources: string[] }>;
+  /** One message per network whose NADs disagree, naming them and what each asks for. */
+  readonly conflicts: string[];
+  /** The same by network, with the NADs involved. */
+  readonly conflicting: Map<string, { message: string; sources: string[] }>;
+}
+
+export function groupByNetwork(specs: readonly SliceSpec[]): NetworkGroups {
+  const bySlicing = new Map<string, SliceSpec[]>();
+  for (const spec of specs) bySlicing.set(spec.network, [...(bySlicing.get(spec.network) ?? []), spec]);
+  const agreed: NetworkGroups['agreed'] = new Map();
+  const conflicting: NetworkGroups['conflicting'] = new Map();
+  for (const [network, list] of bySlicing) {
+    const sources = list.map((s) => s.source).sort();
+    const first = list[0]!;
+    const odd = list.find((s) => !sameSlicing(first, s));
+    if (odd === undefined) {
+      agreed.set(network, { spec: first, sources });
+      continue;
+    }
+    const message =
+      `network ${network}: ${first.source} slices ${formatCidr(first.range)} by /${first.sliceSize} but ${odd.source} ` +
+      `slices ${formatCidr(odd.range)} by /${odd.sliceSize}; not changed until they agree`;
+    conflicting.set(network, { message, sources });
+  }
+  return { agreed, conflicts: [...conflicting.values()].map((c) => c.message), conflicting };
+}

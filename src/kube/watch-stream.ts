@@ -1,0 +1,76 @@
+// One Kubernetes watch request: GET …?watch=1 answered with a stream of JSON lines ({type, object}), read line by
+// line so that memory holds one event at a time. The caller re-opens it when it ends.
+import { request as httpRequest, type ClientRequest, type IncomingMessage } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import { USER_AGENT } from './api.ts';
+import type { ApiEndpoint } from './kubeconfig.ts';
+
+export interface WatchEvent {
+  readonly type: string;
+  readonly object: unknown;
+}
+
+export interface WatchHandlers {
+  /** Called for every event line, in order. */
+  event(event: WatchEvent): void;
+  /** Called once: without an error when the server ended the watch, with one when it failed or answered non-200. */
+  end(failure?: { readonly status?: number; readonly message: string }): void;
+}
+
+export interface WatchOptions {
+  /** The server ends the watch after this long (client-go picks 5-10 minutes at random). */
+  readonly timeoutSeconds: number;
+  /** No byte for this long (not even a bookmark) means a dead connection. */
+  readonly idleMs: number;
+}
+
+export function openWatch(endpoint: ApiEndpoint, path: string, handlers: WatchHandlers, options: WatchOptions): { close(): void } {
+  const url = new URL(`${endpoint.server}${path}${path.includes('?') ? '&' : '?'}watch=1&allowWatchBookmarks=true&timeoutSeconds=${options.timeoutSeconds}`);
+  const send = url.protocol === 'http:' ? httpRequest : httpsRequest;
+  const base = endpoint.requestOptions;
+  const headers = { ...(base.headers as Record<string, string> | undefined), Accept: 'application/json', 'User-Agent': USER_AGENT };
+  let ended = false;
+  const finish = (failure?: { status?: number; message: string }): void => {
+    if (ended) return;
+    ended = true;
+    req.destroy();
+    handlers.end(failure);
+  };
+  const req: ClientRequest = send(url, { ...base, method: 'GET', headers }, (res: IncomingMessage) => {
+    if (res.statusCode !== 200) {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => (text += text.length < 2000 ? chunk : ''));
+      res.on('end', () => finish({ status: res.statusCode ?? 0, message: `HTTP ${res.statusCode}: ${text.slice(0, 300)}` }));
+      res.on('error', (err) => finish({ message: err.message }));
+      return;
+    }
+    res.setEncoding('utf8');
+    let buffered = '';
+    res.on('data', (chunk: string) => {
+      let start = 0;
+      buffered += chunk;
+      // Scan only the new text for line ends: a 1 MB IPPool arrives in many chunks.
+      for (let nl = buffered.indexOf('\n', buffered.length - chunk.length); nl >= 0; nl = buffered.indexOf('\n', nl + 1)) {
+        const line = buffered.slice(start, nl);
+        start = nl + 1;
+        if (line.trim() === '') continue;
+        let event: WatchEvent;
+        try {
+          event = JSON.parse(line) as WatchEvent;
+        } catch {
+          return finish({ message: `undecodable watch event: ${line.slice(0, 200)}` });
+        }
+        if (ended) return;
+        handlers.event(event);
+      }
+      buffered = buffered.slice(start);
+    });
+    res.on('end', () => finish());
+    res.on('error', (err) => finish({ message: err.message }));
+  });
+  req.setTimeout(options.idleMs, () => finish({ message: `no data for ${options.idleMs} ms` }));
+  req.on('error', (err) => finish({ message: err.message }));
+  req.end();
+  return { close: () => finish() };
+}
