@@ -5,7 +5,7 @@ import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { CniError } from '../cni/errors.ts';
+import { HereaboutsError } from '../errors.ts';
 import { inClusterEndpoint } from '../kube/in-cluster.ts';
 import { ApiClient } from '../kube/api.ts';
 import { loadEndpoint, NoSuchContextError, type ApiEndpoint } from '../kube/kubeconfig.ts';
@@ -118,7 +118,7 @@ export async function runCommand(name: string, body: () => Promise<number>): Pro
       process.stderr.write(`hereabouts ${name}: ${err.message}\n(hereabouts ${name} --help lists the arguments and flags)\n`);
       return EXIT.usage;
     }
-    const details = err instanceof CniError && err.details !== '' ? ` (${err.details})` : '';
+    const details = err instanceof HereaboutsError && err.details !== '' ? ` (${err.details})` : '';
     process.stderr.write(`hereabouts ${name}: ${err instanceof Error ? err.message : String(err)}${details}\n`);
     return EXIT.problem;
   }

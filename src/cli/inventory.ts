@@ -10,6 +10,7 @@ import { reservedAddresses } from '../controller/reservations/orphaned.ts';
 import { nodeSlicePoolView, reservationView, type NodeSlicePoolView, type ReservationView } from '../controller/runtime/views.ts';
 import { reservationName } from '../config/names.ts';
 import type { AllocationRecord } from '../store/store.ts';
+import { recordOf } from '../record.ts';
 
 export interface PodInfo {
   readonly view: PodView;
@@ -57,7 +58,6 @@ export interface Listed {
 }
 
 type Obj = Record<string, unknown>;
-const obj = (v: unknown): Obj => (typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Obj) : {});
 const str = (v: unknown): string => (typeof v === 'string' ? v : '');
 
 export function buildInventory(listed: Listed): Inventory {
@@ -73,7 +73,7 @@ export function buildInventory(listed: Listed): Inventory {
   for (const p of pools) if (p.network !== undefined && p.network !== '') networkNames.add(p.network);
   const reservations = new Map<string, ReservationInfo>();
   for (const item of listed.reservations) {
-    const spec = obj(obj(item)['spec']);
+    const spec = recordOf(recordOf(item)['spec']);
     const view = reservationView(item);
     reservations.set(view.name, { ...view, containerId: str(spec['containerid']), ifname: str(spec['ifname']), addresses: reservedAddresses(view.name, networkNames) });
   }

@@ -1,7 +1,7 @@
 // `hereabouts status`: what the pools look like, decided from listed objects only (pure). Counts are bigints: JSON
 // prints them as numbers, or as decimal strings where an IPv6 range makes them exceed 2^53 - 1 (connect.ts toJson).
 import { capacity, freeCount } from '../allocator/capacity.ts';
-import { CniError } from '../cni/errors.ts';
+import { HereaboutsError } from '../errors.ts';
 import { DEFAULT_POLICY, orphanReason, type CleanupPolicy } from '../controller/orphans/orphans.ts';
 import type { PodView } from '../controller/orphans/pod-view.ts';
 import { createdTimes } from '../controller/pools/view.ts';
@@ -12,6 +12,7 @@ import type { RangeConfig } from '../config/types.ts';
 import { decodeAllocations } from '../store/kubernetes/pool-object.ts';
 import { poolName } from '../config/names.ts';
 import { columns } from './inventory.ts';
+import { recordOf } from '../record.ts';
 
 /** "namespace/name" -> every pod in the cluster; undefined when pods could not be listed. */
 export type LivePods = ReadonlyMap<string, PodView> | undefined;
@@ -53,9 +54,8 @@ export interface StatusReport {
 }
 
 type Obj = Record<string, unknown>;
-const obj = (v: unknown): Obj => (typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Obj) : {});
 const str = (v: unknown): string => (typeof v === 'string' ? v : '');
-const nameOf = (item: unknown): string => str(obj(obj(item)['metadata'])['name']);
+const nameOf = (item: unknown): string => str(recordOf(recordOf(item)['metadata'])['name']);
 
 export function buildReport(
   namespace: string,
@@ -76,13 +76,13 @@ export function buildReport(
 
 function sliceRow(item: unknown, owners: Map<string, string>): SliceRow {
   const network = nameOf(item);
-  const spec = obj(obj(item)['spec']);
-  const entries = obj(obj(item)['status'])['allocations'];
+  const spec = recordOf(recordOf(item)['spec']);
+  const entries = recordOf(recordOf(item)['status'])['allocations'];
   const nodes: Array<{ nodeName: string; sliceRange: string }> = [];
   let free = 0;
   for (const entry of Array.isArray(entries) ? entries : []) {
-    const nodeName = str(obj(entry)['nodeName']);
-    const sliceRange = str(obj(entry)['sliceRange']);
+    const nodeName = str(recordOf(entry)['nodeName']);
+    const sliceRange = str(recordOf(entry)['sliceRange']);
     if (nodeName === '') {
       free++;
       continue;
@@ -103,7 +103,7 @@ function sliceRow(item: unknown, owners: Map<string, string>): SliceRow {
 
 function poolRow(item: unknown, pods: LivePods, owners: ReadonlyMap<string, string>, judge: OrphanJudge): PoolRow {
   const name = nameOf(item);
-  const spec = obj(obj(item)['spec']);
+  const spec = recordOf(recordOf(item)['spec']);
   const rangeText = str(spec['range']);
   const node = owners.get(name);
   const base = { name, ...(node === undefined ? {} : { node }) };
@@ -118,7 +118,7 @@ function poolRow(item: unknown, pods: LivePods, owners: ReadonlyMap<string, stri
   try {
     allocations = decodeAllocations(spec['allocations'] ?? {}, cidr, { where: `IPPool ${name}`, warn: (m) => problems.push(m), strict: false });
   } catch (err) {
-    if (!(err instanceof CniError)) throw err;
+    if (!(err instanceof HereaboutsError)) throw err;
     return { ...base, range: formatCidr(cidr), capacity: null, used: 0, free: null, orphans: null, problems: [err.message] };
   }
   let orphans: number | null = null;

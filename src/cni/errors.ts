@@ -1,4 +1,8 @@
-// The one error class callers handle: it carries the CNI spec code that ends up in the error JSON.
+// The CNI edge's error vocabulary: the spec's codes, the error born here that carries one (a bad environment, an
+// undecodable request, an unknown version), and the one mapping from the error kinds every other layer throws
+// (src/errors.ts) to codes.
+import { ErrorKind, HereaboutsError, type ErrorKindValue } from '../errors.ts';
+
 export const CniCode = {
   IncompatibleVersion: 1,
   UnsupportedField: 2,
@@ -32,6 +36,35 @@ export class CniError extends Error {
   }
 }
 
-export function configError(msg: string, details?: string): CniError {
-  return new CniError(CniCode.InvalidNetworkConfig, msg, details === undefined ? {} : { details });
+/** Which code each kind prints as. A refusal of credentials is code 11: a starting API server answers 401/403
+ * until its authenticators and authorizer are ready, exactly as it answers a missing RoleBinding. */
+const KIND_CODES: Readonly<Record<ErrorKindValue, number>> = {
+  [ErrorKind.IncompatibleVersion]: CniCode.IncompatibleVersion,
+  [ErrorKind.UnsupportedField]: CniCode.UnsupportedField,
+  [ErrorKind.UnknownContainer]: CniCode.UnknownContainer,
+  [ErrorKind.InvalidEnvironment]: CniCode.InvalidEnvironment,
+  [ErrorKind.Io]: CniCode.IoFailure,
+  [ErrorKind.Decode]: CniCode.DecodeFailure,
+  [ErrorKind.InvalidConfig]: CniCode.InvalidNetworkConfig,
+  [ErrorKind.Unavailable]: CniCode.TryAgainLater,
+  [ErrorKind.Conflict]: CniCode.TryAgainLater,
+  [ErrorKind.Forbidden]: CniCode.TryAgainLater,
+  [ErrorKind.NotReady]: CniCode.PluginNotAvailable,
+  [ErrorKind.Exhausted]: CniCode.RangeExhausted,
+  [ErrorKind.RequestedUnavailable]: CniCode.RequestedAddressUnavailable,
+  [ErrorKind.CheckFailed]: CniCode.CheckFailed,
+  [ErrorKind.Corrupt]: CniCode.Internal,
+  [ErrorKind.Internal]: CniCode.Internal,
+};
+
+/** The CNI code `err` prints as: its own for a CniError, its kind's for a HereaboutsError, else 999. */
+export function cniCodeOf(err: unknown): number {
+  if (err instanceof CniError) return Number.isInteger(err.code) && err.code >= 0 ? err.code : CniCode.Internal;
+  if (err instanceof HereaboutsError) return KIND_CODES[err.kind];
+  return CniCode.Internal;
+}
+
+/** The operator's advice an error carries, if any. */
+export function detailsOf(err: unknown): string {
+  return err instanceof CniError || err instanceof HereaboutsError ? err.details : '';
 }

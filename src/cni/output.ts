@@ -3,7 +3,8 @@
 // failure prints the error object {cniVersion, code, msg, details} and exits non-zero. Stack traces never
 // reach stdout; they go to the caller's log callback.
 import type { CniVerb } from './env.ts';
-import { CniCode, CniError } from './errors.ts';
+import { CniCode, CniError, cniCodeOf, detailsOf } from './errors.ts';
+import { HereaboutsError } from '../errors.ts';
 import { writeFd } from '../fs/fd-write.ts';
 import { redact } from '../log/logger.ts';
 import { describeValue } from '../log/quote.ts';
@@ -54,8 +55,8 @@ export function writeError(err: unknown, cniVersion?: CniVersion, options: Outpu
 }
 
 /**
- * The error object for `err`: a CniError keeps its code, msg and details; an AggregateError of CniErrors
- * that agree on one code keeps that code; anything else is code 999 with the error's message. Messages are
+ * The error object for `err`: a CniError keeps its code, a HereaboutsError prints its kind's code (both keep msg and
+ * details); an AggregateError whose members agree on one code keeps that code; anything else is code 999 with the error's message. Messages are
  * redacted like log lines, so a credential in an error never reaches the runtime's logs.
  */
 export function errorJson(err: unknown, cniVersion: CniVersion = LATEST_VERSION): ErrorJson {
@@ -64,13 +65,12 @@ export function errorJson(err: unknown, cniVersion: CniVersion = LATEST_VERSION)
 }
 
 function describeError(err: unknown): { code: number; msg: string; details: string } {
-  if (err instanceof CniError) {
-    const code = Number.isInteger(err.code) && err.code >= 0 ? err.code : CniCode.Internal;
-    return { code, msg: messageOf(err), details: err.details };
+  if (err instanceof CniError || err instanceof HereaboutsError) {
+    return { code: cniCodeOf(err), msg: messageOf(err), details: detailsOf(err) };
   }
   if (err instanceof AggregateError) {
     const inner: unknown[] = Array.isArray(err.errors) ? err.errors : [];
-    const codes = new Set(inner.map((e) => (e instanceof CniError ? e.code : CniCode.Internal)));
+    const codes = new Set(inner.map(cniCodeOf));
     const [only] = codes;
     return {
       code: codes.size === 1 && only !== undefined ? only : CniCode.Internal,
@@ -93,7 +93,7 @@ function logDiagnostics(err: unknown, log: (msg: string) => void): void {
     for (const inner of err.errors) logDiagnostics(inner, log);
     return;
   }
-  if (err instanceof CniError) {
+  if (err instanceof CniError || err instanceof HereaboutsError) {
     if (err.cause !== undefined) logDiagnostics(err.cause, log);
     return;
   }

@@ -4,9 +4,10 @@
 // a malformed one is a config error (code 7) naming the field.
 import { parseIP, type IPAddress } from '../ip/address.ts';
 import { parseCidr, type Cidr } from '../ip/cidr.ts';
-import { configError } from './errors.ts';
+import { configError } from '../errors.ts';
 import { describeValue, quote } from '../log/quote.ts';
 import { compareVersions, isSupportedVersion, type CniVersion } from './version.ts';
+import { isRecord } from '../record.ts';
 
 export interface PrevResultIP {
   /** Address with its prefix length, host bits kept. */
@@ -24,7 +25,7 @@ export interface PrevResult {
 
 export function parsePrevResult(prev: unknown, cniVersion: CniVersion): PrevResult {
   if (prev === undefined || prev === null) throw configError('prevResult is missing');
-  if (!isObject(prev)) throw configError(`prevResult must be an object, got ${describeValue(prev)}`);
+  if (!isRecord(prev)) throw configError(`prevResult must be an object, got ${describeValue(prev)}`);
 
   const own = prev['cniVersion'];
   if (own !== undefined && !isSupportedVersion(own)) {
@@ -39,7 +40,7 @@ export function parsePrevResult(prev: unknown, cniVersion: CniVersion): PrevResu
 }
 
 function parseIPConfig(value: unknown, key: string, hasVersionField: boolean): PrevResultIP {
-  if (!isObject(value)) throw configError(`${key} must be an object, got ${describeValue(value)}`);
+  if (!isRecord(value)) throw configError(`${key} must be an object, got ${describeValue(value)}`);
 
   const addressText = value['address'];
   if (typeof addressText !== 'string') {
@@ -89,6 +90,3 @@ function isIndex(value: unknown): value is number {
   return typeof value === 'number' && Number.isInteger(value) && value >= 0;
 }
 
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}

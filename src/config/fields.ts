@@ -1,17 +1,14 @@
-// Typed readers for JSON config values. Each failure is a code-7 CniError naming the key path and the value.
-import { configError } from '../cni/errors.ts';
+// Typed readers for JSON config values. Each failure is a code-7 HereaboutsError naming the key path and the value.
+import { configError } from '../errors.ts';
 import { describeValue } from '../log/quote.ts';
 import { parseIP, type IPAddress } from '../ip/address.ts';
 import { parseCidr, type Cidr } from '../ip/cidr.ts';
+import { isRecord } from '../record.ts';
 
 export type Json = Readonly<Record<string, unknown>>;
 
-export function isObject(value: unknown): value is Json {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
 export function objectAt(value: unknown, key: string): Json {
-  if (!isObject(value)) throw configError(`${key} must be an object, got ${describeValue(value)}`);
+  if (!isRecord(value)) throw configError(`${key} must be an object, got ${describeValue(value)}`);
   return value;
 }
 

@@ -2,10 +2,11 @@
 // fills keys left unset (the `kubernetes` object per sub-key). Unlike Whereabouts, a missing flat file is fine
 // when the inline config is complete: `configuration_path`, when given, must exist. Reads are bounded
 // (src/fs/read-bounded.ts) and errors never quote the file.
-import { configError } from '../cni/errors.ts';
+import { configError } from '../errors.ts';
 import { readBoundedIfPresent } from '../fs/read-bounded.ts';
 import { UnsafeFileError } from '../fs/unsafe-file.ts';
-import { isObject, type Json } from './fields.ts';
+import { type Json } from './fields.ts';
+import { isRecord } from '../record.ts';
 
 export const FLAT_FILE_PATHS: readonly string[] = [
   '/etc/kubernetes/cni/net.d/hereabouts.d/hereabouts.conf',
@@ -60,7 +61,7 @@ function decodeFlatFile(path: string, key: string, read: ReadFile): FlatFile | u
     // The parser's message quotes the text: never echo a file a tenant may have pointed us at.
     throw configError(`${key} ${JSON.stringify(path)} is not valid JSON`);
   }
-  if (!isObject(keys)) throw configError(`${key} ${JSON.stringify(path)} must hold a JSON object`);
+  if (!isRecord(keys)) throw configError(`${key} ${JSON.stringify(path)} must hold a JSON object`);
   return { path, keys };
 }
 
@@ -71,6 +72,6 @@ export function mergeFlat(inline: Json, flat: Json | undefined): Json {
   for (const [key, value] of Object.entries(inline)) if (value === undefined || value === null) merged[key] = flat[key];
   const inlineK8s = inline['kubernetes'];
   const flatK8s = flat['kubernetes'];
-  if (isObject(inlineK8s) && isObject(flatK8s)) merged['kubernetes'] = { ...flatK8s, ...inlineK8s };
+  if (isRecord(inlineK8s) && isRecord(flatK8s)) merged['kubernetes'] = { ...flatK8s, ...inlineK8s };
   return merged;
 }

@@ -1,7 +1,7 @@
 // The Kubernetes objects a config turns into (IPPools, OverlappingRangeIPReservations, NodeSlicePools) must have
 // names the API server accepts: a name it rejects would fail at the first write, as an internal error, after other
 // objects were written. So the names are computed here and checked at parse time, as a code-7 error naming the key.
-import { configError } from '../cni/errors.ts';
+import { configError } from '../errors.ts';
 import { describeValue } from '../log/quote.ts';
 import { formatCidr } from '../ip/cidr.ts';
 import { isDnsSubdomain, poolName, reservationName } from './names.ts';

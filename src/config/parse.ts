@@ -1,24 +1,11 @@
 // One function turns the CNI request + CNI_ARGS + flat file into the validated NetworkConfig. Nothing
-// downstream re-checks strings. Every error is a code-7 CniError naming the key and the value.
+// downstream re-checks strings. Every error is a code-7 HereaboutsError naming the key and the value.
 import type { CniArgs } from '../cni/args.ts';
-import { configError } from '../cni/errors.ts';
+import { configError } from '../errors.ts';
 import { describeValue } from '../log/quote.ts';
 import { bitsOf, ipEquals, type IPAddress } from '../ip/address.ts';
 import { addressOf } from '../ip/cidr.ts';
-import {
-  cidrAt,
-  ipAt,
-  isObject,
-  objectAt,
-  optionalBoolean,
-  optionalCount,
-  optionalIP,
-  optionalList,
-  optionalObject,
-  optionalString,
-  stringList,
-  type Json,
-} from './fields.ts';
+import { cidrAt, ipAt, objectAt, optionalBoolean, optionalCount, optionalIP, optionalList, optionalObject, optionalString, stringList, type Json } from './fields.ts';
 import { loadFlatFileAt, loadStandardFlatFile, mergeFlat, readFileIfPresent, type ReadFile } from './flatfile.ts';
 import { checkObjectNames } from './object-names.ts';
 import { buildRanges } from './ranges.ts';
@@ -32,6 +19,7 @@ import type {
   RouteConfig,
   StaticAddress,
 } from './types.ts';
+import { isRecord } from '../record.ts';
 
 export const DEFAULT_DATA_DIR = '/var/lib/cni/hereabouts';
 export const DEFAULT_CACHE_DIR = '/var/lib/cni/hereabouts/cache';
@@ -153,7 +141,7 @@ function pathKey(merged: Json, sources: Sources, key: string, use: PathUse, with
   const value = optionalString(merged, key, prefix);
   if (value === undefined) return undefined;
   const inlineObj = within === undefined ? sources.inline : sources.inline[within];
-  const inlineValue = isObject(inlineObj) ? optionalString(inlineObj, key, prefix) : undefined;
+  const inlineValue = isRecord(inlineObj) ? optionalString(inlineObj, key, prefix) : undefined;
   if (inlineValue !== undefined) return allowedPath(sources.policy, use, `${prefix}${key}`, inlineValue);
   checkPathText(value, `${prefix}${key}`);
   return value;
@@ -182,7 +170,7 @@ function datastoreOf(ipam: Json, sources: Sources): DatastoreConfig {
     );
   }
   const inlineK8s = sources.inline['kubernetes'];
-  const inlineKubeconfig = isObject(inlineK8s) && optionalString(inlineK8s, 'kubeconfig', 'ipam.kubernetes.') !== undefined;
+  const inlineKubeconfig = isRecord(inlineK8s) && optionalString(inlineK8s, 'kubeconfig', 'ipam.kubernetes.') !== undefined;
   return {
     kind,
     kubeconfig,
@@ -274,10 +262,10 @@ function requestedIPs(request: Json, cniArgs: CniArgs | undefined): IPAddress[] 
       const text = typeof item === 'string' && item.includes('/') ? item : undefined;
       add(text === undefined ? ipAt(item, `${key}[${i}]`) : addressOf(cidrAt(text, `${key}[${i}]`)));
     });
-  const runtime = isObject(request['runtimeConfig']) ? request['runtimeConfig'] : undefined;
+  const runtime = isRecord(request['runtimeConfig']) ? request['runtimeConfig'] : undefined;
   if (runtime !== undefined) fromList(optionalList(runtime, 'ips', 'runtimeConfig.'), 'runtimeConfig.ips');
-  const args = isObject(request['args']) ? request['args'] : undefined;
-  const cni = args !== undefined && isObject(args['cni']) ? args['cni'] : undefined;
+  const args = isRecord(request['args']) ? request['args'] : undefined;
+  const cni = args !== undefined && isRecord(args['cni']) ? args['cni'] : undefined;
   if (cni !== undefined) fromList(optionalList(cni, 'ips', 'args.cni.'), 'args.cni.ips');
   for (const ip of cniArgs?.ips ?? []) add(ip);
   return out;

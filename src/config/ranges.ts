@@ -1,14 +1,15 @@
 // `range`/`range_start`/`range_end`/`exclude` and `ipRanges[]` -> RangeConfig[], with Whereabouts' semantics:
 // bounds outside the usable span are ignored with a warning (a working Whereabouts config never breaks),
 // exclusions are masked to their network, the gateway is attached to the range that contains it.
-import { configError } from '../cni/errors.ts';
+import { configError } from '../errors.ts';
 import { describeValue } from '../log/quote.ts';
 import { formatIP, type IPAddress } from '../ip/address.ts';
 import { mergeBlocks, type Block } from '../ip/block.ts';
 import { contains, formatCidr, networkOf, type Cidr } from '../ip/cidr.ts';
 import { clampSpan, parseExcludeText, parseRangeText, usableSpan, type ParsedRange } from '../ip/range.ts';
 import type { RangeConfig } from './types.ts';
-import { isObject, optionalIP, optionalList, type Json } from './fields.ts';
+import { optionalIP, optionalList, type Json } from './fields.ts';
+import { isRecord } from '../record.ts';
 
 export interface RangesOutcome {
   readonly ranges: RangeConfig[];
@@ -41,7 +42,7 @@ export function buildRanges(ipam: Json, gateway: IPAddress | undefined): RangesO
   const list = optionalList(ipam, 'ipRanges', 'ipam.') ?? [];
   list.forEach((entry, i) => {
     const path = `ipam.ipRanges[${i}].`;
-    if (!isObject(entry)) throw configError(`${path.slice(0, -1)} must be an object, got ${describeValue(entry)}`);
+    if (!isRecord(entry)) throw configError(`${path.slice(0, -1)} must be an object, got ${describeValue(entry)}`);
     if (entry['range'] === undefined) throw configError(`${path}range is required`);
     add(entry, path);
   });

@@ -3,7 +3,7 @@
 // inline config only inside directories the node's operator allowed. The operator speaks through the flat file at
 // its standard locations, the installer's flags and the plugin's environment, none of which a tenant can write.
 import { lstatSync } from 'node:fs';
-import { configError } from '../cni/errors.ts';
+import { configError } from '../errors.ts';
 import { describeValue } from '../log/quote.ts';
 import type { Json } from './fields.ts';
 

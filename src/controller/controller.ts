@@ -8,7 +8,8 @@ import { cleanupPass } from './orphans/cleanup-pass.ts';
 import { EventRecorder } from './runtime/events.ts';
 import type { ControllerFlags } from './runtime/flags.ts';
 import { LeaderElector } from './runtime/lease.ts';
-import { errorText, type Log } from '../log/json-log.ts';
+import { messageOf } from '../errors.ts';
+import type { Log } from '../log/json-log.ts';
 import { ControllerMetrics } from './runtime/metrics.ts';
 import { NodeSlices, sliceCounts } from './slices/node-slices.ts';
 import { podReleaseReason } from './orphans/orphans.ts';
@@ -179,7 +180,7 @@ export class Controller {
       this.#log.info(`${kind} pass done in ${seconds.toFixed(3)} s`, { pass: kind, n, seconds: Number(seconds.toFixed(3)), ...fields, ...summary });
     } catch (err) {
       this.metrics.pass(kind, 0, false);
-      this.#log.error(`${kind} pass failed: ${errorText(err)}`, { pass: kind, n });
+      this.#log.error(`${kind} pass failed: ${messageOf(err)}`, { pass: kind, n });
     }
   }
 

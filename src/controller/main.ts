@@ -8,7 +8,8 @@ import { Controller } from './controller.ts';
 import { controllerEndpoint } from '../kube/in-cluster.ts';
 import { parseControllerFlags, usage, type ControllerFlags } from './runtime/flags.ts';
 import { serve } from './runtime/http.ts';
-import { errorText, jsonLog } from '../log/json-log.ts';
+import { messageOf } from '../errors.ts';
+import { jsonLog } from '../log/json-log.ts';
 
 export { duration } from './runtime/flags.ts';
 
@@ -18,7 +19,7 @@ export async function runController(argv: readonly string[]): Promise<number> {
     flags = parseControllerFlags(argv);
   } catch (err) {
     if (!(err instanceof TypeError)) throw err; // parseArgs' errors and ours are TypeErrors naming the flag
-    process.stderr.write(`hereabouts controller: ${errorText(err)}\n\n${usage}`);
+    process.stderr.write(`hereabouts controller: ${messageOf(err)}\n\n${usage}`);
     return 2;
   }
   if (flags === 'help') {
@@ -35,7 +36,7 @@ export async function runController(argv: readonly string[]): Promise<number> {
   const controller = new Controller(api, flags, log);
   const servers = await listen(flags, controller);
   // Tokens rotate (projected service-account tokens, exec plugins): read the credentials again now and then.
-  const refresh = setInterval(() => refreshCredentials().catch((err: unknown) => log.warning(`cannot refresh credentials: ${errorText(err)}`)), 60_000);
+  const refresh = setInterval(() => refreshCredentials().catch((err: unknown) => log.warning(`cannot refresh credentials: ${messageOf(err)}`)), 60_000);
   refresh.unref();
   const shutdown = async (code: number): Promise<number> => {
     clearInterval(refresh);

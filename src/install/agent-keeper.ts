@@ -1,7 +1,7 @@
 // The node agent inside the long-running installer (--agent-socket): started once the socket is free, retried at
 // every check until then.
 import type { AgentCallResult, RunningAgent } from '../agent/server.ts';
-import { messageOf } from '../store/local/fs-errors.ts';
+import { messageOf } from '../errors.ts';
 import { RetryLog } from './retry-log.ts';
 
 /**

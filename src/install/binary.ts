@@ -4,7 +4,7 @@
 import { closeSync, constants, copyFileSync, fchmodSync, fsyncSync, linkSync, openSync, readdirSync, renameSync, statSync, unlinkSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { fsyncDir } from '../fs/atomic-write.ts';
-import { errorCode } from '../store/local/fs-errors.ts';
+import { errnoOf } from '../fs/unsafe-file.ts';
 
 /** What was installed, to notice a target that was removed or replaced since. */
 export interface InstalledBinary {
@@ -44,7 +44,7 @@ export function linkBinary(primary: string, alias: string): InstalledBinary {
   try {
     linkSync(primary, temp);
   } catch (err) {
-    if (errorCode(err) === 'EXDEV' || errorCode(err) === 'EPERM') return installBinary(primary, alias);
+    if (errnoOf(err) === 'EXDEV' || errnoOf(err) === 'EPERM') return installBinary(primary, alias);
     throw err;
   }
   try {
@@ -74,7 +74,7 @@ export function sweepTemps(dir: string, names: readonly string[], nowMs: number)
       unlinkSync(path);
       removed.push(path);
     } catch (err) {
-      if (errorCode(err) !== 'ENOENT') throw err; // gone meanwhile: renamed by its writer or swept by another
+      if (errnoOf(err) !== 'ENOENT') throw err; // gone meanwhile: renamed by its writer or swept by another
     }
   }
   return removed;
@@ -90,7 +90,7 @@ export function binaryChanged(installed: InstalledBinary): boolean {
   try {
     now = stampOf(installed.path);
   } catch (err) {
-    if (errorCode(err) === 'ENOENT') return true;
+    if (errnoOf(err) === 'ENOENT') return true;
     throw err;
   }
   return now.dev !== installed.dev || now.ino !== installed.ino || now.size !== installed.size || now.mtimeMs !== installed.mtimeMs;
@@ -106,6 +106,6 @@ function removeTemp(temp: string, cause: unknown): void {
   try {
     unlinkSync(temp);
   } catch (err) {
-    if (errorCode(err) !== 'ENOENT') throw new AggregateError([cause, err], `cannot install ${temp}, nor remove it`);
+    if (errnoOf(err) !== 'ENOENT') throw new AggregateError([cause, err], `cannot install ${temp}, nor remove it`);
   }
 }

@@ -13,7 +13,7 @@ import { readBounded, readBoundedIfPresent } from '../fs/read-bounded.ts';
 import { ensureOwnDirTree } from '../fs/safe-dir.ts';
 import { sweepStaleTemps } from '../fs/stale-temps.ts';
 import { UnsafeFileError } from '../fs/unsafe-file.ts';
-import { messageOf } from '../store/local/fs-errors.ts';
+import { messageOf } from '../errors.ts';
 import type { DesiredFile, ServiceAccount } from './host-files.ts';
 
 const SECRET_MODE = 0o600;

@@ -4,9 +4,9 @@
 import { basename, dirname, join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { DEFAULT_AGENT_SOCKET } from '../agent/default-socket.ts';
-import { CniError } from '../cni/errors.ts';
+import { HereaboutsError } from '../errors.ts';
 import { jsonLog } from '../log/json-log.ts';
-import { messageOf } from '../store/local/fs-errors.ts';
+import { messageOf } from '../errors.ts';
 import { isDnsSubdomain } from '../config/names.ts';
 import { AgentKeeper } from './agent-keeper.ts';
 import { RetryLog } from './retry-log.ts';
@@ -101,7 +101,7 @@ export async function runInstall(argv: readonly string[]): Promise<number> {
   try {
     if (flat !== undefined) checkFlatConfig(flat);
   } catch (err) {
-    if (!(err instanceof CniError)) throw err;
+    if (!(err instanceof HereaboutsError)) throw err;
     process.stderr.write(`hereabouts install: --log-level/--log-file make a flat config the plugin would reject: ${err.message}\n`);
     return 2;
   }

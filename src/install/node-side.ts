@@ -6,7 +6,7 @@ import type { Server } from 'node:http';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { serve } from '../controller/runtime/http.ts';
-import { messageOf } from '../store/local/fs-errors.ts';
+import { messageOf } from '../errors.ts';
 import { FoldLock } from './fold-lock.ts';
 import { rotateBySize } from './log-rotate.ts';
 import { NodeMetrics } from './node-metrics.ts';

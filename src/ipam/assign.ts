@@ -3,14 +3,15 @@ import { allocatableOf } from '../allocator/allocatable.ts';
 import { firstFree } from '../allocator/first-free.ts';
 import { freeFrom } from '../allocator/free-from.ts';
 import { checkRequested } from '../allocator/check-requested.ts';
-import { CniCode, CniError } from '../cni/errors.ts';
+import { ErrorKind, HereaboutsError } from '../errors.ts';
 import type { NetworkConfig, RangeConfig } from '../config/types.ts';
 import { formatIP, type IPAddress } from '../ip/address.ts';
 import { formatCidr } from '../ip/cidr.ts';
 import { describeValue } from '../ip/range.ts';
 import type { AllocationRecord, Allocations, Plan, Planned, PoolChange, PoolRef, Store } from '../store/store.ts';
 import { heldBy, isSameAttachment, isSameOwner, recordFor, type Attachment } from './attachment.ts';
-import { combineErrors, messageOf } from './errors.ts';
+import { messageOf } from '../errors.ts';
+import { combineErrors } from './errors.ts';
 import { poolsFor, type PoolsOption } from './pools.ts';
 import { refusalReason, requestsByPool, unavailable } from './requested.ts';
 
@@ -62,7 +63,7 @@ export async function assign(
       const requested = requests.get(index)?.value;
       const outcome = await store.update(pool, planAssign(pool, attachment, { createdAt, ...(requested === undefined ? {} : { requested }) }));
       if (outcome.kind === 'exhausted') {
-        throw new CniError(CniCode.RangeExhausted, `range ${describeRange(pool.range)} has no free address`, {
+        throw new HereaboutsError(ErrorKind.Exhausted, `range ${describeRange(pool.range)} has no free address`, {
           details: `pool ${pool.name}`,
         });
       }

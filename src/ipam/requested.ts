@@ -1,7 +1,7 @@
 // Requested addresses (runtimeConfig.ips, args.cni.ips, CNI_ARGS IP=) are granted exactly or the ADD fails: each
 // must fall in exactly one configured range, and a range grants at most one of them.
 import type { NetworkConfig } from '../config/types.ts';
-import { CniCode, CniError } from '../cni/errors.ts';
+import { ErrorKind, HereaboutsError } from '../errors.ts';
 import { formatIP, type Family, type IPAddress } from '../ip/address.ts';
 import type { Block } from '../ip/block.ts';
 import { contains, formatCidr, type Cidr } from '../ip/cidr.ts';
@@ -53,8 +53,8 @@ export function refusalReason(pool: PoolRef, verdict: Exclude<RequestVerdict, { 
   }
 }
 
-export function unavailable(ip: IPAddress, reason: string): CniError {
-  return new CniError(CniCode.RequestedAddressUnavailable, `requested address ${formatIP(ip)} ${reason}`);
+export function unavailable(ip: IPAddress, reason: string): HereaboutsError {
+  return new HereaboutsError(ErrorKind.RequestedUnavailable, `requested address ${formatIP(ip)} ${reason}`);
 }
 
 function blockText(family: Family, block: Block): string {

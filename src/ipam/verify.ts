@@ -1,5 +1,5 @@
 // CHECK: every address of the previous result must still be allocated to this container and interface.
-import { CniCode, CniError } from '../cni/errors.ts';
+import { ErrorKind, HereaboutsError } from '../errors.ts';
 import type { NetworkConfig } from '../config/types.ts';
 import { formatIP, type IPAddress } from '../ip/address.ts';
 import { contains } from '../ip/cidr.ts';
@@ -21,7 +21,7 @@ export async function verify(
     if (isStaticAddress(config, ip)) continue;
     const candidates = pools.filter((pool) => contains(pool.range.cidr, ip));
     if (candidates.length === 0) {
-      throw new CniError(CniCode.CheckFailed, `address ${formatIP(ip)} is in no configured range`);
+      throw new HereaboutsError(ErrorKind.CheckFailed, `address ${formatIP(ip)} is in no configured range`);
     }
     let holder: string | undefined;
     let held = false;
@@ -33,7 +33,7 @@ export async function verify(
     }
     if (!held) {
       const why = holder === undefined ? 'is not allocated' : `is allocated to ${holder}`;
-      throw new CniError(CniCode.CheckFailed, `address ${formatIP(ip)} ${why}, not to ${owner}`);
+      throw new HereaboutsError(ErrorKind.CheckFailed, `address ${formatIP(ip)} ${why}, not to ${owner}`);
     }
   }
 }

@@ -10,10 +10,10 @@ import { KubeConfig } from '@kubernetes/client-node';
 import type { Agent } from 'node:http';
 import { Agent as HttpsAgent, type RequestOptions } from 'node:https';
 import { dirname, isAbsolute, resolve } from 'node:path';
-import { CniCode, CniError } from '../cni/errors.ts';
+import { ErrorKind, HereaboutsError } from '../errors.ts';
 import { readBounded } from '../fs/read-bounded.ts';
 import { UnsafeFileError } from '../fs/unsafe-file.ts';
-import { messageOf } from '../store/local/fs-errors.ts';
+import { messageOf } from '../errors.ts';
 import { agentFor, IDLE_SOCKET_MS } from './connection-pool.ts';
 
 /** Whereabouts' default when the current context names no namespace. */
@@ -45,9 +45,9 @@ export interface KubeconfigOptions {
 }
 
 /** The kubeconfig has no context of the name asked for. */
-export class NoSuchContextError extends CniError {}
+export class NoSuchContextError extends HereaboutsError {}
 
-/** Reads the kubeconfig; every failure is a CniError that names the file. */
+/** Reads the kubeconfig; every failure is a HereaboutsError that names the file. */
 export async function loadEndpoint(path: string, options: KubeconfigOptions = {}): Promise<ApiEndpoint> {
   const text = readKubeFile(path, options.label ?? 'kubernetes.kubeconfig', options.followLinks ?? true).toString('utf8');
   return endpointFromText(text, dirname(resolve(path)), path, options);
@@ -66,7 +66,7 @@ export async function endpointFromText(
   try {
     withTokens = withTokenFiles(text, baseDir);
   } catch (err) {
-    throw new CniError(CniCode.InvalidNetworkConfig, `${path} has an invalid tokenFile entry`, { cause: err });
+    throw new HereaboutsError(ErrorKind.InvalidConfig, `${path} has an invalid tokenFile entry`, { cause: err });
   }
   // client-node reads token files while loading: check them first (a FIFO would block, /dev/zero would exhaust memory).
   for (const tokenFile of tokenFilesOf(withTokens)) readKubeFile(tokenFile, `${path}: token file`, true);
@@ -74,21 +74,21 @@ export async function endpointFromText(
     kc.loadFromString(withTokens);
     kc.makePathsAbsolute(baseDir);
   } catch (err) {
-    throw new CniError(CniCode.InvalidNetworkConfig, `${path} is not a valid kubeconfig${whereInvalid(err)}`, {
+    throw new HereaboutsError(ErrorKind.InvalidConfig, `${path} is not a valid kubeconfig${whereInvalid(err)}`, {
       cause: err,
     });
   }
   if (options.context !== undefined) {
     if (kc.getContextObject(options.context) === null) {
       const known = kc.getContexts().map((c) => c.name);
-      throw new NoSuchContextError(CniCode.InvalidNetworkConfig, `${path} has no context ${JSON.stringify(options.context)} (it has ${known.length === 0 ? 'none' : known.map((n) => JSON.stringify(n)).join(', ')})`);
+      throw new NoSuchContextError(ErrorKind.InvalidConfig, `${path} has no context ${JSON.stringify(options.context)} (it has ${known.length === 0 ? 'none' : known.map((n) => JSON.stringify(n)).join(', ')})`);
     }
     kc.setCurrentContext(options.context);
   }
   const user = kc.getCurrentUser();
   if (options.execCredentials === false && user !== null && (user.exec !== undefined || user.authProvider !== undefined)) {
-    throw new CniError(
-      CniCode.InvalidNetworkConfig,
+    throw new HereaboutsError(
+      ErrorKind.InvalidConfig,
       `${path}: user ${JSON.stringify(user.name)} runs ${user.exec !== undefined ? 'an exec credential plugin' : 'an auth provider'}, ` +
         'which a kubeconfig named by the network configuration may not do',
       { details: 'the node operator may allow it with "allow_exec_credentials": true in the flat file' },
@@ -104,8 +104,8 @@ export async function endpointFromText(
     if (file !== undefined && file !== null && file !== '') readKubeFile(file, `${path}: ${what}`, true);
   }
   if (cluster === null || typeof cluster.server !== 'string' || cluster.server === '') {
-    throw new CniError(
-      CniCode.InvalidNetworkConfig,
+    throw new HereaboutsError(
+      ErrorKind.InvalidConfig,
       `${path}: current context ${JSON.stringify(kc.currentContext ?? '')} names no cluster with a server`,
     );
   }
@@ -115,7 +115,7 @@ export async function endpointFromText(
   try {
     await kc.applyToHTTPSOptions(requestOptions);
   } catch (err) {
-    throw new CniError(CniCode.InvalidNetworkConfig, `${path}: cannot load credentials: ${messageOf(err)}`, {
+    throw new HereaboutsError(ErrorKind.InvalidConfig, `${path}: cannot load credentials: ${messageOf(err)}`, {
       cause: err,
     });
   }
@@ -154,7 +154,7 @@ function readKubeFile(path: string, what: string, followLinks: boolean): Buffer 
     return readBounded(path, { followLinks });
   } catch (err) {
     const why = err instanceof UnsafeFileError ? err.reason : 'cannot be read';
-    throw new CniError(CniCode.InvalidNetworkConfig, `${what} ${JSON.stringify(path)} ${why}`, { cause: err });
+    throw new HereaboutsError(ErrorKind.InvalidConfig, `${what} ${JSON.stringify(path)} ${why}`, { cause: err });
   }
 }
 

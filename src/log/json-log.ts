@@ -33,6 +33,6 @@ export function jsonLog(options: { level: LogLevel; mode?: LogMode; write?: (lin
 }
 
 /** The message of anything thrown, for a log line. */
-export function errorText(err: unknown): string {
+export function messageOf(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }

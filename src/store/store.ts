@@ -85,7 +85,7 @@ export interface Store {
   /** The pools a request draws from; absent: one per configured range. Node-slice mode answers with this node's slices. */
   resolvePools?(config: NetworkConfig, options: { readonly purpose: PoolPurpose }): Promise<PoolRef[]>;
   read(pool: PoolRef): Promise<Allocations>;
-  /** Throws CniError code 50 when the store cannot serve an ADD for these pools now. */
+  /** Throws HereaboutsError code 50 when the store cannot serve an ADD for these pools now. */
   status(pools: readonly PoolRef[]): Promise<void>;
   close(): Promise<void>;
 }

@@ -1,7 +1,7 @@
 // GC (CNI 1.1): release every allocation whose attachment is not in the runtime's valid list. A malformed entry
 // does not stop the collection: entries that still name a container keep all of that container's allocations
 // (we cannot tell which interface was meant), and every bad entry is reported once the work is done.
-import { configError } from '../errors.ts';
+import { configError } from '../../errors.ts';
 import { describeValue } from '../../log/quote.ts';
 import { collectGarbage } from '../../ipam/gc.ts';
 import { combineErrors } from '../../ipam/errors.ts';

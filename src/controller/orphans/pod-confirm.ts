@@ -2,7 +2,8 @@
 // re-list in progress). Every pod a removal depends on is read live first; only what the API server says now
 // counts.
 import { ApiUnreachableError, statusText, type ApiClient } from '../../kube/api.ts';
-import { errorText, type Log } from '../../log/json-log.ts';
+import { messageOf } from '../../errors.ts';
+import type { Log } from '../../log/json-log.ts';
 import { eachLimited } from '../runtime/parallel.ts';
 import { podView, type PodView } from './pod-view.ts';
 
@@ -21,7 +22,7 @@ export async function readLivePods(api: ApiClient, podRefs: Iterable<string>, op
       else options.log.warning(`cannot read pod ${podRef}: ${statusText(res)}; its allocations wait for the next pass`);
     } catch (err) {
       if (!(err instanceof ApiUnreachableError)) throw err;
-      options.log.warning(`cannot read pod ${podRef}: ${errorText(err)}; its allocations wait for the next pass`);
+      options.log.warning(`cannot read pod ${podRef}: ${messageOf(err)}; its allocations wait for the next pass`);
     }
   });
   return out;

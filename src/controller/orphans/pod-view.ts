@@ -1,6 +1,7 @@
 // The few facts about a pod that orphan cleanup needs, stripped from the full object (memory stays bounded
 // with tens of thousands of pods).
 import { formatIP, tryParseIP } from '../../ip/address.ts';
+import { recordOf } from '../../record.ts';
 
 export interface PodView {
   /** The UID CNI was given: metadata.uid, or for a mirror pod the static pod's (its config.mirror annotation). */
@@ -26,8 +27,7 @@ export interface PodView {
 }
 
 type Obj = Record<string, unknown>;
-const obj = (v: unknown): Obj => (typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Obj) : {});
-const list = (v: unknown): Obj[] => (Array.isArray(v) ? v.map(obj) : []);
+const list = (v: unknown): Obj[] => (Array.isArray(v) ? v.map(recordOf) : []);
 const time = (v: unknown): number => (typeof v === 'string' ? Date.parse(v) || 0 : 0);
 
 export const NETWORK_STATUS = 'k8s.v1.cni.cncf.io/network-status';
@@ -37,18 +37,18 @@ const SANDBOX_CONDITIONS = ['PodReadyToStartContainers', 'PodHasNetwork'];
 
 /** The view of a pod object; undefined for something that is not one. */
 export function podView(item: unknown): PodView | undefined {
-  const meta = obj(obj(item)['metadata']);
-  const status = obj(obj(item)['status']);
+  const meta = recordOf(recordOf(item)['metadata']);
+  const status = recordOf(recordOf(item)['status']);
   if (typeof meta['name'] !== 'string' || typeof meta['namespace'] !== 'string') return undefined;
   const conditions = list(status['conditions']);
   const containers = [...list(status['initContainerStatuses']), ...list(status['containerStatuses']), ...list(status['ephemeralContainerStatuses'])];
-  const annotations = obj(meta['annotations']);
+  const annotations = recordOf(meta['annotations']);
   const networkStatusIPs = parseNetworkStatus(annotations[NETWORK_STATUS]);
   const mirrorOf = annotations[MIRROR];
   const disruption = conditions.find((c) => c['type'] === 'DisruptionTarget' && c['status'] === 'True');
   const deletionAtMs = time(meta['deletionTimestamp']);
   const changes = [
-    ...containers.map((c) => time(obj(obj(c['state'])['terminated'])['finishedAt'])),
+    ...containers.map((c) => time(recordOf(recordOf(c['state'])['terminated'])['finishedAt'])),
     ...conditions.map((c) => time(c['lastTransitionTime'])),
   ];
   return {
@@ -59,7 +59,7 @@ export function podView(item: unknown): PodView | undefined {
     ...(deletionAtMs === 0 ? {} : { deletionAtMs }),
     ...(disruption === undefined ? {} : { disruption: typeof disruption['reason'] === 'string' ? disruption['reason'] : '' }),
     // A Running pod that reports no container at all is taken as running: nothing says its network is unused.
-    containersRunning: containers.some((c) => obj(c['state'])['running'] !== undefined) || (status['phase'] === 'Running' && containers.length === 0),
+    containersRunning: containers.some((c) => recordOf(c['state'])['running'] !== undefined) || (status['phase'] === 'Running' && containers.length === 0),
     sandboxGone: conditions.some((c) => SANDBOX_CONDITIONS.includes(String(c['type'])) && c['status'] === 'False'),
     lastChangeMs: Math.max(0, ...changes),
     ...(networkStatusIPs === undefined ? {} : { networkStatusIPs }),
@@ -81,7 +81,7 @@ export function parseNetworkStatus(annotation: unknown): Set<string> | undefined
   if (!Array.isArray(list)) return undefined;
   const ips = new Set<string>();
   for (const entry of list) {
-    const listed = obj(entry)['ips'];
+    const listed = recordOf(entry)['ips'];
     for (const text of Array.isArray(listed) ? listed : []) {
       const ip = typeof text === 'string' ? tryParseIP(text.replace(/\/\d+$/, '')) : undefined;
       if (ip !== undefined) ips.add(formatIP(ip));

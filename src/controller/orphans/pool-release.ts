@@ -3,7 +3,7 @@
 // conditional on that read. A 409 (a node allocated or released meanwhile) reads again and decides again; an
 // allocation that appeared in between was never a candidate, so it is never removed in this pass. Reservations of
 // released addresses are left to the reservation pass, which deletes one only once its address is free everywhere.
-import { CniError } from '../../cni/errors.ts';
+import { HereaboutsError } from '../../errors.ts';
 import { formatIP } from '../../ip/address.ts';
 import { lastOf, networkOf, type Cidr } from '../../ip/cidr.ts';
 import { commitPool } from '../../store/kubernetes/commit.ts';
@@ -77,7 +77,7 @@ export async function releaseFromPool(api: ApiClient, pool: PoolView, candidates
   } catch (err) {
     if (err instanceof NotLeading) return [];
     // The pool kept changing (code 11), or its spec.range no longer is this range: its orphans wait for the next pass.
-    if (err instanceof CniError) {
+    if (err instanceof HereaboutsError) {
       options.log.info(`IPPool ${pool.name}: nothing released this pass: ${err.message}`);
       return [];
     }

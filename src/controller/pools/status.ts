@@ -10,6 +10,7 @@ import { wasExhausted } from './exhaustion-events.ts';
 import type { Log } from '../../log/json-log.ts';
 import { eachLimited } from '../runtime/parallel.ts';
 import { poolCapacity, type PoolView } from './view.ts';
+import { recordOf } from '../../record.ts';
 
 export interface PoolStatus {
   readonly capacity: string;
@@ -19,7 +20,6 @@ export interface PoolStatus {
 }
 
 type Obj = Record<string, unknown>;
-const obj = (v: unknown): Obj => (typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Obj) : {});
 
 /** The status a pool of `range` with `used` allocations should show; undefined when `current` already shows it. */
 export function desiredStatus(range: Cidr, used: number, current: unknown, now: Date): PoolStatus | undefined {
@@ -28,7 +28,7 @@ export function desiredStatus(range: Cidr, used: number, current: unknown, now: 
   const exhausted: Condition = free === 0n
     ? { type: 'Exhausted', status: 'True', reason: 'NoFreeAddress', message: `all ${capacity} addresses are allocated` }
     : { type: 'Exhausted', status: 'False', reason: 'AddressesFree', message: '' };
-  const seen = obj(current);
+  const seen = recordOf(current);
   const same = seen['capacity'] === String(capacity) && seen['used'] === used && seen['free'] === String(free);
   if (same && conditionsMatch(seen['conditions'], [exhausted])) return undefined;
   return { capacity: String(capacity), used, free: String(free), conditions: withConditions(seen['conditions'], [exhausted], now) };

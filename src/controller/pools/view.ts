@@ -1,12 +1,13 @@
 // What the controller keeps of an IPPool: its allocations (decoded once per change), its counts and the status it
 // last carried. Node-slice pools are IPPools like any other (named [<network_name>-]<node>-<slice>).
 import { capacity } from '../../allocator/capacity.ts';
-import { CniError } from '../../cni/errors.ts';
+import { HereaboutsError } from '../../errors.ts';
 import type { RangeConfig } from '../../config/types.ts';
 import { masked, networkOf, parseCidr, type Cidr } from '../../ip/cidr.ts';
 import { usableSpan } from '../../ip/range.ts';
-import { decodeAllocations, isObject } from '../../store/kubernetes/pool-object.ts';
+import { decodeAllocations } from '../../store/kubernetes/pool-object.ts';
 import type { AllocationRecord } from '../../store/store.ts';
+import { isRecord } from '../../record.ts';
 
 export interface PoolStatusSeen {
   readonly capacity?: unknown;
@@ -37,10 +38,10 @@ export interface PoolView {
 const NONE: ReadonlyMap<bigint, never> = new Map<bigint, never>();
 
 export function poolView(object: unknown): PoolView | undefined {
-  if (!isObject(object) || !isObject(object['metadata'])) return undefined;
+  if (!isRecord(object) || !isRecord(object['metadata'])) return undefined;
   const meta = object['metadata'];
-  const spec = isObject(object['spec']) ? object['spec'] : {};
-  const status = isObject(object['status']) ? object['status'] : {};
+  const spec = isRecord(object['spec']) ? object['spec'] : {};
+  const status = isRecord(object['status']) ? object['status'] : {};
   const name = String(meta['name']);
   const base = {
     name,
@@ -59,7 +60,7 @@ export function poolView(object: unknown): PoolView | undefined {
   try {
     allocations = decodeAllocations(spec['allocations'] ?? {}, range, { where: `IPPool ${name}`, warn, strict: false });
   } catch (err) {
-    if (!(err instanceof CniError)) throw err;
+    if (!(err instanceof HereaboutsError)) throw err;
     return { ...base, range, allocations: NONE, allocatedAt: NONE, capacity: 0n, free: 0n, problems: [err.message] };
   }
   const total = poolCapacity(range);
@@ -70,10 +71,10 @@ export function poolView(object: unknown): PoolView | undefined {
 /** When each allocation was made, for the entries that carry a createdAt (hereabouts'). */
 export function createdTimes(raw: unknown, range: Cidr): ReadonlyMap<bigint, number> {
   const out = new Map<bigint, number>();
-  if (!isObject(raw)) return out;
+  if (!isRecord(raw)) return out;
   const base = networkOf(range);
   for (const [key, entry] of Object.entries(raw)) {
-    const at = isObject(entry) && typeof entry['createdAt'] === 'string' ? Date.parse(entry['createdAt']) : NaN;
+    const at = isRecord(entry) && typeof entry['createdAt'] === 'string' ? Date.parse(entry['createdAt']) : NaN;
     if (!Number.isNaN(at) && /^\d+$/.test(key)) out.set(base + BigInt(key), at);
   }
   return out;

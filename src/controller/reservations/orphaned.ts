@@ -8,7 +8,8 @@ import { formatIP } from '../../ip/address.ts';
 import type { ApiClient } from '../../kube/api.ts';
 import { deleteExactly } from '../../store/kubernetes/resources.ts';
 import { parseReservationName } from '../../config/names.ts';
-import { errorText, type Log } from '../../log/json-log.ts';
+import { messageOf } from '../../errors.ts';
+import type { Log } from '../../log/json-log.ts';
 import type { CleanupPolicy } from '../orphans/orphans.ts';
 import type { PodView } from '../orphans/pod-view.ts';
 import type { ReservationView } from '../runtime/views.ts';
@@ -84,7 +85,7 @@ export async function deleteReservation(api: ApiClient, view: ReservationView, o
     // 'gone' already, or 'conflict': changed since judged (re-adopted, handed over), so not what was judged
     return (await deleteExactly(api, 'overlappingrangeipreservations', view.name, view)) === 'deleted';
   } catch (err) {
-    options.log.warning(`cannot delete OverlappingRangeIPReservation ${view.name}: ${errorText(err)}`);
+    options.log.warning(`cannot delete OverlappingRangeIPReservation ${view.name}: ${messageOf(err)}`);
     return false;
   }
 }

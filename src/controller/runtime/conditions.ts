@@ -1,5 +1,6 @@
 // Status conditions in the Kubernetes convention ({type, status, reason, message, lastTransitionTime}); the time
 // moves only when the status does, so a condition rewritten with the same status keeps its age.
+import { recordOf } from '../../record.ts';
 export interface Condition {
   readonly type: string;
   readonly status: 'True' | 'False' | 'Unknown';
@@ -10,13 +11,12 @@ export interface Condition {
 }
 
 type Obj = Record<string, unknown>;
-const obj = (v: unknown): Obj => (typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Obj) : {});
 
 export type StampedCondition = Condition & { readonly lastTransitionTime: string };
 
 /** `current` (a status.conditions value) with `wanted` set; other types are kept as they are. */
 export function withConditions(current: unknown, wanted: readonly Condition[], now: Date): StampedCondition[] {
-  const list = (Array.isArray(current) ? current : []).map(obj);
+  const list = (Array.isArray(current) ? current : []).map(recordOf);
   const out: StampedCondition[] = [];
   for (const c of list) {
     if (wanted.some((w) => w.type === c['type'])) continue;
@@ -34,6 +34,6 @@ export function withConditions(current: unknown, wanted: readonly Condition[], n
 
 /** Whether `current` already says what `wanted` says (type, status, reason, message). */
 export function conditionsMatch(current: unknown, wanted: readonly Condition[]): boolean {
-  const list = (Array.isArray(current) ? current : []).map(obj);
+  const list = (Array.isArray(current) ? current : []).map(recordOf);
   return wanted.every((w) => list.some((c) => c['type'] === w.type && c['status'] === w.status && c['reason'] === w.reason && c['message'] === w.message));
 }

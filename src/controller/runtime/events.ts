@@ -3,7 +3,8 @@
 // the existing Event's count goes up, as client-go's recorder does.
 import { randomBytes } from 'node:crypto';
 import { statusText, type ApiClient } from '../../kube/api.ts';
-import { errorText, type Log } from '../../log/json-log.ts';
+import { messageOf } from '../../errors.ts';
+import type { Log } from '../../log/json-log.ts';
 
 export interface InvolvedObject {
   readonly apiVersion: string;
@@ -88,7 +89,7 @@ export class EventRecorder {
       if (res.status !== 201) throw new Error(statusText(res));
       this.#sent.set(key, { name, namespace, count: 1, lastMs: now });
     } catch (err) {
-      this.#log.warning(`cannot record event ${reason} on ${object.kind} ${object.name}: ${errorText(err)}`);
+      this.#log.warning(`cannot record event ${reason} on ${object.kind} ${object.name}: ${messageOf(err)}`);
     }
   }
 

@@ -3,7 +3,7 @@
 // one address.
 import { createServer, type Server } from 'node:http';
 import type { Registry } from 'prom-client';
-import { errorText } from '../../log/json-log.ts';
+import { messageOf } from '../../errors.ts';
 
 export interface Routes {
   readonly metrics?: Registry;
@@ -31,7 +31,7 @@ export function serve(addr: string, routes: Routes): Promise<Server> {
             res.writeHead(200, { 'Content-Type': registry.contentType });
             res.end(body);
           },
-          (err: unknown) => text(500, `metrics failed: ${errorText(err)}\n`),
+          (err: unknown) => text(500, `metrics failed: ${messageOf(err)}\n`),
         );
       return;
     }

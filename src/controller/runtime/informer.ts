@@ -3,7 +3,8 @@
 // watch) re-lists and reports what changed meanwhile. Only a stripped view of each object is kept (memory stays
 // bounded with tens of thousands of pods), keyed "namespace/name" (or "name" when cluster-scoped).
 import { statusText, type ApiClient } from '../../kube/api.ts';
-import { errorText, type Log } from '../../log/json-log.ts';
+import { messageOf } from '../../errors.ts';
+import type { Log } from '../../log/json-log.ts';
 import { openWatch, type WatchEvent } from '../../kube/watch-stream.ts';
 
 export type ChangeKind = 'added' | 'updated' | 'deleted';
@@ -98,7 +99,7 @@ export class Informer<T> {
         this.#resourceVersion = body.metadata?.resourceVersion ?? '';
       } while (token !== '');
     } catch (err) {
-      return this.#retry(`list failed: ${errorText(err)}`, () => void this.#list());
+      return this.#retry(`list failed: ${messageOf(err)}`, () => void this.#list());
     }
     if (this.#stopped) return;
     this.#replace(fresh);

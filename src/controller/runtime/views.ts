@@ -1,11 +1,11 @@
 // The stripped views of OverlappingRangeIPReservations, NodeSlicePools, NetworkAttachmentDefinitions and Nodes:
 // only what the cleanup and the slice assignment read. (Pods: pod-view.ts; IPPools: pool-view.ts.)
-import { errorText } from '../../log/json-log.ts';
+import { messageOf } from '../../errors.ts';
 import type { DrainingEntry, SliceEntry } from '../slices/assign.ts';
 import { networkNamesOf, rangePoolNamesOf, sliceSpecOf, type SliceSpec } from '../slices/spec.ts';
+import { recordOf } from '../../record.ts';
 
 type Obj = Record<string, unknown>;
-const obj = (v: unknown): Obj => (typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Obj) : {});
 const str = (v: unknown): string => (typeof v === 'string' ? v : '');
 
 export interface ObjectRef {
@@ -25,8 +25,8 @@ export interface ReservationView extends ObjectRef {
 }
 
 export function reservationView(object: unknown): ReservationView {
-  const meta = obj(obj(object)['metadata']);
-  return { ...refOf(meta), podRef: str(obj(obj(object)['spec'])['podref']), createdAtMs: Date.parse(str(meta['creationTimestamp'])) || 0 };
+  const meta = recordOf(recordOf(object)['metadata']);
+  return { ...refOf(meta), podRef: str(recordOf(recordOf(object)['spec'])['podref']), createdAtMs: Date.parse(str(meta['creationTimestamp'])) || 0 };
 }
 
 export interface NodeSlicePoolView extends ObjectRef {
@@ -44,26 +44,26 @@ export interface NodeSlicePoolView extends ObjectRef {
 }
 
 export function entriesOf(status: unknown): SliceEntry[] {
-  const list = obj(status)['allocations'];
-  return (Array.isArray(list) ? list : []).map((e) => ({ nodeName: str(obj(e)['nodeName']), sliceRange: str(obj(e)['sliceRange']) }));
+  const list = recordOf(status)['allocations'];
+  return (Array.isArray(list) ? list : []).map((e) => ({ nodeName: str(recordOf(e)['nodeName']), sliceRange: str(recordOf(e)['sliceRange']) }));
 }
 
 export function drainingOf(status: unknown): DrainingEntry[] {
-  const list = obj(status)['draining'];
+  const list = recordOf(status)['draining'];
   return (Array.isArray(list) ? list : []).map((e) => ({
-    nodeName: str(obj(e)['nodeName']),
-    sliceRange: str(obj(e)['sliceRange']),
-    reason: obj(e)['reason'] === 'NodeLeft' ? 'NodeLeft' : 'Resliced',
+    nodeName: str(recordOf(e)['nodeName']),
+    sliceRange: str(recordOf(e)['sliceRange']),
+    reason: recordOf(e)['reason'] === 'NodeLeft' ? 'NodeLeft' : 'Resliced',
   }));
 }
 
 export function nodeSlicePoolView(object: unknown): NodeSlicePoolView {
-  const meta = obj(obj(object)['metadata']);
-  const spec = obj(obj(object)['spec']);
-  const status = obj(obj(object)['status']);
+  const meta = recordOf(recordOf(object)['metadata']);
+  const spec = recordOf(recordOf(object)['spec']);
+  const status = recordOf(recordOf(object)['status']);
   const conditions = new Map<string, string>();
   for (const c of Array.isArray(status['conditions']) ? status['conditions'] : []) {
-    conditions.set(str(obj(c)['type']), `${str(obj(c)['status'])}|${str(obj(c)['reason'])}|${str(obj(c)['message'])}`);
+    conditions.set(str(recordOf(c)['type']), `${str(recordOf(c)['status'])}|${str(recordOf(c)['reason'])}|${str(recordOf(c)['message'])}`);
   }
   const owners = Array.isArray(meta['ownerReferences']) ? meta['ownerReferences'] : [];
   return {
@@ -74,7 +74,7 @@ export function nodeSlicePoolView(object: unknown): NodeSlicePoolView {
     entries: entriesOf(status),
     draining: drainingOf(status),
     conditions,
-    ownerUids: owners.filter((o) => obj(o)['kind'] === 'NetworkAttachmentDefinition').map((o) => str(obj(o)['uid'])).sort(),
+    ownerUids: owners.filter((o) => recordOf(o)['kind'] === 'NetworkAttachmentDefinition').map((o) => str(recordOf(o)['uid'])).sort(),
   };
 }
 
@@ -89,7 +89,7 @@ export interface NadView extends ObjectRef {
 
 /** Only NADs with a hereabouts/whereabouts IPAM section are kept. */
 export function nadView(object: unknown): NadView | undefined {
-  const meta = obj(obj(object)['metadata']);
+  const meta = recordOf(recordOf(object)['metadata']);
   const networkNames = networkNamesOf(object);
   const pools = rangePoolNamesOf(object);
   let slice: SliceSpec | undefined;
@@ -97,14 +97,14 @@ export function nadView(object: unknown): NadView | undefined {
     slice = sliceSpecOf(object);
   } catch (err) {
     if (!(err instanceof TypeError || err instanceof RangeError)) throw err;
-    return { ...refOf(meta), networkNames, pools, problem: errorText(err) };
+    return { ...refOf(meta), networkNames, pools, problem: messageOf(err) };
   }
   if (slice === undefined && networkNames.length === 0 && !mentionsUs(object)) return undefined;
   return { ...refOf(meta), networkNames, pools, ...(slice === undefined ? {} : { slice }) };
 }
 
 function mentionsUs(object: unknown): boolean {
-  const config = str(obj(obj(object)['spec'])['config']);
+  const config = str(recordOf(recordOf(object)['spec'])['config']);
   return config.includes('"hereabouts"') || config.includes('"whereabouts"');
 }
 
@@ -113,5 +113,5 @@ export interface NodeView {
 }
 
 export function nodeView(object: unknown): NodeView {
-  return { uid: str(obj(obj(object)['metadata'])['uid']) };
+  return { uid: str(recordOf(recordOf(object)['metadata'])['uid']) };
 }

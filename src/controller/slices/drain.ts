@@ -4,15 +4,17 @@
 import { monotonicMs } from '../../clock.ts';
 import type { ApiClient } from '../../kube/api.ts';
 import type { Cidr } from '../../ip/cidr.ts';
-import { isObject, rangeText, RETIRED_ANNOTATION, retiredValue } from '../../store/kubernetes/pool-object.ts';
+import { rangeText, RETIRED_ANNOTATION, retiredValue } from '../../store/kubernetes/pool-object.ts';
 import { API_VERSION, createObject, getObject, mergePatch } from '../../store/kubernetes/resources.ts';
 import type { SliceVersion } from '../../store/store.ts';
 import { poolName } from '../../config/names.ts';
-import { errorText, type Log } from '../../log/json-log.ts';
+import { messageOf } from '../../errors.ts';
+import type { Log } from '../../log/json-log.ts';
 import { cidrOrUndefined, type PoolView } from '../pools/view.ts';
 import type { DrainingEntry } from './assign.ts';
 import { sliceKey } from './lifecycle.ts';
 import type { SliceSpec } from './spec.ts';
+import { isRecord } from '../../record.ts';
 
 /**
  * How long a slice drains at least before its pool may be confirmed empty: longer than a plugin's ADD takes from
@@ -71,16 +73,16 @@ export class DrainConfirmer {
         return (await createObject(this.#api, 'ippools', body)).kind === 'created';
       }
       // Anything unexpected counts as holding addresses: the slice keeps draining rather than risk a duplicate.
-      const metadata = isObject(object) ? object['metadata'] : undefined;
-      const spec = isObject(object) ? object['spec'] : undefined;
-      const resourceVersion = isObject(metadata) ? metadata['resourceVersion'] : undefined;
-      if (!isObject(spec) || typeof resourceVersion !== 'string') return false;
+      const metadata = isRecord(object) ? object['metadata'] : undefined;
+      const spec = isRecord(object) ? object['spec'] : undefined;
+      const resourceVersion = isRecord(metadata) ? metadata['resourceVersion'] : undefined;
+      if (!isRecord(spec) || typeof resourceVersion !== 'string') return false;
       const allocations = spec['allocations'];
-      if (!(allocations === undefined || (isObject(allocations) && Object.keys(allocations).length === 0))) return false;
+      if (!(allocations === undefined || (isRecord(allocations) && Object.keys(allocations).length === 0))) return false;
       // A plugin write since the read (a late claim) makes this 409: the slice keeps draining.
       return (await mergePatch(this.#api, 'ippools', pool, { metadata: { resourceVersion, annotations } })).kind === 'patched';
     } catch (err) {
-      log.warning(`cannot confirm IPPool ${pool} empty and retire it; its slice keeps draining: ${errorText(err)}`);
+      log.warning(`cannot confirm IPPool ${pool} empty and retire it; its slice keeps draining: ${messageOf(err)}`);
       return false;
     }
   }

@@ -1,10 +1,11 @@
 // What a NetworkAttachmentDefinition asks of the controller: the network names it uses (reservation names carry
 // them as prefixes) and, with node_slice_size, the network's range and slice size, read by the plugin's own config
 // parser (src/config) so that both sides agree on every key. Pure: NADs that disagree are reported, never applied.
-import { CniError } from '../../cni/errors.ts';
+import { HereaboutsError } from '../../errors.ts';
 import { parseNetworkConfig } from '../../config/parse.ts';
 import { formatCidr, type Cidr } from '../../ip/cidr.ts';
 import { poolRefs } from '../../store/pool-refs.ts';
+import { recordOf } from '../../record.ts';
 
 export interface SliceSpec {
   /** The NodeSlicePool's name: network_name, else the CNI network name. */
@@ -18,25 +19,24 @@ export interface SliceSpec {
 }
 
 type Obj = Record<string, unknown>;
-const obj = (v: unknown): Obj => (typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Obj) : {});
 const isOurs = (ipam: Obj): boolean => ipam['type'] === 'hereabouts' || ipam['type'] === 'whereabouts';
 // Keys that point at node-local files or stores: meaningless to the controller, and not to be read here.
 const NODE_LOCAL_KEYS = ['datastore', 'data_dir', 'kubernetes', 'cache_dir', 'configuration_path', 'log_file'];
 
 /** The CNI config of a NAD and its hereabouts/whereabouts IPAM sections; undefined when it has none. */
 function ipamSections(nad: unknown): { source: string; config: Obj; sections: Array<{ plugin: Obj; ipam: Obj }> } | undefined {
-  const meta = obj(obj(nad)['metadata']);
+  const meta = recordOf(recordOf(nad)['metadata']);
   const source = `${String(meta['namespace'])}/${String(meta['name'])}`;
-  const text = obj(obj(nad)['spec'])['config'];
+  const text = recordOf(recordOf(nad)['spec'])['config'];
   if (typeof text !== 'string' || text.trim() === '') return undefined; // Multus then reads a file on the node
   let config: Obj;
   try {
-    config = obj(JSON.parse(text));
+    config = recordOf(JSON.parse(text));
   } catch (err) {
     throw new TypeError(`NetworkAttachmentDefinition ${source}: spec.config is not JSON (${(err as Error).message})`);
   }
-  const plugins = Array.isArray(config['plugins']) ? (config['plugins'] as unknown[]).map(obj) : [config];
-  const sections = plugins.map((plugin) => ({ plugin, ipam: obj(plugin['ipam']) })).filter((s) => isOurs(s.ipam));
+  const plugins = Array.isArray(config['plugins']) ? (config['plugins'] as unknown[]).map(recordOf) : [config];
+  const sections = plugins.map((plugin) => ({ plugin, ipam: recordOf(plugin['ipam']) })).filter((s) => isOurs(s.ipam));
   return sections.length === 0 ? undefined : { source, config, sections };
 }
 
@@ -70,7 +70,7 @@ export function rangePoolNamesOf(nad: unknown): string[] {
     try {
       names.push(...poolRefs(parseNetworkConfig({ ...section.plugin, name, ipam } as never, { cniVersion, readFile: () => undefined })).map((r) => r.name));
     } catch (err) {
-      if (!(err instanceof CniError)) throw err; // a NAD the plugin rejects has no pool
+      if (!(err instanceof HereaboutsError)) throw err; // a NAD the plugin rejects has no pool
     }
   }
   return names;
@@ -90,7 +90,7 @@ export function sliceSpecOf(nad: unknown): SliceSpec | undefined {
   try {
     parsed = parseNetworkConfig({ ...section.plugin, name, ipam } as never, { cniVersion, readFile: () => undefined });
   } catch (err) {
-    if (!(err instanceof CniError)) throw err;
+    if (!(err instanceof HereaboutsError)) throw err;
     throw new TypeError(`NetworkAttachmentDefinition ${found.source}: ${err.message}`);
   }
   const ranges = parsed.ipam.ranges;

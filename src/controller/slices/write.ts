@@ -3,10 +3,11 @@
 // retryOnConflict). NodeSlicePool has no status subresource (Whereabouts writes status.allocations with plain
 // updates), so spec and status go together.
 import type { ApiClient } from '../../kube/api.ts';
-import { ApiStatusError } from '../../store/kubernetes/errors.ts';
-import { isObject } from '../../store/kubernetes/pool-object.ts';
+import { ApiStatusError } from '../../kube/errors.ts';
+
 import { getObject, objectPath } from '../../store/kubernetes/resources.ts';
 import { CONFLICT, retryOnConflict } from '../../kube/retry.ts';
+import { isRecord } from '../../record.ts';
 
 export type WriteOutcome = 'created' | 'updated' | 'unchanged' | 'conflict' | 'not-leading';
 
@@ -24,7 +25,7 @@ export async function writeNodeSlicePool(
   const result = await retryOnConflict<Written>(
     async () => {
       const fetched = await getObject(api, 'nodeslicepools', name);
-      const current = isObject(fetched) ? fetched : undefined;
+      const current = isRecord(fetched) ? fetched : undefined;
       const body = decide(current);
       if (body === undefined) return { outcome: 'unchanged' };
       if (!options.leading()) return { outcome: 'not-leading' };

@@ -15,14 +15,15 @@
 // commit are removed, on the exact version created, and a write that may have been applied keeps its claim's
 // reservation (a leak the controller reclaims, not a duplicate).
 import { monotonicMs } from '../../clock.ts';
-import { CniCode, CniError } from '../../cni/errors.ts';
+import { ErrorKind, HereaboutsError } from '../../errors.ts';
 import { formatIP } from '../../ip/address.ts';
 import { applyChange } from '../local/apply-change.ts';
-import { messageOf } from '../local/fs-errors.ts';
+import { messageOf } from '../../errors.ts';
 import type { AllocationRecord, Allocations, Plan, PoolChange, PoolRef } from '../store.ts';
 import type { ApiClient } from '../../kube/api.ts';
 import { ContentionMemory, type ContentionMarks } from './contention.ts';
-import { mayHaveApplied, toCniError } from './errors.ts';
+import { mayHaveApplied } from '../../kube/errors.ts';
+import { toStoreError } from './api-errors.ts';
 import { allocationsPatch, claimPatch, decodePoolObject, newPoolObject, refusesClaim, type PoolState } from './pool-object.ts';
 import { dropCreated, followRecord, handOver, releaseReservation, reserve, type Held } from './reservations.ts';
 import { createObject, getObject, jsonPatch, mergePatch, type GetOptions } from './resources.ts';
@@ -167,7 +168,7 @@ export async function commitPool<T>(ctx: CommitContext, pool: PoolRef, plan: Pla
           state = await freshen(state);
           continue;
         }
-        throw new CniError(CniCode.TryAgainLater, `IPPool ${pool.name} was retired: its node slice was released after this request read it`, {
+        throw new HereaboutsError(ErrorKind.Unavailable, `IPPool ${pool.name} was retired: its node slice was released after this request read it`, {
           details: 'the next ADD reads this node\'s current slice',
         });
       }
@@ -233,14 +234,14 @@ export async function commitPool<T>(ctx: CommitContext, pool: PoolRef, plan: Pla
   try {
     const outcome = await retryOnConflict(attempt, { ...COMMIT_RETRY, budgetMs: ctx.budgetMs });
     if (outcome.kind !== 'done') {
-      throw new CniError(CniCode.TryAgainLater, `IPPool ${pool.name}: gave up after ${outcome.conflicts} conflicting writes in ${ctx.budgetMs} ms`, {
+      throw new HereaboutsError(ErrorKind.Conflict, `IPPool ${pool.name}: gave up after ${outcome.conflicts} conflicting writes in ${ctx.budgetMs} ms`, {
         details: 'other writers keep changing this pool; retry the request',
       });
     }
     settled = outcome.value;
   } catch (err) {
     await settleUnused(ctx, pool, { created, adopted }, undefined);
-    throw toCniError(err, `IPPool ${pool.name}`);
+    throw toStoreError(err, `IPPool ${pool.name}`);
   }
   options.onSettled?.(settled.state, marksOf(contentionKey));
   await settleUnused(ctx, pool, { created, adopted }, settled.state.allocations);

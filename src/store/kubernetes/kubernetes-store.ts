@@ -1,6 +1,6 @@
 // The Kubernetes datastore (`"datastore": "kubernetes"`): Whereabouts' IPPool objects are the source of truth, a
 // node-local cache under the pool's file lock spares the reads (DESIGN §5). The write path is pool-update.ts.
-import { CniCode, CniError } from '../../cni/errors.ts';
+import { ErrorKind, HereaboutsError } from '../../errors.ts';
 import type { Logger } from '../../log/logger.ts';
 import type { NetworkConfig } from '../../config/types.ts';
 import { DEFAULT_LOCK_TIMING, type LockTiming } from '../local/lock.ts';
@@ -8,7 +8,7 @@ import { poolRefs } from '../pool-refs.ts';
 import type { Allocations, Plan, PoolRef, Store } from '../store.ts';
 import { KeyedQueue } from '../keyed-queue.ts';
 import type { ApiClient } from '../../kube/api.ts';
-import { toCniError } from './errors.ts';
+import { toStoreError } from './api-errors.ts';
 import { NoSliceError, nodeSlicePools } from './node-slices.ts';
 import { fetchPool, updatePool, type WriteContext } from './pool-update.ts';
 
@@ -34,10 +34,10 @@ export interface ResolveOptions {
 }
 
 /** STATUS reports whatever keeps an ADD from being served as code 50 (CNI spec: plugin not available). */
-function asStatusError(err: unknown): CniError {
-  if (err instanceof CniError && err.code === CniCode.PluginNotAvailable) return err;
+function asStatusError(err: unknown): HereaboutsError {
+  if (err instanceof HereaboutsError && err.kind === ErrorKind.NotReady) return err;
   const msg = err instanceof Error ? err.message : String(err);
-  return new CniError(CniCode.PluginNotAvailable, `cannot serve an ADD now: ${msg}`, { cause: err });
+  return new HereaboutsError(ErrorKind.NotReady, `cannot serve an ADD now: ${msg}`, { cause: err });
 }
 
 export const DEFAULT_BUDGET_MS = 25_000;
@@ -103,7 +103,7 @@ export class KubernetesStore implements Store {
         (state) => state.allocations,
         (err: unknown) => {
           this.#fresh.delete(pool.name);
-          throw toCniError(err, `IPPool ${pool.name}`);
+          throw toStoreError(err, `IPPool ${pool.name}`);
         },
       );
       this.#fresh.set(pool.name, pending);

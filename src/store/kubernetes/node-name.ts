@@ -4,8 +4,9 @@
 import { readFileSync, statSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { dirname, join } from 'node:path';
-import { CniCode, CniError } from '../../cni/errors.ts';
-import { errorCode, messageOf } from '../local/fs-errors.ts';
+import { ErrorKind, HereaboutsError } from '../../errors.ts';
+import { messageOf } from '../../errors.ts';
+import { errnoOf } from '../../fs/unsafe-file.ts';
 
 /** Where the installers (Whereabouts' and ours) put the flat config and the nodename file. */
 export const DEFAULT_CONFIG_DIRS: readonly string[] = [
@@ -40,7 +41,7 @@ export function resolveNodeName(options: NodeNameOptions = {}): NodeNameSource {
   }
   const host = readNameFile('/etc/hostname') ?? (options.hostname ?? hostname)().trim();
   if (host === '') {
-    throw new CniError(CniCode.InvalidEnvironment, 'cannot tell the node name: NODENAME is unset, no nodename file, empty host name', {
+    throw new HereaboutsError(ErrorKind.InvalidEnvironment, 'cannot tell the node name: NODENAME is unset, no nodename file, empty host name', {
       details: 'set NODENAME or write the node name to <configuration_path>/nodename',
     });
   }
@@ -59,7 +60,7 @@ function isDirectory(path: string): boolean {
   try {
     return statSync(path).isDirectory();
   } catch (err) {
-    if (errorCode(err) === 'ENOENT' || errorCode(err) === 'ENOTDIR') return false;
+    if (errnoOf(err) === 'ENOENT' || errnoOf(err) === 'ENOTDIR') return false;
     throw err;
   }
 }
@@ -70,9 +71,9 @@ function readNameFile(file: string): string | undefined {
   try {
     text = readFileSync(file, 'utf8');
   } catch (err) {
-    const code = errorCode(err);
+    const code = errnoOf(err);
     if (code === 'ENOENT' || code === 'ENOTDIR' || code === 'EISDIR') return undefined;
-    throw new CniError(CniCode.IoFailure, `cannot read node name file ${file}: ${messageOf(err)}`, { cause: err });
+    throw new HereaboutsError(ErrorKind.Io, `cannot read node name file ${file}: ${messageOf(err)}`, { cause: err });
   }
   const name = text.split('\n', 1)[0]?.trim() ?? '';
   return name === '' ? undefined : name;

@@ -10,7 +10,7 @@
 // The GET is served from the API server's watch cache, at least as new as the version this node last read: a view
 // some milliseconds old is as safe as a request that stalled that long, since a claim in a slice that was given away
 // is refused by the pool's retire mark (docs/safety.md), and it costs the API server no etcd read.
-import { CniCode, CniError } from '../../cni/errors.ts';
+import { ErrorKind, HereaboutsError } from '../../errors.ts';
 import type { Logger } from '../../log/logger.ts';
 import type { NetworkConfig, RangeConfig } from '../../config/types.ts';
 import { contains, formatCidr, lastOf, masked, networkOf, parseCidr, type Cidr } from '../../ip/cidr.ts';
@@ -18,11 +18,12 @@ import { usableSpan } from '../../ip/range.ts';
 import { poolName } from '../../config/names.ts';
 import type { PoolPurpose, PoolRef } from '../store.ts';
 import type { ApiClient } from '../../kube/api.ts';
-import { toCniError } from './errors.ts';
+import { toStoreError } from './api-errors.ts';
 import type { CacheScope } from './pool-cache.ts';
-import { isObject } from './pool-object.ts';
+
 import { getObject } from './resources.ts';
 import { cachedSlices, readSliceMemory, writeSliceMemory, type SliceMemory } from './slice-memory.ts';
+import { isRecord } from '../../record.ts';
 
 export interface SliceContext {
   readonly api: ApiClient;
@@ -33,9 +34,9 @@ export interface SliceContext {
 }
 
 /** The network has no NodeSlicePool yet, or it assigns no usable slice to this node (CNI code 11). */
-export class NoSliceError extends CniError {
+export class NoSliceError extends HereaboutsError {
   constructor(message: string, details: string) {
-    super(CniCode.TryAgainLater, message, { details });
+    super(ErrorKind.Unavailable, message, { details });
     this.name = 'NoSliceError';
   }
 }
@@ -75,7 +76,7 @@ export async function nodeSlicePools(ctx: SliceContext, config: NetworkConfig, p
   try {
     object = await getObject(ctx.api, 'nodeslicepools', network.name, { notOlderThan: memory?.resourceVersion ?? '0' });
   } catch (err) {
-    throw toCniError(err, `NodeSlicePool ${network.name}`);
+    throw toStoreError(err, `NodeSlicePool ${network.name}`);
   }
   if (purpose === 'release') return releasePools(ctx, config, network, object, memory);
   if (object === undefined) {
@@ -191,23 +192,23 @@ function remember(ctx: SliceContext, network: string, memory: SliceMemory | unde
  * remembered reading is reused when the generation and slice size are the ones it was read at.
  */
 export function slicingOf(object: unknown, name: string, node: string, memory?: SliceMemory): NodeSlicing {
-  const metadata = isObject(object) ? object['metadata'] : undefined;
-  const spec = isObject(object) ? object['spec'] : undefined;
-  const status = isObject(object) ? object['status'] : undefined;
-  const rangeText = isObject(spec) ? spec['range'] : undefined;
+  const metadata = isRecord(object) ? object['metadata'] : undefined;
+  const spec = isRecord(object) ? object['spec'] : undefined;
+  const status = isRecord(object) ? object['status'] : undefined;
+  const rangeText = isRecord(spec) ? spec['range'] : undefined;
   const range = parseOrUndefined(rangeText);
   if (range === undefined) {
-    throw new CniError(CniCode.Internal, `NodeSlicePool ${name} has no valid spec.range (${JSON.stringify(rangeText)})`);
+    throw new HereaboutsError(ErrorKind.Internal, `NodeSlicePool ${name} has no valid spec.range (${JSON.stringify(rangeText)})`);
   }
-  const sizeText = isObject(spec) ? spec['sliceSize'] : undefined;
+  const sizeText = isRecord(spec) ? spec['sliceSize'] : undefined;
   const sliceSize = Number(String(sizeText ?? '').replace(/^\//, ''));
   if (!Number.isInteger(sliceSize) || sliceSize < range.prefix || sliceSize > (range.family === 4 ? 32 : 128) || String(sizeText ?? '') === '') {
-    throw new CniError(CniCode.Internal, `NodeSlicePool ${name} has no valid spec.sliceSize (${JSON.stringify(sizeText)}) for ${formatCidr(range)}`);
+    throw new HereaboutsError(ErrorKind.Internal, `NodeSlicePool ${name} has no valid spec.sliceSize (${JSON.stringify(sizeText)}) for ${formatCidr(range)}`);
   }
-  const generation = isObject(metadata) && typeof metadata['generation'] === 'number' ? metadata['generation'] : undefined;
-  const uid = isObject(metadata) && typeof metadata['uid'] === 'string' ? metadata['uid'] : undefined;
-  const resourceVersion = isObject(metadata) && typeof metadata['resourceVersion'] === 'string' ? metadata['resourceVersion'] : undefined;
-  const tracksDraining = isObject(status) && Array.isArray(status['draining']);
+  const generation = isRecord(metadata) && typeof metadata['generation'] === 'number' ? metadata['generation'] : undefined;
+  const uid = isRecord(metadata) && typeof metadata['uid'] === 'string' ? metadata['uid'] : undefined;
+  const resourceVersion = isRecord(metadata) && typeof metadata['resourceVersion'] === 'string' ? metadata['resourceVersion'] : undefined;
+  const tracksDraining = isRecord(status) && Array.isArray(status['draining']);
   if (memory !== undefined && generation !== undefined && memory.generation === generation && memory.sliceSize === sliceSize && memory.range === formatCidr(range)) {
     return {
       generation,
@@ -221,12 +222,12 @@ export function slicingOf(object: unknown, name: string, node: string, memory?: 
     };
   }
   const mineIn = (list: unknown): unknown[] => (Array.isArray(list) ? list : [])
-    .filter((e: unknown): e is Record<string, unknown> => isObject(e) && e['nodeName'] === node)
+    .filter((e: unknown): e is Record<string, unknown> => isRecord(e) && e['nodeName'] === node)
     .map((e) => e['sliceRange']);
-  const [assigned] = mineIn(isObject(status) ? status['allocations'] : undefined);
+  const [assigned] = mineIn(isRecord(status) ? status['allocations'] : undefined);
   const slice = assigned === undefined ? undefined : sliceOf(assigned, range, { name, node, within: true });
   // A draining slice may be of an earlier range or slice size.
-  const draining = mineIn(isObject(status) ? status['draining'] : undefined).map((text) => sliceOf(text, range, { name, node, within: false }));
+  const draining = mineIn(isRecord(status) ? status['draining'] : undefined).map((text) => sliceOf(text, range, { name, node, within: false }));
   return { generation, resourceVersion, uid, range, sliceSize, ...(slice === undefined ? {} : { slice }), draining, tracksDraining };
 }
 
@@ -234,7 +235,7 @@ function sliceOf(text: unknown, range: Cidr, where: { name: string; node: string
   const slice = parseOrUndefined(text);
   const fits = slice !== undefined && slice.family === range.family && (!where.within || (slice.prefix >= range.prefix && contains(range, { family: slice.family, value: slice.address })));
   if (!fits) {
-    throw new CniError(CniCode.Internal, `NodeSlicePool ${where.name}: slice ${JSON.stringify(text)} of node ${where.node} is not inside ${formatCidr(range)}`);
+    throw new HereaboutsError(ErrorKind.Internal, `NodeSlicePool ${where.name}: slice ${JSON.stringify(text)} of node ${where.node} is not inside ${formatCidr(range)}`);
   }
   return slice;
 }

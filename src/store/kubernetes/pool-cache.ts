@@ -3,13 +3,15 @@
 // crash-safe under the pool's file lock. It is only a starting guess: every write is conditional on the
 // resourceVersion, and a decision that writes nothing is confirmed against the API.
 import { readFileSync, unlinkSync } from 'node:fs';
-import { errorCode, messageOf } from '../local/fs-errors.ts';
+import { messageOf } from '../../errors.ts';
+import { errnoOf } from '../../fs/unsafe-file.ts';
 import type { HeldLock } from '../local/lock.ts';
 import type { PoolPaths } from '../local/paths.ts';
 import { writePoolFile } from '../local/pool-file.ts';
 import type { Allocations, PoolRef } from '../store.ts';
 import type { ContentionMarks } from './contention.ts';
-import { decodeAllocations, encodeAllocations, isObject, rangeText, type PoolState } from './pool-object.ts';
+import { decodeAllocations, encodeAllocations, rangeText, type PoolState } from './pool-object.ts';
+import { isRecord } from '../../record.ts';
 
 export const CACHE_FORMAT = 1;
 
@@ -30,13 +32,13 @@ export function readCachedPool(paths: PoolPaths, pool: PoolRef, scope: CacheScop
   try {
     text = readFileSync(paths.data, 'utf8');
   } catch (err) {
-    if (errorCode(err) === 'ENOENT') return undefined;
+    if (errnoOf(err) === 'ENOENT') return undefined;
     warn(`cannot read cache ${paths.data}, reading the API instead: ${messageOf(err)}`);
     return undefined;
   }
   try {
     const doc: unknown = JSON.parse(text);
-    if (!isObject(doc) || doc['format'] !== CACHE_FORMAT) return undefined;
+    if (!isRecord(doc) || doc['format'] !== CACHE_FORMAT) return undefined;
     if (doc['server'] !== scope.server || doc['namespace'] !== scope.namespace || doc['name'] !== pool.name) return undefined;
     if (doc['range'] !== rangeText(pool.range.cidr) || typeof doc['resourceVersion'] !== 'string') return undefined;
     const allocations = decodeAllocations(doc['allocations'], pool.range.cidr, { where: paths.data, warn, strict: true });
@@ -70,7 +72,7 @@ export function writeCachedPool(
 
 /** Contention marks as cached; anything malformed is no mark (it is only a hint). */
 function marksIn(value: unknown): ContentionMarks {
-  if (!isObject(value)) return {};
+  if (!isRecord(value)) return {};
   const at = (key: string): number | undefined => {
     const v = value[key];
     return typeof v === 'number' && Number.isFinite(v) ? v : undefined;
@@ -85,6 +87,6 @@ export function dropCachedPool(paths: PoolPaths): void {
   try {
     unlinkSync(paths.data);
   } catch (err) {
-    if (errorCode(err) !== 'ENOENT') throw err;
+    if (errnoOf(err) !== 'ENOENT') throw err;
   }
 }

@@ -2,11 +2,12 @@
 // (DESIGN §4). Decoding is lenient with what Whereabouts or an operator may have written (an address stays taken
 // whatever its record looks like); writes touch only the changed offsets (a JSON patch for a lone claim, a merge
 // patch otherwise), so fields this store does not model (ipamclaimref, createdAt) survive.
-import { CniCode, CniError } from '../../cni/errors.ts';
+import { ErrorKind, HereaboutsError } from '../../errors.ts';
 import { formatCidr, lastOf, masked, networkOf, parseCidr, type Cidr } from '../../ip/cidr.ts';
 import { decodeRecord, encodeRecord } from '../local/pool-file.ts';
 import type { AllocationRecord, Allocations, PoolRef, SliceVersion } from '../store.ts';
 import { API_VERSION, type JsonPatchOperation } from './resources.ts';
+import { isRecord } from '../../record.ts';
 
 export interface PoolState {
   readonly allocations: Map<bigint, AllocationRecord>;
@@ -28,7 +29,7 @@ export function retiredValue(version: SliceVersion): string {
 
 function retiredOf(metadata: Record<string, unknown>): SliceVersion | undefined {
   const annotations = metadata['annotations'];
-  const value = isObject(annotations) ? annotations[RETIRED_ANNOTATION] : undefined;
+  const value = isRecord(annotations) ? annotations[RETIRED_ANNOTATION] : undefined;
   if (typeof value !== 'string') return undefined;
   const m = /^(.*)\/(\d+)$/.exec(value);
   // An unreadable mark still retires the pool: refusing an ADD is safe, guessing is not.
@@ -49,22 +50,18 @@ export function rangeText(cidr: Cidr): string {
   return formatCidr(masked(cidr));
 }
 
-export function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
 /** An IPPool from the API. Throws when it is not a pool of this range (a name clash that must not be written). */
 export function decodePoolObject(object: unknown, pool: PoolRef, warn: (msg: string) => void): PoolState {
   const where = `IPPool ${pool.name}`;
-  const metadata = isObject(object) ? object['metadata'] : undefined;
-  const spec = isObject(object) ? object['spec'] : undefined;
-  const resourceVersion = isObject(metadata) ? metadata['resourceVersion'] : undefined;
-  if (!isObject(spec) || typeof resourceVersion !== 'string') {
-    throw new CniError(CniCode.Internal, `${where}: the API returned an object without spec or resourceVersion`);
+  const metadata = isRecord(object) ? object['metadata'] : undefined;
+  const spec = isRecord(object) ? object['spec'] : undefined;
+  const resourceVersion = isRecord(metadata) ? metadata['resourceVersion'] : undefined;
+  if (!isRecord(spec) || typeof resourceVersion !== 'string') {
+    throw new HereaboutsError(ErrorKind.Internal, `${where}: the API returned an object without spec or resourceVersion`);
   }
   checkRange(spec['range'], pool, where);
   const allocations = decodeAllocations(spec['allocations'] ?? {}, pool.range.cidr, { where, warn, strict: false });
-  const retired = isObject(metadata) ? retiredOf(metadata) : undefined;
+  const retired = isRecord(metadata) ? retiredOf(metadata) : undefined;
   return { allocations, resourceVersion, fresh: true, ...(retired === undefined ? {} : { retired }) };
 }
 
@@ -77,7 +74,7 @@ function checkRange(value: unknown, pool: PoolRef, where: string): void {
     if (!(err instanceof TypeError || err instanceof RangeError)) throw err;
   }
   if (actual !== expected) {
-    throw new CniError(CniCode.Internal, `${where} has spec.range ${JSON.stringify(value)}, expected ${expected}`, {
+    throw new HereaboutsError(ErrorKind.Internal, `${where} has spec.range ${JSON.stringify(value)}, expected ${expected}`, {
       details: 'another object uses this pool name; rename the network (network_name) or remove the object',
     });
   }
@@ -96,9 +93,9 @@ export function decodeAllocations(raw: unknown, range: Cidr, options: DecodeOpti
     if (options.strict) throw new TypeError(`${options.where}: ${why}`);
     options.warn(`${options.where}: ${why}`);
   };
-  if (!isObject(raw)) {
+  if (!isRecord(raw)) {
     // Nothing can be trusted about this pool: refuse to decide on it rather than hand out its addresses.
-    throw new CniError(CniCode.Internal, `${options.where}: spec.allocations is not an object`);
+    throw new HereaboutsError(ErrorKind.Internal, `${options.where}: spec.allocations is not an object`);
   }
   const base = networkOf(range);
   const size = lastOf(range) - base;

@@ -2,9 +2,9 @@
 // the cached IPPool, re-check the lock synchronously right before each write, and keep the cache in step with what
 // the API confirmed.
 import { mkdirSync } from 'node:fs';
-import { CniCode, CniError } from '../../cni/errors.ts';
+import { ErrorKind, HereaboutsError } from '../../errors.ts';
 import type { Logger } from '../../log/logger.ts';
-import { messageOf } from '../local/fs-errors.ts';
+import { messageOf } from '../../errors.ts';
 import { acquirePoolLock, type HeldLock, type LockTiming } from '../local/lock.ts';
 import { poolPaths, type PoolPaths } from '../local/paths.ts';
 import type { Plan, PoolRef } from '../store.ts';
@@ -30,7 +30,7 @@ export async function updatePool<T>(ctx: WriteContext, pool: PoolRef, plan: Plan
   try {
     mkdirSync(paths.networkDir, { recursive: true, mode: DIR_MODE });
   } catch (err) {
-    throw new CniError(CniCode.IoFailure, `cannot create cache directory ${paths.networkDir}: ${messageOf(err)}`, { cause: err });
+    throw new HereaboutsError(ErrorKind.Io, `cannot create cache directory ${paths.networkDir}: ${messageOf(err)}`, { cause: err });
   }
   const lock = await acquirePoolLock(paths, ctx.lockTiming, { log: ctx.log });
   try {

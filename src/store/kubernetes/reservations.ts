@@ -10,9 +10,10 @@ import type { IPAddress } from '../../ip/address.ts';
 import { reservationName } from '../../config/names.ts';
 import type { AllocationRecord, PoolRef } from '../store.ts';
 import type { ApiClient } from '../../kube/api.ts';
-import { isObject } from './pool-object.ts';
+
 import { retryOnConflict, CONFLICT } from '../../kube/retry.ts';
 import { API_VERSION, createObject, deleteExactly, getObject, replaceObject, versionOf, type ObjectVersion } from './resources.ts';
+import { isRecord } from '../../record.ts';
 
 const PLURAL = 'overlappingrangeipreservations';
 const ADOPT_ATTEMPTS = 4;
@@ -73,8 +74,8 @@ function heldOutcome(kind: 'created' | 'adopted', name: string, object: unknown)
 
 /** The existing object with its spec naming `record` (keeps fields we do not model, and the original createdAt). */
 function withSpec(existing: unknown, record: AllocationRecord): unknown {
-  const object = isObject(existing) ? existing : {};
-  const spec = isObject(object['spec']) ? object['spec'] : {};
+  const object = isRecord(existing) ? existing : {};
+  const spec = isRecord(object['spec']) ? object['spec'] : {};
   return { ...object, spec: { ...spec, ...specOf(record) } };
 }
 
@@ -84,8 +85,8 @@ function withSpec(existing: unknown, record: AllocationRecord): unknown {
  * pod would adopt the address its predecessor still holds in an overlapping range.
  */
 function isOwnedBy(object: unknown, record: AllocationRecord, options: { anyUid?: boolean } = {}): boolean {
-  const spec = isObject(object) ? object['spec'] : undefined;
-  if (!isObject(spec)) return false;
+  const spec = isRecord(object) ? object['spec'] : undefined;
+  if (!isRecord(spec)) return false;
   const { podref, ifname, containerid, podUid } = spec;
   const sameIf = ifname === undefined || ifname === '' || ifname === record.ifname;
   if (record.podRef === '') return containerid === record.containerId && sameIf;
@@ -96,7 +97,7 @@ function isOwnedBy(object: unknown, record: AllocationRecord, options: { anyUid?
 /** Exactly this attachment: owner and container (a reservation written without a container id counts by owner). */
 function namesAttachment(object: unknown, record: AllocationRecord): boolean {
   if (!isOwnedBy(object, record)) return false;
-  const spec = isObject(object) && isObject(object['spec']) ? object['spec'] : {};
+  const spec = isRecord(object) && isRecord(object['spec']) ? object['spec'] : {};
   const containerid = spec['containerid'];
   return containerid === undefined || containerid === '' || containerid === record.containerId;
 }
@@ -144,7 +145,7 @@ export async function followRecord(api: ApiClient, pool: PoolRef, ip: IPAddress,
   }
   // The pool record of this address is this pod's now (a re-created pod takes over its predecessor's record).
   if (!isOwnedBy(existing, record, { anyUid: true })) return 'unchanged';
-  const spec = isObject(existing) && isObject(existing['spec']) ? existing['spec'] : {};
+  const spec = isRecord(existing) && isRecord(existing['spec']) ? existing['spec'] : {};
   const want = specOf(record);
   if (Object.entries(want).every(([key, value]) => spec[key] === value)) return 'unchanged';
   const result = await replaceObject(api, PLURAL, name, withSpec(existing, record));

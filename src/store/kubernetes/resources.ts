@@ -1,7 +1,8 @@
 // The calls the store makes, one function each, on whereabouts.cni.cncf.io/v1alpha1 objects in the kubeconfig's
 // namespace. Expected answers (404, 409) are results; anything else throws ApiStatusError.
 import type { ApiClient, ApiResponse } from '../../kube/api.ts';
-import { ApiStatusError } from './errors.ts';
+import { ApiStatusError } from '../../kube/errors.ts';
+import { isRecord } from '../../record.ts';
 
 export const GROUP = 'whereabouts.cni.cncf.io';
 export const VERSION = 'v1alpha1';
@@ -130,6 +131,3 @@ export async function deleteExactly(
   return 'deleted';
 }
 
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}

@@ -5,14 +5,15 @@
 // slices are what only this node knows.
 import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { errorCode, messageOf } from '../local/fs-errors.ts';
+import { messageOf } from '../../errors.ts';
+import { errnoOf } from '../../fs/unsafe-file.ts';
 import { poolPaths } from '../local/paths.ts';
 import { writePoolFile } from '../local/pool-file.ts';
 import type { Logger } from '../../log/logger.ts';
 import { masked, parseCidr, type Cidr } from '../../ip/cidr.ts';
 import { poolName } from '../../config/names.ts';
 import { CACHE_FORMAT, type CacheScope } from './pool-cache.ts';
-import { isObject } from './pool-object.ts';
+import { isRecord } from '../../record.ts';
 
 const FORMAT = 2;
 
@@ -45,11 +46,11 @@ export function readSliceMemory(ctx: MemoryContext, network: string): SliceMemor
   try {
     doc = JSON.parse(readFileSync(file, 'utf8'));
   } catch (err) {
-    if (errorCode(err) !== 'ENOENT') ctx.log.warning(`ignoring unreadable slice cache ${file}: ${messageOf(err)}`);
+    if (errnoOf(err) !== 'ENOENT') ctx.log.warning(`ignoring unreadable slice cache ${file}: ${messageOf(err)}`);
     return undefined;
   }
   // Another format (an older version's), another cluster, namespace or node: not ours to trust.
-  if (!isObject(doc) || doc['format'] !== FORMAT) return undefined;
+  if (!isRecord(doc) || doc['format'] !== FORMAT) return undefined;
   if (doc['server'] !== ctx.scope.server || doc['namespace'] !== ctx.scope.namespace || doc['nodeSlicePool'] !== network || doc['node'] !== ctx.node) return undefined;
   const { generation, resourceVersion, range, sliceSize, slice, draining, held } = doc;
   if ((generation !== undefined && typeof generation !== 'number') || typeof range !== 'string' || typeof sliceSize !== 'number') return undefined;
@@ -82,23 +83,23 @@ export function cachedSlices(ctx: MemoryContext, network: string, networkName: s
   try {
     names = readdirSync(dir).filter((n) => n.endsWith('.json') && !n.startsWith('.'));
   } catch (err) {
-    if (errorCode(err) !== 'ENOENT') ctx.log.warning(`cannot list the pool cache ${dir}: ${messageOf(err)}`);
+    if (errnoOf(err) !== 'ENOENT') ctx.log.warning(`cannot list the pool cache ${dir}: ${messageOf(err)}`);
     return [];
   }
   const found: Cidr[] = [];
   for (const name of names) {
     try {
       const doc: unknown = JSON.parse(readFileSync(join(dir, name), 'utf8'));
-      if (!isObject(doc) || doc['format'] !== CACHE_FORMAT || doc['server'] !== ctx.scope.server || doc['namespace'] !== ctx.scope.namespace) continue;
+      if (!isRecord(doc) || doc['format'] !== CACHE_FORMAT || doc['server'] !== ctx.scope.server || doc['namespace'] !== ctx.scope.namespace) continue;
       if (typeof doc['range'] !== 'string' || typeof doc['name'] !== 'string') continue;
       // Empty when last seen: this node's own writes always pass through this cache, so nothing of it is there.
-      if (!isObject(doc['allocations']) || Object.keys(doc['allocations']).length === 0) continue;
+      if (!isRecord(doc['allocations']) || Object.keys(doc['allocations']).length === 0) continue;
       const slice = masked(parseCidr(doc['range']));
       // Only this node's slice pools of this network: the name says whose it is.
       if (doc['name'] === poolName(slice, { ...(networkName === undefined ? {} : { networkName }), node: ctx.node })) found.push(slice);
     } catch (err) {
       // Not a pool cache file of ours (or torn): it names no pool to look in.
-      if (!(err instanceof SyntaxError || err instanceof TypeError || err instanceof RangeError) && errorCode(err) === undefined) throw err;
+      if (!(err instanceof SyntaxError || err instanceof TypeError || err instanceof RangeError) && errnoOf(err) === undefined) throw err;
     }
   }
   return found;

@@ -1,6 +1,6 @@
 // Applies a plan's PoolChange to a pool's allocations. A change that contradicts the state it was planned on is a
 // bug in the plan, so it fails loudly instead of overwriting someone's address.
-import { CniCode, CniError } from '../../cni/errors.ts';
+import { ErrorKind, HereaboutsError } from '../../errors.ts';
 import { contains } from '../../ip/cidr.ts';
 import { formatIP } from '../../ip/address.ts';
 import type { Allocations, AllocationRecord, PoolChange, PoolRef } from '../store.ts';
@@ -12,17 +12,17 @@ export function applyChange(pool: PoolRef, current: Allocations, change: PoolCha
   for (const address of change.release ?? []) next.delete(address);
   for (const { address, record } of change.update ?? []) {
     if (!next.has(address)) {
-      throw new CniError(CniCode.Internal, `pool ${pool.name}: update of ${text(address)}, which is not allocated`);
+      throw new HereaboutsError(ErrorKind.Internal, `pool ${pool.name}: update of ${text(address)}, which is not allocated`);
     }
     next.set(address, record);
   }
   if (change.claim !== undefined) {
     const { address, record } = change.claim;
     if (!contains(pool.range.cidr, { family, value: address })) {
-      throw new CniError(CniCode.Internal, `pool ${pool.name}: claim of ${text(address)}, outside the range`);
+      throw new HereaboutsError(ErrorKind.Internal, `pool ${pool.name}: claim of ${text(address)}, outside the range`);
     }
     if (next.has(address)) {
-      throw new CniError(CniCode.Internal, `pool ${pool.name}: claim of ${text(address)}, which is already allocated`);
+      throw new HereaboutsError(ErrorKind.Internal, `pool ${pool.name}: claim of ${text(address)}, which is already allocated`);
     }
     next.set(address, record);
   }

@@ -2,11 +2,11 @@
 // the pool's file lock, every write crash-safe. Imports stay on node:fs and node:path: this is the CNI hot path.
 import { closeSync, openSync, unlinkSync, writeSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { CniCode, CniError } from '../../cni/errors.ts';
+import { ErrorKind, HereaboutsError } from '../../errors.ts';
 import type { Allocations, Plan, PoolRef, Store } from '../store.ts';
 import { KeyedQueue } from '../keyed-queue.ts';
 import { applyChange } from './apply-change.ts';
-import { messageOf } from './fs-errors.ts';
+import { messageOf } from '../../errors.ts';
 import { acquirePoolLock, DEFAULT_LOCK_TIMING, type HeldLock, type LockLog, type LockTiming } from './lock.ts';
 import { poolPaths, preparePoolDir, type PoolPaths } from './paths.ts';
 import { encodePool, readPoolFile, writePoolFile } from './pool-file.ts';
@@ -46,7 +46,7 @@ export class LocalStore implements Store {
       try {
         this.#ensureDir(paths.networkDir);
       } catch (err) {
-        throw new CniError(CniCode.IoFailure, `cannot create ${paths.networkDir}: ${messageOf(err)}`, { cause: err });
+        throw new HereaboutsError(ErrorKind.Io, `cannot create ${paths.networkDir}: ${messageOf(err)}`, { cause: err });
       }
       const lock = await acquirePoolLock(paths, this.#timing, this.#log === undefined ? {} : { log: this.#log });
       try {
@@ -97,7 +97,7 @@ export class LocalStore implements Store {
         probeWritable(dir);
       } catch (err) {
         const msg = `local store directory ${dir} is not writable: ${messageOf(err)}`;
-        throw new CniError(CniCode.PluginNotAvailable, msg, { cause: err });
+        throw new HereaboutsError(ErrorKind.NotReady, msg, { cause: err });
       }
     }
     for (const pool of pools) {
@@ -105,7 +105,7 @@ export class LocalStore implements Store {
         await this.read(pool);
       } catch (err) {
         const msg = `pool ${pool.name} cannot be read: ${messageOf(err)}`;
-        throw new CniError(CniCode.PluginNotAvailable, msg, { cause: err });
+        throw new HereaboutsError(ErrorKind.NotReady, msg, { cause: err });
       }
     }
   }

@@ -2,8 +2,9 @@
 // file atomically and exclusively, and removing a stale lock with one reclaimer at a time (see lock.ts).
 import { linkSync, readFileSync, rmdirSync, statSync, unlinkSync, writeFileSync, type Stats } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
-import { CniCode, CniError } from '../../cni/errors.ts';
-import { errorCode, messageOf } from './fs-errors.ts';
+import { ErrorKind, HereaboutsError } from '../../errors.ts';
+import { messageOf } from '../../errors.ts';
+import { errnoOf } from '../../fs/unsafe-file.ts';
 import { decodeOwner, describeOwner, encodeOwner, liveness, newOwner, type LockOwner } from './lock-owner.ts';
 
 /** Age after which a lock whose holder cannot be judged is abandoned; see LockTiming in lock.ts. */
@@ -28,8 +29,8 @@ export function inspect(path: string): Seen {
     if (stat.isDirectory()) return { kind: 'unknown', stat };
     text = readFileSync(path, 'utf8');
   } catch (err) {
-    if (errorCode(err) === 'ENOENT') return { kind: 'gone' };
-    throw new CniError(CniCode.IoFailure, `cannot read lock ${path}: ${messageOf(err)}`, { cause: err });
+    if (errnoOf(err) === 'ENOENT') return { kind: 'gone' };
+    throw new HereaboutsError(ErrorKind.Io, `cannot read lock ${path}: ${messageOf(err)}`, { cause: err });
   }
   const owner = decodeOwner(text);
   return owner === undefined ? { kind: 'unknown', stat } : { kind: 'owner', owner, stat };
@@ -77,8 +78,8 @@ export function removeIfStill(path: string, seen: Exclude<Seen, { kind: 'gone' }
       if (now.stat.isDirectory()) rmdirSync(path);
       else unlinkSync(path);
     } catch (err) {
-      if (errorCode(err) !== 'ENOENT') {
-        throw new CniError(CniCode.IoFailure, `cannot remove stale lock ${path}: ${messageOf(err)}`, { cause: err });
+      if (errnoOf(err) !== 'ENOENT') {
+        throw new HereaboutsError(ErrorKind.Io, `cannot remove stale lock ${path}: ${messageOf(err)}`, { cause: err });
       }
     }
     return true;
@@ -101,8 +102,8 @@ function createExclusive(path: string, content: string): boolean {
     linkSync(temp, path);
     return true;
   } catch (err) {
-    if (errorCode(err) === 'EEXIST') return false;
-    throw new CniError(CniCode.IoFailure, `cannot create lock ${path}: ${messageOf(err)}`, { cause: err });
+    if (errnoOf(err) === 'EEXIST') return false;
+    throw new HereaboutsError(ErrorKind.Io, `cannot create lock ${path}: ${messageOf(err)}`, { cause: err });
   } finally {
     removeTemp(temp);
   }
@@ -126,7 +127,7 @@ export function unlinkQuietly(path: string): void {
   try {
     unlinkSync(path);
   } catch (err) {
-    if (errorCode(err) !== 'ENOENT') throw new CniError(CniCode.IoFailure, `cannot remove ${path}: ${messageOf(err)}`, { cause: err });
+    if (errnoOf(err) !== 'ENOENT') throw new HereaboutsError(ErrorKind.Io, `cannot remove ${path}: ${messageOf(err)}`, { cause: err });
   }
 }
 

@@ -5,7 +5,7 @@
 // it stalls, is never dead. A record from another pid namespace (a pid we cannot look up) is "unknown": the caller
 // falls back on the lock's age.
 import { readFileSync, readlinkSync } from 'node:fs';
-import { errorCode } from './fs-errors.ts';
+import { errnoOf } from '../../fs/unsafe-file.ts';
 
 export interface LockOwner {
   readonly pid: number;
@@ -101,7 +101,7 @@ export function liveness(owner: LockOwner, options: LivenessOptions = {}): Liven
   try {
     stat = procStat(owner.pid);
   } catch (err) {
-    return { state: 'unknown', why: `cannot read /proc/${owner.pid}/stat (${errorCode(err) ?? 'unparsable'})` };
+    return { state: 'unknown', why: `cannot read /proc/${owner.pid}/stat (${errnoOf(err) ?? 'unparsable'})` };
   }
   if (stat === 'gone') {
     if (options.pidsMayBeHidden === true) return { state: 'unknown', why: `pid ${owner.pid} of another user is not visible` };
@@ -127,7 +127,7 @@ function procStat(pid: number): ProcStat | 'gone' {
   try {
     text = readFileSync(`/proc/${pid}/stat`, 'utf8');
   } catch (err) {
-    const code = errorCode(err);
+    const code = errnoOf(err);
     if (code === 'ENOENT' || code === 'ESRCH') return 'gone';
     throw err;
   }

@@ -13,9 +13,10 @@
 // (exclusive, like the lock itself), and re-reads the lock under it: one reclaimer per stale lock, and only a lock
 // still stale goes. A claim whose creator died is itself reclaimed the same way.
 import { linkSync, utimesSync, writeFileSync } from 'node:fs';
-import { CniCode, CniError } from '../../cni/errors.ts';
+import { ErrorKind, HereaboutsError } from '../../errors.ts';
 import { monotonicMs, sleep } from '../../clock.ts';
-import { errorCode, messageOf } from './fs-errors.ts';
+import { messageOf } from '../../errors.ts';
+import { errnoOf } from '../../fs/unsafe-file.ts';
 import { describe, identityOf, inspect, judge, removeIfStill, removeTemp, tempBeside, unlinkQuietly } from './lock-files.ts';
 import { encodeOwner, newOwner, type LockOwner } from './lock-owner.ts';
 import type { PoolPaths } from './paths.ts';
@@ -39,7 +40,7 @@ export interface LockOptions {
 }
 
 export interface HeldLock {
-  /** Throws CniError 11 unless the lock file still carries this holder's token; call right before committing. */
+  /** Throws HereaboutsError 11 unless the lock file still carries this holder's token; call right before committing. */
   assertHeld(): void;
   release(): Promise<void>;
 }
@@ -62,7 +63,7 @@ export async function acquirePoolLock(paths: PoolPaths, timing: LockTiming, opti
         announced = true;
       }
       if (monotonicMs() >= deadline) {
-        throw new CniError(CniCode.TryAgainLater, `timed out after ${timing.timeoutMs} ms waiting for the lock ${paths.lock}`, {
+        throw new HereaboutsError(ErrorKind.Unavailable, `timed out after ${timing.timeoutMs} ms waiting for the lock ${paths.lock}`, {
           details: `held by ${outcome.holder}; retry the request`,
         });
       }
@@ -147,8 +148,8 @@ class Attempts {
       linkSync(this.#temp, this.paths.lock);
       return true;
     } catch (err) {
-      if (errorCode(err) === 'EEXIST') return false;
-      throw new CniError(CniCode.IoFailure, `cannot create lock ${this.paths.lock}: ${messageOf(err)}`, { cause: err });
+      if (errnoOf(err) === 'EEXIST') return false;
+      throw new HereaboutsError(ErrorKind.Io, `cannot create lock ${this.paths.lock}: ${messageOf(err)}`, { cause: err });
     }
   }
 }
@@ -164,7 +165,7 @@ function heldLock(paths: PoolPaths, owner: LockOwner, timing: LockTiming): HeldL
   return {
     assertHeld() {
       if (!ours()) {
-        throw new CniError(CniCode.TryAgainLater, `lost the lock ${paths.lock} while holding it; nothing was written`, {
+        throw new HereaboutsError(ErrorKind.Unavailable, `lost the lock ${paths.lock} while holding it; nothing was written`, {
           details: 'another process took the lock over; retry the request',
         });
       }

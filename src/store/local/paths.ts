@@ -1,7 +1,7 @@
 // Where a pool lives under data_dir: `<data_dir>/<network>/<pool>.json`. Network and pool names come from
 // configuration, so each is escaped into exactly one safe path component that cannot climb out of data_dir.
 import { join, resolve } from 'node:path';
-import { CniCode, CniError } from '../../cni/errors.ts';
+import { ErrorKind, HereaboutsError } from '../../errors.ts';
 import { ensureOwnDirTree } from '../../fs/safe-dir.ts';
 import { sweepStaleTemps } from '../../fs/stale-temps.ts';
 import { UnsafeFileError } from '../../fs/unsafe-file.ts';
@@ -28,7 +28,7 @@ const SAFE_BYTE = /^[A-Za-z0-9_.-]$/;
  */
 export function escapeComponent(name: string): string {
   if (name === '') {
-    throw new CniError(CniCode.Internal, 'local store: empty network or pool name');
+    throw new HereaboutsError(ErrorKind.Internal, 'local store: empty network or pool name');
   }
   let out = '';
   for (const byte of new TextEncoder().encode(name)) {
@@ -64,7 +64,7 @@ export function preparePoolDir(dataDir: string, networkDir: string): void {
     sweepStaleTemps(networkDir);
   } catch (err) {
     if (!(err instanceof UnsafeFileError)) throw err;
-    throw new CniError(CniCode.IoFailure, `local store directory ${JSON.stringify(err.path)} ${err.reason}`, {
+    throw new HereaboutsError(ErrorKind.Io, `local store directory ${JSON.stringify(err.path)} ${err.reason}`, {
       details: 'the store writes only into directories of its own (mode 0700, owned by the plugin\'s user, no links)',
       cause: err,
     });

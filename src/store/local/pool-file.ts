@@ -1,13 +1,15 @@
 // One pool on disk, shaped like an IPPool spec so operators can read it with the same eyes:
 //   {"range":"10.0.0.0/24","allocations":{"5":{"id":"<container>","podref":"ns/pod","ifname":"eth0"}}}
 // Offsets are decimal strings from the range's network address (bigint: a whole IPv6 /64 fits).
-import { CniCode, CniError } from '../../cni/errors.ts';
+import { ErrorKind, HereaboutsError } from '../../errors.ts';
 import { formatCidr, lastOf, masked, networkOf, type Cidr } from '../../ip/cidr.ts';
 import type { Allocations, AllocationRecord } from '../store.ts';
 import { writeFileAtomic } from '../../fs/atomic-write.ts';
 import { readBoundedIfPresent } from '../../fs/read-bounded.ts';
 import { UnsafeFileError } from '../../fs/unsafe-file.ts';
-import { errorCode, messageOf } from './fs-errors.ts';
+import { messageOf } from '../../errors.ts';
+import { errnoOf } from '../../fs/unsafe-file.ts';
+import { isRecord } from '../../record.ts';
 
 export const FILE_MODE = 0o600;
 /** A /64 with a million allocations is ~100 MB; anything far beyond is not a pool file. */
@@ -20,15 +22,15 @@ export function readPoolFile(file: string, range: Cidr): Map<bigint, AllocationR
     // Bounded, no links, no FIFOs: a planted link or device must not leak or hang (src/fs/read-bounded.ts).
     data = readBoundedIfPresent(file, { maxBytes: MAX_POOL_FILE_BYTES });
   } catch (err) {
-    const why = err instanceof UnsafeFileError ? err.reason : `cannot be read (${errorCode(err) ?? messageOf(err)})`;
-    throw new CniError(CniCode.IoFailure, `pool file ${file} ${why}`, { cause: err });
+    const why = err instanceof UnsafeFileError ? err.reason : `cannot be read (${errnoOf(err) ?? messageOf(err)})`;
+    throw new HereaboutsError(ErrorKind.Io, `pool file ${file} ${why}`, { cause: err });
   }
   return data === undefined ? new Map() : decodePool(data.toString('utf8'), file, range);
 }
 
 export function decodePool(text: string, file: string, range: Cidr): Map<bigint, AllocationRecord> {
-  const corrupt = (why: string, cause?: unknown): CniError =>
-    new CniError(CniCode.IoFailure, `pool file ${file} is corrupt: ${why}`, {
+  const corrupt = (why: string, cause?: unknown): HereaboutsError =>
+    new HereaboutsError(ErrorKind.Io, `pool file ${file} is corrupt: ${why}`, {
       details: 'repair or remove the file; its allocations are not known until then',
       ...(cause === undefined ? {} : { cause }),
     });
@@ -38,14 +40,14 @@ export function decodePool(text: string, file: string, range: Cidr): Map<bigint,
   } catch (err) {
     throw corrupt('not valid JSON', err); // the parser's message would quote the file
   }
-  if (!isObject(doc)) throw corrupt('not a JSON object');
+  if (!isRecord(doc)) throw corrupt('not a JSON object');
   const expected = rangeText(range);
   if (doc['range'] !== expected) {
     throw corrupt(`range is ${JSON.stringify(doc['range'])}, expected ${JSON.stringify(expected)}`);
   }
   // Missing or null is not "empty": we always write the key, so its absence means the file is not what we wrote.
   const allocations = doc['allocations'];
-  if (!isObject(allocations)) throw corrupt(`"allocations" is not an object (it is ${kindOf(allocations)})`);
+  if (!isRecord(allocations)) throw corrupt(`"allocations" is not an object (it is ${kindOf(allocations)})`);
   const base = networkOf(range);
   const size = lastOf(range) - base;
   const out = new Map<bigint, AllocationRecord>();
@@ -73,8 +75,8 @@ export function writePoolFile(file: string, tempPrefix: string, text: string, be
   try {
     writeFileAtomic(file, text, { mode: FILE_MODE, tempPrefix, beforeCommit });
   } catch (err) {
-    if (err instanceof CniError) throw err;
-    throw new CniError(CniCode.IoFailure, `cannot write pool file ${file}: ${messageOf(err)}`, { cause: err });
+    if (err instanceof HereaboutsError) throw err;
+    throw new HereaboutsError(ErrorKind.Io, `cannot write pool file ${file}: ${messageOf(err)}`, { cause: err });
   }
 }
 
@@ -83,7 +85,7 @@ function rangeText(range: Cidr): string {
 }
 
 export function decodeRecord(value: unknown): AllocationRecord | undefined {
-  if (!isObject(value)) return undefined;
+  if (!isRecord(value)) return undefined;
   const { id, podref, ifname, podUid, node, createdAt } = value;
   // Whereabouts before 0.7 wrote no ifname; podref may be absent for non-Kubernetes runtimes.
   if (typeof id !== 'string') return undefined;
@@ -111,10 +113,6 @@ function kindOf(value: unknown): string {
   if (value === undefined) return 'missing';
   if (value === null) return 'null';
   return Array.isArray(value) ? 'a list' : `a ${typeof value}`;
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 function isOptionalString(value: unknown): value is string | undefined {

@@ -11,13 +11,14 @@
 import { linkSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fsyncDir } from '../../fs/atomic-write.ts';
-import { CniCode, CniError } from '../../cni/errors.ts';
+import { ErrorKind, HereaboutsError } from '../../errors.ts';
 import { formatIP } from '../../ip/address.ts';
 import { formatCidr, masked, parseCidr } from '../../ip/cidr.ts';
 import { reservationName } from '../../config/names.ts';
 import type { AllocationRecord, PoolRef } from '../store.ts';
-import { writeFileAtomic } from './atomic-write.ts';
-import { errorCode, messageOf } from './fs-errors.ts';
+import { writeFileAtomic } from '../../fs/atomic-write.ts';
+import { messageOf } from '../../errors.ts';
+import { errnoOf } from '../../fs/unsafe-file.ts';
 import { tryAcquirePoolLock, type LockLog, type LockTiming } from './lock.ts';
 import { escapeComponent, poolPaths } from './paths.ts';
 import { readPoolFile } from './pool-file.ts';
@@ -71,7 +72,7 @@ export function unreserve(ctx: ReservationContext, pool: PoolRef, address: bigin
   try {
     unlinkSync(file);
   } catch (err) {
-    if (errorCode(err) !== 'ENOENT') {
+    if (errnoOf(err) !== 'ENOENT') {
       // The address is free in the pool; its leftover reservation is taken over by the next claimer.
       ctx.log?.warning(`released ${describe(pool, address)} but could not remove its reservation ${file}: ${messageOf(err)}`);
     }
@@ -139,9 +140,9 @@ function readReservation(file: string): Reservation | undefined {
   try {
     doc = JSON.parse(readFileSync(file, 'utf8'));
   } catch (err) {
-    if (errorCode(err) === 'ENOENT') return undefined;
+    if (errnoOf(err) === 'ENOENT') return undefined;
     if (err instanceof SyntaxError) return undefined;
-    throw new CniError(CniCode.IoFailure, `cannot read reservation ${file}: ${messageOf(err)}`, { cause: err });
+    throw new HereaboutsError(ErrorKind.Io, `cannot read reservation ${file}: ${messageOf(err)}`, { cause: err });
   }
   if (typeof doc !== 'object' || doc === null) return undefined;
   const { pool, range, containerid, podref, ifname } = doc as Record<string, unknown>;
@@ -158,8 +159,8 @@ function createDurable(file: string, content: string): boolean {
     writeFileSync(temp, content, { mode: FILE_MODE, flag: 'wx', flush: true });
     linkSync(temp, file);
   } catch (err) {
-    if (errorCode(err) === 'EEXIST') return false;
-    throw new CniError(CniCode.IoFailure, `cannot create reservation ${file}: ${messageOf(err)}`, { cause: err });
+    if (errnoOf(err) === 'EEXIST') return false;
+    throw new HereaboutsError(ErrorKind.Io, `cannot create reservation ${file}: ${messageOf(err)}`, { cause: err });
   } finally {
     try {
       unlinkSync(temp);
@@ -175,7 +176,7 @@ function replace(file: string, content: string): void {
   try {
     writeFileAtomic(file, content, { mode: FILE_MODE });
   } catch (err) {
-    throw new CniError(CniCode.IoFailure, `cannot write reservation ${file}: ${messageOf(err)}`, { cause: err });
+    throw new HereaboutsError(ErrorKind.Io, `cannot write reservation ${file}: ${messageOf(err)}`, { cause: err });
   }
 }
 
@@ -183,7 +184,7 @@ function ensureDir(dir: string): void {
   try {
     mkdirSync(dir, { recursive: true, mode: DIR_MODE });
   } catch (err) {
-    throw new CniError(CniCode.IoFailure, `cannot create ${dir}: ${messageOf(err)}`, { cause: err });
+    throw new HereaboutsError(ErrorKind.Io, `cannot create ${dir}: ${messageOf(err)}`, { cause: err });
   }
 }
 

@@ -5,7 +5,6 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { CniError } from '../../../src/cni/errors.ts';
 import { assign } from '../../../src/ipam/assign.ts';
 import { release } from '../../../src/ipam/release.ts';
 import { formatIP } from '../../../src/ip/address.ts';
@@ -23,6 +22,8 @@ import {
 import { startFaultProxy } from '../../support/fault-proxy.ts';
 import { testRange } from '../../support/memory-store.ts';
 import { kubeNetwork, openNode, poolView, reservationNames } from './harness.ts';
+import { HereaboutsError } from '../../../src/errors.ts';
+import { cniCodeOf } from '../../../src/cni/errors.ts';
 
 let cp: ControlPlane;
 let ns: Namespace;
@@ -38,7 +39,7 @@ after(async () => {
 });
 
 const pod = (name: string) => ({ containerId: `c-${name}`, ifname: 'eth0', podRef: `default/${name}` });
-const isTryAgain = (err: unknown) => err instanceof CniError && err.code === 11;
+const isTryAgain = (err: unknown) => err instanceof HereaboutsError && cniCodeOf(err) === 11;
 
 async function addOnce(config: ReturnType<typeof kubeNetwork>, name: string, node = 'node-a', requestTimeoutMs = 3000): Promise<string> {
   const store = await openNode(ns, config, node, { tuning: { requestTimeoutMs } });

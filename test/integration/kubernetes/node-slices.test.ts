@@ -4,7 +4,6 @@ import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { CniError } from '../../../src/cni/errors.ts';
 import { assign } from '../../../src/ipam/assign.ts';
 import { checkAvailable } from '../../../src/ipam/availability.ts';
 import { collectGarbage } from '../../../src/ipam/gc.ts';
@@ -15,6 +14,8 @@ import { readSliceMemory } from '../../../src/store/kubernetes/slice-memory.ts';
 import { api, cacheHolds, controlPlane, createNamespace, type Namespace } from '../../support/control-plane.ts';
 import { testRange } from '../../support/memory-store.ts';
 import { kubeNetwork, memoryLogger, openNode, poolView } from './harness.ts';
+import { HereaboutsError } from '../../../src/errors.ts';
+import { cniCodeOf } from '../../../src/cni/errors.ts';
 
 let ns: Namespace;
 
@@ -101,7 +102,7 @@ test('a node without a slice fails with code 11 and says so', async () => {
   try {
     await assert.rejects(
       store.resolvePools(config),
-      (err: unknown) => err instanceof CniError && err.code === 11 && err.message === 'no slice assigned to node node-c in NodeSlicePool slicenet yet',
+      (err: unknown) => err instanceof HereaboutsError && cniCodeOf(err) === 11 && err.message === 'no slice assigned to node node-c in NodeSlicePool slicenet yet',
     );
   } finally {
     await store.close();
@@ -115,7 +116,7 @@ test('STATUS on a node without a slice passes: a missing slice is not a store fa
     assert.deepEqual(await store.resolvePools(config, { purpose: 'status' }), []);
     await assert.rejects(
       store.resolvePools(config),
-      (err: unknown) => err instanceof CniError && err.code === 11 && /no slice assigned to node node-c/.test(err.message),
+      (err: unknown) => err instanceof HereaboutsError && cniCodeOf(err) === 11 && /no slice assigned to node node-c/.test(err.message),
     );
   } finally {
     await store.close();
@@ -138,7 +139,7 @@ test('a network whose NodeSlicePool does not exist yet fails with code 11', asyn
   const config = kubeNetwork(ns, [testRange('10.62.0.0/24')], { name: 'attach', networkName: 'nowhere', nodeSliceSize: 28 });
   const store = await openNode(ns, config, 'node-a');
   try {
-    await assert.rejects(store.resolvePools(config), (err: unknown) => err instanceof CniError && err.code === 11 && /NodeSlicePool nowhere/.test(err.message));
+    await assert.rejects(store.resolvePools(config), (err: unknown) => err instanceof HereaboutsError && cniCodeOf(err) === 11 && /NodeSlicePool nowhere/.test(err.message));
   } finally {
     await store.close();
   }
@@ -224,7 +225,7 @@ async function putNodeSlicePool(name: string, spec: { range: string; sliceSize: 
   // The plugin reads the NodeSlicePool from the API server's watch cache: "the next request" is the one after it.
   await cacheHolds(ns.cp, ns.path('nodeslicepools', name), written.metadata.resourceVersion);
 }
-const isCode11 = (pattern: RegExp) => (err: unknown) => err instanceof CniError && err.code === 11 && pattern.test(err.message);
+const isCode11 = (pattern: RegExp) => (err: unknown) => err instanceof HereaboutsError && cniCodeOf(err) === 11 && pattern.test(err.message);
 async function resolveOn(node: string, config: ReturnType<typeof kubeNetwork>, purpose: 'allocate' | 'release' = 'allocate') {
   const store = await openNode(ns, config, node);
   try {

@@ -2,13 +2,14 @@
 // separating identical CIDRs, dual-stack all or nothing.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { CniError } from '../../../src/cni/errors.ts';
 import { assign } from '../../../src/ipam/assign.ts';
 import { release } from '../../../src/ipam/release.ts';
 import { formatIP } from '../../../src/ip/address.ts';
 import { controlPlane, createNamespace, type Namespace } from '../../support/control-plane.ts';
 import { testRange } from '../../support/memory-store.ts';
 import { kubeNetwork, openNode, poolView, reservationNames } from './harness.ts';
+import { HereaboutsError } from '../../../src/errors.ts';
+import { cniCodeOf } from '../../../src/cni/errors.ts';
 
 let ns: Namespace;
 
@@ -87,7 +88,7 @@ test('dual-stack ADD is all or nothing: an exhausted IPv6 range rolls back the I
   await addOne(config, 'node-a', 'f2'); // fd00:34::2, the last one
   const store = await openNode(ns, config, 'node-a');
   try {
-    await assert.rejects(assign(store, config, pod('f3')), (err: unknown) => err instanceof CniError && err.code === 100);
+    await assert.rejects(assign(store, config, pod('f3')), (err: unknown) => err instanceof HereaboutsError && cniCodeOf(err) === 100);
   } finally {
     await store.close();
   }

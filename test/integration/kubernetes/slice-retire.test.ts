@@ -3,7 +3,6 @@
 // overlapping reservations nothing else would stop it), while the same slice assigned again later is usable.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { CniError } from '../../../src/cni/errors.ts';
 import { DrainConfirmer } from '../../../src/controller/slices/drain.ts';
 import { jsonLog } from '../../../src/log/json-log.ts';
 import { assign } from '../../../src/ipam/assign.ts';
@@ -15,6 +14,8 @@ import { RETIRED_ANNOTATION } from '../../../src/store/kubernetes/pool-object.ts
 import { api, cacheHolds, controlPlane, createNamespace, type Namespace } from '../../support/control-plane.ts';
 import { testRange } from '../../support/memory-store.ts';
 import { createNodeSlicePool, kubeNetwork, openNode } from './harness.ts';
+import { HereaboutsError } from '../../../src/errors.ts';
+import { cniCodeOf } from '../../../src/cni/errors.ts';
 
 let ns: Namespace;
 let controller: ApiClient;
@@ -55,7 +56,7 @@ test('an ADD that stalled past the drain of its slice is refused in the retired 
     const retired = await ns.get('ippools', 'node-a-10.130.0.0-28');
     assert.ok((retired?.['metadata'] as { annotations?: Record<string, string> }).annotations?.[RETIRED_ANNOTATION] !== undefined);
     // The stalled ADD wakes up.
-    await assert.rejects(assign(store, config, pod('late'), { pools: stalled }), (err: unknown) => err instanceof CniError && err.code === 11);
+    await assert.rejects(assign(store, config, pod('late'), { pools: stalled }), (err: unknown) => err instanceof HereaboutsError && cniCodeOf(err) === 11);
     const spec0 = (await ns.get('ippools', 'node-a-10.130.0.0-28'))?.['spec'] as { allocations?: Record<string, unknown> };
     assert.deepEqual(spec0.allocations ?? {}, {}, 'the stalled ADD claimed an address in a released slice');
     // Later the controller gives the same slice to node-a again: a newer NodeSlicePool version, the pool works again.

@@ -4,7 +4,6 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { CniError } from '../../../src/cni/errors.ts';
 import { assign } from '../../../src/ipam/assign.ts';
 import { checkAvailable } from '../../../src/ipam/availability.ts';
 import { collectGarbage } from '../../../src/ipam/gc.ts';
@@ -14,6 +13,8 @@ import { parseIP } from '../../../src/ip/address.ts';
 import { controlPlane, createNamespace, kubeconfigFor, type Namespace } from '../../support/control-plane.ts';
 import { testRange } from '../../support/memory-store.ts';
 import { kubeNetwork, openNode, poolView, reservationNames } from './harness.ts';
+import { HereaboutsError } from '../../../src/errors.ts';
+import { cniCodeOf } from '../../../src/cni/errors.ts';
 
 let ns: Namespace;
 
@@ -147,7 +148,7 @@ test('CHECK passes for the holder and fails with code 102 for another container'
     const [assigned] = await assign(store, config, pod(9));
     assert.ok(assigned);
     await verify(store, config, pod(9), [assigned.address]);
-    await assert.rejects(verify(store, config, pod(10), [assigned.address]), (err: unknown) => err instanceof CniError && err.code === 102);
+    await assert.rejects(verify(store, config, pod(10), [assigned.address]), (err: unknown) => err instanceof HereaboutsError && cniCodeOf(err) === 102);
   } finally {
     await store.close();
   }
@@ -195,7 +196,7 @@ test('STATUS passes while the API serves, also once the range is exhausted (only
     await checkAvailable(store, config);
     await assign(store, config, pod(15));
     await assign(store, config, pod(16));
-    await assert.rejects(assign(store, config, pod(17)), (err: unknown) => err instanceof CniError && err.code === 100);
+    await assert.rejects(assign(store, config, pod(17)), (err: unknown) => err instanceof HereaboutsError && cniCodeOf(err) === 100);
     await checkAvailable(store, config);
   } finally {
     await store.close();
@@ -208,7 +209,7 @@ test('STATUS fails with code 50 when the API server is unreachable', async () =>
   const config = kubeNetwork(ns, [testRange('10.21.0.0/24')], { kubeconfig });
   const store = await openNode(ns, config, 'node-a');
   try {
-    await assert.rejects(checkAvailable(store, config), (err: unknown) => err instanceof CniError && err.code === 50);
+    await assert.rejects(checkAvailable(store, config), (err: unknown) => err instanceof HereaboutsError && cniCodeOf(err) === 50);
   } finally {
     await store.close();
   }
@@ -220,7 +221,7 @@ test('ADD with the API server unreachable fails with code 11', async () => {
   const config = kubeNetwork(ns, [testRange('10.22.0.0/24')], { kubeconfig });
   const store = await openNode(ns, config, 'node-a');
   try {
-    await assert.rejects(assign(store, config, pod(18)), (err: unknown) => err instanceof CniError && err.code === 11);
+    await assert.rejects(assign(store, config, pod(18)), (err: unknown) => err instanceof HereaboutsError && cniCodeOf(err) === 11);
   } finally {
     await store.close();
   }
@@ -262,7 +263,7 @@ test('a kubeconfig with tokenFile reads the token on every run (a rotated token 
   writeFileSync(tokenFile, 'not-the-token');
   const rejected = await openNode(ns, config, 'node-a');
   try {
-    await assert.rejects(assign(rejected, config, pod(19)), (err: unknown) => err instanceof CniError && err.code === 11 && /401/.test(err.message));
+    await assert.rejects(assign(rejected, config, pod(19)), (err: unknown) => err instanceof HereaboutsError && cniCodeOf(err) === 11 && /401/.test(err.message));
   } finally {
     await rejected.close();
   }

@@ -2,15 +2,16 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { parsePrevResult } from '../../../src/cni/prev-result.ts';
 import { renderResult } from '../../../src/cni/result.ts';
-import { CniError } from '../../../src/cni/errors.ts';
 import { formatIP } from '../../../src/ip/address.ts';
 import { formatCidr, parseCidr } from '../../../src/ip/cidr.ts';
 import { parseIP } from '../../../src/ip/address.ts';
+import { HereaboutsError } from '../../../src/errors.ts';
+import { cniCodeOf } from '../../../src/cni/errors.ts';
 
 function configError(pattern: RegExp) {
   return (err: unknown): boolean => {
-    assert.ok(err instanceof CniError, `expected CniError, got ${String(err)}`);
-    assert.equal(err.code, 7);
+    assert.ok(err instanceof HereaboutsError, `expected HereaboutsError, got ${String(err)}`);
+    assert.equal(cniCodeOf(err), 7);
     assert.match(err.message, pattern);
     return true;
   };

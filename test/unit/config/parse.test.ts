@@ -2,9 +2,10 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { parseNetworkConfig, type ParseOptions } from '../../../src/config/parse.ts';
 import { parseCniArgs } from '../../../src/cni/args.ts';
-import { CniError } from '../../../src/cni/errors.ts';
 import { formatIP, parseIP } from '../../../src/ip/address.ts';
 import { formatCidr } from '../../../src/ip/cidr.ts';
+import { HereaboutsError } from '../../../src/errors.ts';
+import { cniCodeOf } from '../../../src/cni/errors.ts';
 
 const noFlatFile: ParseOptions = { cniVersion: '1.0.0', readFile: () => undefined };
 const v4 = (text: string): bigint => parseIP(text).value;
@@ -18,8 +19,8 @@ function parse(ipam: Record<string, unknown>, extra: Record<string, unknown> = {
 
 function rejects(fn: () => unknown, pattern: RegExp): void {
   assert.throws(fn, (err: unknown) => {
-    assert.ok(err instanceof CniError, String(err));
-    assert.equal(err.code, 7);
+    assert.ok(err instanceof HereaboutsError, String(err));
+    assert.equal(cniCodeOf(err), 7);
     assert.match(err.message, pattern);
     return true;
   });

@@ -1,12 +1,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { CniError } from '../../../src/cni/errors.ts';
 import { formatIP, parseIP } from '../../../src/ip/address.ts';
 import { assign } from '../../../src/ipam/assign.ts';
 import type { Attachment } from '../../../src/ipam/attachment.ts';
 import { poolRefs } from '../../../src/ipam/pools.ts';
 import type { Plan, PoolRef } from '../../../src/store/store.ts';
 import { MemoryStore, testNetwork, testRange } from '../../support/memory-store.ts';
+import { ErrorKind, HereaboutsError } from '../../../src/errors.ts';
+import { cniCodeOf } from '../../../src/cni/errors.ts';
 
 const pod: Attachment = { containerId: 'c1', ifname: 'eth0', podRef: 'default/pod1', podUid: 'uid-1' };
 const v4 = testRange('10.0.0.0/29');
@@ -15,7 +16,7 @@ const v6 = testRange('fd00::/120');
 const texts = (assigned: ReadonlyArray<{ address: { family: 4 | 6; value: bigint } }>) => assigned.map((a) => formatIP(a.address));
 
 function cniError(code: number, pattern: RegExp) {
-  return (err: unknown) => err instanceof CniError && err.code === code && pattern.test(err.message);
+  return (err: unknown) => err instanceof HereaboutsError && cniCodeOf(err) === code && pattern.test(err.message);
 }
 
 test('assign() takes the first free address of each range, range first then ipRanges', async () => {
@@ -114,7 +115,7 @@ test('assign() reports a failed rollback together with the failure that caused i
     calls = 0;
     override async update<T>(pool: PoolRef, plan: Plan<T>): Promise<T> {
       this.calls++;
-      if (this.calls === 3) throw new CniError(5, 'disk gone');
+      if (this.calls === 3) throw new HereaboutsError(ErrorKind.Io, 'disk gone');
       return super.update(pool, plan);
     }
   }
@@ -125,8 +126,8 @@ test('assign() reports a failed rollback together with the failure that caused i
   // call 1 claims v4, call 2 finds v6 exhausted, call 3 (the rollback) fails
   await assert.rejects(assign(store, config, pod), (err: unknown) => {
     return (
-      err instanceof CniError &&
-      err.code === 100 &&
+      err instanceof HereaboutsError &&
+      cniCodeOf(err) === 100 &&
       /no free address/.test(err.message) &&
       /disk gone/.test(err.message) &&
       err.cause instanceof AggregateError &&
@@ -218,7 +219,7 @@ test('assign() succeeds when releasing a given-up address fails, and says so (GC
   class BrokenThirdWrite extends MemoryStore {
     calls = 0;
     override async update<T>(pool: PoolRef, plan: Plan<T>): Promise<T> {
-      if (++this.calls === 3) throw new CniError(5, 'disk gone');
+      if (++this.calls === 3) throw new HereaboutsError(ErrorKind.Io, 'disk gone');
       return super.update(pool, plan);
     }
   }

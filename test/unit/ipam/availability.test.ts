@@ -1,9 +1,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { CniError } from '../../../src/cni/errors.ts';
 import { assign } from '../../../src/ipam/assign.ts';
 import { checkAvailable } from '../../../src/ipam/availability.ts';
 import { MemoryStore, testNetwork, testRange } from '../../support/memory-store.ts';
+import { ErrorKind, HereaboutsError } from '../../../src/errors.ts';
+import { cniCodeOf } from '../../../src/cni/errors.ts';
 
 test('checkAvailable() passes while every range has a free address', async () => {
   const store = new MemoryStore();
@@ -18,7 +19,7 @@ test('checkAvailable() passes when a range is exhausted: exhaustion is not a STA
   const store = new MemoryStore();
   const config = testNetwork([testRange('fd00::/120'), testRange('10.0.0.0/30')], { networkName: 'blue' });
   for (const id of ['a', 'b']) await assign(store, config, { containerId: id, ifname: 'eth0', podRef: `ns/${id}` });
-  await assert.rejects(assign(store, config, { containerId: 'c', ifname: 'eth0', podRef: 'ns/c' }), (err: unknown) => err instanceof CniError && err.code === 100);
+  await assert.rejects(assign(store, config, { containerId: 'c', ifname: 'eth0', podRef: 'ns/c' }), (err: unknown) => err instanceof HereaboutsError && cniCodeOf(err) === 100);
   await checkAvailable(store, config);
 });
 
@@ -29,7 +30,7 @@ test('checkAvailable() passes for a range made entirely of exclusions', async ()
 test('checkAvailable() passes the store\'s own status failure through', async () => {
   class Down extends MemoryStore {
     override async status(): Promise<void> {
-      throw new CniError(50, 'data_dir is not writable');
+      throw new HereaboutsError(ErrorKind.NotReady, 'data_dir is not writable');
     }
   }
   await assert.rejects(checkAvailable(new Down(), testNetwork([testRange('10.0.0.0/24')])), /data_dir is not writable/);

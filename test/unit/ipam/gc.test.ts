@@ -1,12 +1,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { CniError } from '../../../src/cni/errors.ts';
 import { formatIP, parseIP } from '../../../src/ip/address.ts';
 import { assign } from '../../../src/ipam/assign.ts';
 import { collectGarbage } from '../../../src/ipam/gc.ts';
 import { poolRefs } from '../../../src/ipam/pools.ts';
 import type { AllocationRecord, Plan, PoolRef } from '../../../src/store/store.ts';
 import { MemoryStore, testNetwork, testRange } from '../../support/memory-store.ts';
+import { ErrorKind, HereaboutsError } from '../../../src/errors.ts';
 
 const config = testNetwork([testRange('10.0.0.0/28')]);
 const [pool] = poolRefs(config);
@@ -67,7 +67,7 @@ test('collectGarbage() reports a failing pool and still collects the others', as
   const two = testNetwork([testRange('10.0.0.0/28'), testRange('fd00::/120')]);
   class FailingV4 extends MemoryStore {
     override async update<T>(p: PoolRef, plan: Plan<T>): Promise<T> {
-      if (p.range.cidr.family === 4) throw new CniError(11, 'busy');
+      if (p.range.cidr.family === 4) throw new HereaboutsError(ErrorKind.Unavailable, 'busy');
       return super.update(p, plan);
     }
   }

@@ -1,12 +1,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { CniError } from '../../../src/cni/errors.ts';
 import { formatIP, parseIP } from '../../../src/ip/address.ts';
 import { assign } from '../../../src/ipam/assign.ts';
 import { release } from '../../../src/ipam/release.ts';
 import { poolRefs } from '../../../src/ipam/pools.ts';
 import type { Plan, PoolRef } from '../../../src/store/store.ts';
 import { MemoryStore, testNetwork, testRange } from '../../support/memory-store.ts';
+import { ErrorKind, HereaboutsError } from '../../../src/errors.ts';
+import { cniCodeOf } from '../../../src/cni/errors.ts';
 
 const config = testNetwork([testRange('10.0.0.0/29'), testRange('fd00::/120')]);
 const pod = { containerId: 'c1', ifname: 'eth0', podRef: 'default/pod1' };
@@ -45,7 +46,7 @@ test('release() matches the container id, not the pod: an old sandbox\'s DEL lea
 test('release() keeps releasing after a failing range and reports every error at the end', async () => {
   class FailingPool extends MemoryStore {
     override async update<T>(pool: PoolRef, plan: Plan<T>): Promise<T> {
-      if (pool.name === '10.0.0.0-29') throw new CniError(11, 'lock timeout on 10.0.0.0-29');
+      if (pool.name === '10.0.0.0-29') throw new HereaboutsError(ErrorKind.Unavailable, 'lock timeout on 10.0.0.0-29');
       return super.update(pool, plan);
     }
   }
@@ -53,20 +54,20 @@ test('release() keeps releasing after a failing range and reports every error at
   const [, v6Pool] = poolRefs(config);
   assert.ok(v6Pool !== undefined);
   await store.update(v6Pool, () => ({ change: { claim: { address: parseIP('fd00::1').value, record: { ...pod } } }, value: undefined }));
-  await assert.rejects(release(store, config, pod), (err: unknown) => err instanceof CniError && err.code === 11);
+  await assert.rejects(release(store, config, pod), (err: unknown) => err instanceof HereaboutsError && cniCodeOf(err) === 11);
   assert.equal((await store.read(v6Pool)).size, 0);
 });
 
-test('release() combines errors from several ranges into one CniError with an AggregateError cause', async () => {
+test('release() combines errors from several ranges into one HereaboutsError with an AggregateError cause', async () => {
   class AllFail extends MemoryStore {
     override async update<T>(pool: PoolRef): Promise<T> {
-      throw new CniError(5, `cannot write ${pool.name}`);
+      throw new HereaboutsError(ErrorKind.Io, `cannot write ${pool.name}`);
     }
   }
   await assert.rejects(release(new AllFail(), config, pod), (err: unknown) => {
     return (
-      err instanceof CniError &&
-      err.code === 5 &&
+      err instanceof HereaboutsError &&
+      cniCodeOf(err) === 5 &&
       /cannot write 10\.0\.0\.0-29; cannot write fd00---120/.test(err.message) &&
       err.cause instanceof AggregateError &&
       err.cause.errors.length === 2

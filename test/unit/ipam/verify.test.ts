@@ -1,16 +1,17 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { CniError } from '../../../src/cni/errors.ts';
 import { parseIP } from '../../../src/ip/address.ts';
 import { assign } from '../../../src/ipam/assign.ts';
 import { verify } from '../../../src/ipam/verify.ts';
 import { MemoryStore, testNetwork, testRange } from '../../support/memory-store.ts';
+import { HereaboutsError } from '../../../src/errors.ts';
+import { cniCodeOf } from '../../../src/cni/errors.ts';
 
 const config = testNetwork([testRange('10.0.0.0/29'), testRange('fd00::/120')], { addresses: ['192.168.0.10/24'] });
 const pod = { containerId: 'c1', ifname: 'eth0', podRef: 'default/pod1' };
 
 function checkFailed(pattern: RegExp) {
-  return (err: unknown) => err instanceof CniError && err.code === 102 && pattern.test(err.message);
+  return (err: unknown) => err instanceof HereaboutsError && cniCodeOf(err) === 102 && pattern.test(err.message);
 }
 
 test('verify() accepts addresses allocated to this container and ifname', async () => {

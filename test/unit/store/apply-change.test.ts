@@ -1,17 +1,18 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { CniError } from '../../../src/cni/errors.ts';
 import { parseIP } from '../../../src/ip/address.ts';
 import { applyChange } from '../../../src/store/local/apply-change.ts';
 import type { AllocationRecord, PoolRef } from '../../../src/store/store.ts';
 import { testRange } from '../../support/memory-store.ts';
+import { HereaboutsError } from '../../../src/errors.ts';
+import { cniCodeOf } from '../../../src/cni/errors.ts';
 
 const pool: PoolRef = { name: '10.0.0.0-24', network: 'n', networkNamed: false, range: testRange('10.0.0.0/24') };
 const record: AllocationRecord = { containerId: 'c1', ifname: 'eth0', podRef: 'ns/p' };
 const at = (ip: string) => parseIP(ip).value;
 
 function internal(pattern: RegExp) {
-  return (err: unknown) => err instanceof CniError && err.code === 999 && pattern.test(err.message);
+  return (err: unknown) => err instanceof HereaboutsError && cniCodeOf(err) === 999 && pattern.test(err.message);
 }
 
 test('applyChange() releases, then updates, then claims', () => {

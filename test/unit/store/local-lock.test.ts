@@ -6,10 +6,11 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, readlinkSync, utimesS
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { CniError } from '../../../src/cni/errors.ts';
 import { acquirePoolLock } from '../../../src/store/local/lock.ts';
 import { poolPaths } from '../../../src/store/local/paths.ts';
 import { embeddedNode, repoRoot } from '../../support/paths.ts';
+import { HereaboutsError } from '../../../src/errors.ts';
+import { cniCodeOf } from '../../../src/cni/errors.ts';
 
 const pool = { network: 'net1', name: '10.0.0.0-24' };
 const bootId = readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
@@ -39,7 +40,7 @@ function exitedPid(): number {
   return run.pid;
 }
 
-const isCode = (code: number, pattern: RegExp) => (err: unknown) => err instanceof CniError && err.code === code && pattern.test(err.message);
+const isCode = (code: number, pattern: RegExp) => (err: unknown) => err instanceof HereaboutsError && cniCodeOf(err) === code && pattern.test(err.message);
 
 test('a lock whose holder has exited is taken over at once, well inside the age window', async () => {
   const paths = tempPaths();
@@ -70,7 +71,7 @@ test('a live holder keeps its lock past the age window: the waiter gives up with
   const paths = tempPaths();
   plantLock(paths.lock, { pid: process.pid, start: startOf(process.pid), pidns, boot: bootId }, 60_000);
   await assert.rejects(acquirePoolLock(paths, { staleMs: 100, timeoutMs: 400 }), (err: unknown) => {
-    return isCode(11, /waiting for the lock/)(err) && err instanceof CniError && /pid \d+ \(running\)/.test(err.details ?? '');
+    return isCode(11, /waiting for the lock/)(err) && err instanceof HereaboutsError && /pid \d+ \(running\)/.test(err.details ?? '');
   });
   assert.equal(JSON.parse(readFileSync(paths.lock, 'utf8')).pid, process.pid, 'the lock is untouched');
 });

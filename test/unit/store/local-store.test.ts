@@ -3,12 +3,13 @@ import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CniError } from '../../../src/cni/errors.ts';
 import { parseIP } from '../../../src/ip/address.ts';
 import { firstFree } from '../../../src/allocator/first-free.ts';
 import { LocalStore } from '../../../src/store/local/local-store.ts';
 import type { AllocationRecord, PoolRef } from '../../../src/store/store.ts';
 import { testRange } from '../../support/memory-store.ts';
+import { HereaboutsError } from '../../../src/errors.ts';
+import { cniCodeOf } from '../../../src/cni/errors.ts';
 
 const v4Pool: PoolRef = { name: '10.0.0.0-24', network: 'net1', networkNamed: false, range: testRange('10.0.0.0/24') };
 const v6Pool: PoolRef = { name: 'fd00---64', network: 'net1', networkNamed: false, range: testRange('fd00::/64') };
@@ -28,7 +29,7 @@ function claim(pool: PoolRef, address: string, record: AllocationRecord) {
 }
 
 function isCniError(code: number, pattern: RegExp) {
-  return (err: unknown) => err instanceof CniError && err.code === code && pattern.test(err.message);
+  return (err: unknown) => err instanceof HereaboutsError && cniCodeOf(err) === code && pattern.test(err.message);
 }
 
 test('update() writes the pool as an IPPool-shaped JSON file under <data_dir>/<network>/', async () => {

@@ -3,8 +3,9 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CniError } from '../../../../src/cni/errors.ts';
 import { loadEndpoint, withTokenFiles } from '../../../../src/kube/kubeconfig.ts';
+import { HereaboutsError } from '../../../../src/errors.ts';
+import { cniCodeOf } from '../../../../src/cni/errors.ts';
 
 test('withTokenFiles() renames client-go tokenFile to token-file with the path made absolute', () => {
   assert.equal(withTokenFiles('    tokenFile: token\n', '/etc/cni/net.d/whereabouts.d'), '    token-file: "/etc/cni/net.d/whereabouts.d/token"\n');
@@ -70,6 +71,6 @@ test('loadEndpoint() reads a tokenFile relative to the kubeconfig and trims its 
 test('loadEndpoint() of a missing file is a config error naming the file', async () => {
   await assert.rejects(
     loadEndpoint('/nonexistent/kubeconfig'),
-    (err: unknown) => err instanceof CniError && err.code === 7 && err.message.includes('/nonexistent/kubeconfig'),
+    (err: unknown) => err instanceof HereaboutsError && cniCodeOf(err) === 7 && err.message.includes('/nonexistent/kubeconfig'),
   );
 });

@@ -3,13 +3,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { CniError } from '../../../../src/cni/errors.ts';
 import { formatCidr, parseCidr } from '../../../../src/ip/cidr.ts';
 import { formatIP } from '../../../../src/ip/address.ts';
 import { sliceRange, slicingOf } from '../../../../src/store/kubernetes/node-slices.ts';
 import { readSliceMemory, writeSliceMemory } from '../../../../src/store/kubernetes/slice-memory.ts';
 import { createLogger } from '../../../../src/log/logger.ts';
 import { testRange } from '../../../support/memory-store.ts';
+import { HereaboutsError } from '../../../../src/errors.ts';
+import { cniCodeOf } from '../../../../src/cni/errors.ts';
 
 const nsp = (allocations: unknown[]) => ({ spec: { range: '10.0.0.0/24', sliceSize: '/28' }, status: { allocations } });
 const ip = (value: bigint) => formatIP({ family: 4, value });
@@ -33,7 +34,7 @@ test('slicingOf() of a Whereabouts object: no draining list, and no slice for a 
 });
 
 test('slicingOf() rejects an assigned slice outside the range', () => {
-  assert.throws(() => slicingOf(nsp([{ nodeName: 'a', sliceRange: '10.9.0.0/28' }]), 'net', 'a'), (err: unknown) => err instanceof CniError && err.code === 999);
+  assert.throws(() => slicingOf(nsp([{ nodeName: 'a', sliceRange: '10.9.0.0/28' }]), 'net', 'a'), (err: unknown) => err instanceof HereaboutsError && cniCodeOf(err) === 999);
 });
 
 test('sliceRange() leaves out the slice network and broadcast addresses, as Whereabouts does', () => {

@@ -1,10 +1,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { CniError } from '../../../../src/cni/errors.ts';
 import { parseIP } from '../../../../src/ip/address.ts';
 import { allocationsPatch, decodePoolObject } from '../../../../src/store/kubernetes/pool-object.ts';
 import type { AllocationRecord, PoolRef } from '../../../../src/store/store.ts';
 import { testRange } from '../../../support/memory-store.ts';
+import { HereaboutsError } from '../../../../src/errors.ts';
 
 const pool: PoolRef = { name: '10.0.0.0-24', network: 'n', networkNamed: false, range: testRange('10.0.0.0/24') };
 const at = (text: string) => parseIP(text).value;
@@ -31,7 +31,7 @@ test('decodePoolObject() skips keys that are not offsets inside the range, as Wh
 });
 
 test('decodePoolObject() refuses a pool of another range', () => {
-  assert.throws(() => decodePoolObject(object({}, '10.9.0.0/24'), pool, () => {}), (err: unknown) => err instanceof CniError && /spec.range/.test(err.message));
+  assert.throws(() => decodePoolObject(object({}, '10.9.0.0/24'), pool, () => {}), (err: unknown) => err instanceof HereaboutsError && /spec.range/.test(err.message));
 });
 
 test('allocationsPatch() sends only changed offsets, null for removals, conditional on the resourceVersion', () => {

@@ -4,7 +4,6 @@
 // pool. And a pool object the JSON patch does not fit (no spec.allocations): the claim is then a merge patch.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { CniError } from '../../../../src/cni/errors.ts';
 import { firstFree } from '../../../../src/allocator/first-free.ts';
 import type { ApiRequest, ApiResponse } from '../../../../src/kube/api.ts';
 import { commitPool, type CommitContext } from '../../../../src/store/kubernetes/commit.ts';
@@ -13,6 +12,8 @@ import { createObject, getObject, mergePatch } from '../../../../src/store/kuber
 import type { AllocationRecord, Plan, PoolRef } from '../../../../src/store/store.ts';
 import { MemoryApiClient, MemoryApiServer } from '../../../support/memory-apiserver.ts';
 import { ip, rangeOf } from '../../allocator/range-fixture.ts';
+import { HereaboutsError } from '../../../../src/errors.ts';
+import { cniCodeOf } from '../../../../src/cni/errors.ts';
 
 const quiet = { debug() {}, info() {}, warning() {} };
 const record: AllocationRecord = { containerId: 'c1', ifname: 'net1', podRef: 'ns/p1' };
@@ -50,7 +51,7 @@ for (const annotated of [false, true]) {
     const retire = await mergePatch(api, 'ippools', pool.name, { metadata: { annotations: { [RETIRED_ANNOTATION]: 'u/3' } } });
     assert.equal(retire.kind, 'patched');
     writes.length = 0;
-    await assert.rejects(commitPool(ctx, pool, plan(pool), { initial }), (err: unknown) => err instanceof CniError && err.code === 11 && /retired/.test(err.message));
+    await assert.rejects(commitPool(ctx, pool, plan(pool), { initial }), (err: unknown) => err instanceof HereaboutsError && cniCodeOf(err) === 11 && /retired/.test(err.message));
     assert.deepEqual(writes, [{ contentType: 'application/json-patch+json', status: 422 }], 'one attempt, refused on its resourceVersion');
     const after = decodePoolObject(await getObject(api, 'ippools', pool.name), pool, () => {});
     assert.equal(after.allocations.size, 0, 'nothing was claimed in the retired pool');
