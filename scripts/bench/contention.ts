@@ -16,7 +16,7 @@ import { sleep } from '../../src/clock.ts';
 import { ApiClient, type ApiRequest, type ApiResponse } from '../../src/kube/api.ts';
 import { loadEndpoint } from '../../src/kube/kubeconfig.ts';
 import { COMMIT_RETRY } from '../../src/store/kubernetes/commit.ts';
-import { objectPath } from '../../src/store/kubernetes/resources.ts';
+import { objectPath } from '../../src/store/kubernetes/objects.ts';
 import { CONFLICT, retryOnConflict } from '../../src/kube/retry.ts';
 import { createNamespace, privateControlPlane, stopControlPlane, type Namespace } from '../../test/support/control-plane.ts';
 import { controlPlaneCpuMs } from './proc-cpu.ts';

@@ -9,7 +9,7 @@ import { cpus } from 'node:os';
 import { parseArgs } from 'node:util';
 import { ApiClient, type ApiRequest } from '../../src/kube/api.ts';
 import { loadEndpoint } from '../../src/kube/kubeconfig.ts';
-import { objectPath } from '../../src/store/kubernetes/resources.ts';
+import { objectPath } from '../../src/store/kubernetes/objects.ts';
 import { createNamespace, privateControlPlane, stopControlPlane } from '../../test/support/control-plane.ts';
 import { controlPlaneCpuMs } from './proc-cpu.ts';
 

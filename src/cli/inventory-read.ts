@@ -5,7 +5,7 @@ import { podView } from '../controller/orphans/pod-view.ts';
 import { networkNamesOf } from '../controller/slices/spec.ts';
 import { statusText, type ApiClient } from '../kube/api.ts';
 import { listAll } from '../kube/list.ts';
-import { objectPath } from '../store/kubernetes/resources.ts';
+import { objectPath } from '../store/kubernetes/objects.ts';
 import { buildInventory, type Inventory, type PodInfo } from './inventory.ts';
 
 export interface ReadOptions {

@@ -6,10 +6,9 @@
 // unless --force.
 import { formatIP, type IPAddress } from '../ip/address.ts';
 import { releaseRef, sameRecord } from '../controller/orphans/pool-release.ts';
-import { fetchPool, commitPool, type CommitLog } from '../store/kubernetes/commit.ts';
+import { PoolWriter, type CommitLog } from '../store/kubernetes/writer.ts';
 import type { ApiClient } from '../kube/api.ts';
-import { releaseReservation } from '../store/kubernetes/reservations.ts';
-import { deleteExactly, getObject, versionOf } from '../store/kubernetes/resources.ts';
+import { getObject, versionOf } from '../store/kubernetes/objects.ts';
 import { reservationName } from '../config/names.ts';
 import type { AllocationRecord, PoolRef } from '../store/store.ts';
 import { COMMON_HELP, connect, EXIT, parseCommand, runCommand, toJson, UsageError } from './connect.ts';
@@ -99,27 +98,27 @@ export async function release(api: ApiClient, ip: IPAddress, network: string, fo
   }
   const released: Array<ReleaseReport['released'][number]> = [];
   const skipped: Array<ReleaseReport['skipped'][number]> = [];
-  // Reservations are settled below, once every pool is written (commitPool would delete one per pool).
-  const ctx = { api, reservations: false, budgetMs: 10_000, cleanupTimeoutMs: 2_000, log: stderrLog };
+  // Reservations are settled below, once every pool is written (the writer's commit leaves them alone).
+  const writer = new PoolWriter(api);
   for (const { pool, record } of judged) {
-    const outcome = await commitPool(ctx, refOf(pool, network), (current) => {
+    const outcome = await writer.commit(refOf(pool, network), (current) => {
       const now = current.get(ip.value);
       if (now === undefined) return { change: null, value: 'already free' };
       if (!sameRecord(now, record)) return { change: null, value: `re-allocated meanwhile to ${now.podRef || 'a container'} (container ${now.containerId}): not released` };
       return { change: { release: [ip.value] }, value: 'released' };
-    });
+    }, { budgetMs: 10_000, log: stderrLog });
     if (outcome === 'released') released.push({ pool: pool.view.name, podRef: record.podRef, containerId: record.containerId, ifname: record.ifname });
     else skipped.push({ pool: pool.view.name, why: outcome });
   }
   // The reservation stays while any pool of the network still holds the address (read now, not from the listing).
   for (const pool of pools) {
-    const state = await fetchPool({ api, log: stderrLog }, refOf(pool, network));
+    const state = await writer.read(refOf(pool, network), stderrLog);
     const holder = state.allocations.get(ip.value);
     if (holder !== undefined) return { ...base, released, skipped, reservation: { name, outcome: 'still-held', why: `IPPool ${pool.view.name} holds ${address} for ${holder.podRef || 'a container'}` } };
   }
   // The attachment whose reservation may go: the one released (or the one judged, when another writer freed it first).
   const owner = judged.find((j) => j.pool.view.name === released[0]?.pool) ?? judged[0]!;
-  const outcome = await releaseReservation(api, refOf(owner.pool, network), ip, owner.record);
+  const outcome = await writer.releaseReservation(refOf(owner.pool, network), ip, owner.record);
   return { ...base, released, skipped, reservation: { name, outcome, ...(outcome === 'kept' ? { why: 'it names another attachment' } : {}) } };
 }
 
@@ -133,7 +132,7 @@ async function releaseStray(api: ApiClient, base: { address: string; network: st
   const record: AllocationRecord = { podRef, containerId: '', ifname: '', ...(typeof spec.podUid === 'string' ? { podUid: spec.podUid } : {}) };
   const live = liveReason(record, await readPod(api, podRef));
   if (live !== undefined && !force) return { ...base, released: [], skipped: [], reservation: { name, outcome: 'kept' }, refused: `${live}: --force deletes its reservation anyway` };
-  const result = await deleteExactly(api, 'overlappingrangeipreservations', name, version);
+  const result = await new PoolWriter(api).deleteReservation({ name, ...version });
   return { ...base, released: [], skipped: [], reservation: { name, outcome: result === 'deleted' ? 'deleted' : result === 'gone' ? 'gone' : 'kept', ...(result === 'conflict' ? { why: 'it changed since it was read' } : {}) } };
 }
 

@@ -2,7 +2,7 @@
 // NodeSlicePools in the pools' namespace, and one paginated LIST of pods (only the controller's view of each is
 // kept) for orphans, counted with the controller's own rule and default flags.
 import { listAll } from '../kube/list.ts';
-import { objectPath } from '../store/kubernetes/resources.ts';
+import { objectPath } from '../store/kubernetes/objects.ts';
 import type { PodView } from '../controller/orphans/pod-view.ts';
 import { COMMON_HELP, connect, parseCommand, runCommand, toJson } from './connect.ts';
 import { listPods } from './inventory-read.ts';

@@ -1,6 +1,5 @@
 // One function turns the CNI request + CNI_ARGS + flat file into the validated NetworkConfig. Nothing
 // downstream re-checks strings. Every error is a code-7 HereaboutsError naming the key and the value.
-import type { CniArgs } from '../cni/args.ts';
 import { configError } from '../errors.ts';
 import { describeValue } from '../log/quote.ts';
 import { bitsOf, ipEquals, type IPAddress } from '../ip/address.ts';
@@ -14,18 +13,19 @@ import type {
   DatastoreConfig,
   DnsConfig,
   IpamConfig,
-  LogLevel,
+
   NetworkConfig,
   RouteConfig,
   StaticAddress,
 } from './types.ts';
 import { isRecord } from '../record.ts';
+import type { PluginLogLevel } from '../log/logger.ts';
 
 export const DEFAULT_DATA_DIR = '/var/lib/cni/hereabouts';
 export const DEFAULT_CACHE_DIR = '/var/lib/cni/hereabouts/cache';
 /** GC spares allocations younger than this: an ADD may commit after the runtime's valid-attachments snapshot. */
 export const DEFAULT_GC_GRACE_SECONDS = 300;
-const LOG_LEVELS: readonly LogLevel[] = ['debug', 'verbose', 'info', 'warning', 'error', 'panic'];
+const LOG_LEVELS: readonly PluginLogLevel[] = ['debug', 'verbose', 'info', 'warning', 'error', 'panic'];
 // CNI network names (spec): alphanumerics first, then alphanumerics, '_', '.', '-'.
 const CNI_NAME = /^[a-zA-Z0-9][a-zA-Z0-9_.-]*$/;
 // network_name prefixes Kubernetes object names: a DNS-1123 subdomain (lowercase RFC 1123 labels joined by '.').
@@ -35,7 +35,8 @@ const MAX_NETWORK_NAME = 63;
 export interface ParseOptions {
   readonly cniVersion: string;
   /** CNI_ARGS as parsed by the protocol layer (absent for GC and STATUS). */
-  readonly cniArgs?: CniArgs | undefined;
+  /** CNI_ARGS as the CNI edge parsed them (src/cni/args.ts); only `IP=` matters here. */
+  readonly cniArgs?: { readonly ips: readonly IPAddress[] } | undefined;
   /** Injectable for tests; default reads the file system. */
   readonly readFile?: ReadFile;
   readonly verb?: string;
@@ -180,7 +181,7 @@ function datastoreOf(ipam: Json, sources: Sources): DatastoreConfig {
   };
 }
 
-function logLevelOf(ipam: Json): LogLevel {
+function logLevelOf(ipam: Json): PluginLogLevel {
   const level = optionalString(ipam, 'log_level', 'ipam.');
   if (level === undefined) return 'error';
   const known = LOG_LEVELS.find((l) => l === level.toLowerCase());
@@ -252,7 +253,7 @@ function checkTimings(ipam: Json): void {
 }
 
 /** runtimeConfig.ips, args.cni.ips and CNI_ARGS IP=, merged and deduplicated; a "/len" suffix is dropped. */
-function requestedIPs(request: Json, cniArgs: CniArgs | undefined): IPAddress[] {
+function requestedIPs(request: Json, cniArgs: { readonly ips: readonly IPAddress[] } | undefined): IPAddress[] {
   const out: IPAddress[] = [];
   const add = (ip: IPAddress): void => {
     if (!out.some((o) => ipEquals(o, ip))) out.push(ip);

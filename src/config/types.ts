@@ -3,6 +3,7 @@ import type { Cidr } from '../ip/cidr.ts';
 import type { IPAddress } from '../ip/address.ts';
 
 import type { Block } from '../ip/block.ts';
+import type { PluginLogLevel } from '../log/logger.ts';
 
 export type { Block };
 
@@ -37,7 +38,6 @@ export interface StaticAddress {
   readonly gateway?: IPAddress;
 }
 
-export type LogLevel = 'debug' | 'verbose' | 'info' | 'warning' | 'error' | 'panic';
 
 export type DatastoreConfig =
   | { readonly kind: 'local'; readonly dataDir: string }
@@ -74,7 +74,7 @@ export interface IpamConfig {
   readonly gcGraceSeconds: number;
   readonly datastore: DatastoreConfig;
   readonly logFile?: string;
-  readonly logLevel: LogLevel;
+  readonly logLevel: PluginLogLevel;
   readonly configurationPath?: string;
 }
 

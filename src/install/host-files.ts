@@ -40,11 +40,6 @@ export interface DesiredFile {
 }
 
 /** https://host:port, IPv6 hosts in brackets (as a URL needs them; KUBERNETES_SERVICE_HOST has none). */
-export function apiServerUrl(host: string, port: string): string {
-  const bare = host.replace(/^\[|\]$/g, '');
-  return `https://${bare.includes(':') ? `[${bare}]` : bare}:${port}`;
-}
-
 export function desiredFiles(sa: ServiceAccount, options: HostFilesOptions): DesiredFile[] {
   const dir = join(options.confDir, 'hereabouts.d');
   const hostDir = join(options.hostConfDir, 'hereabouts.d');

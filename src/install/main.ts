@@ -14,7 +14,8 @@ import { binaryChanged, installBinary, linkBinary, sweepTemps, type InstalledBin
 import { checkFlatConfig, readServiceAccount, syncFiles } from './config-files.ts';
 import { parseAddr } from '../controller/runtime/http.ts';
 import type { NodeSideOptions } from './node-side.ts';
-import { apiServerUrl, desiredFiles, FILES, type DesiredFile, type HostFilesOptions } from './host-files.ts';
+import { apiServerUrl } from '../kube/in-cluster.ts';
+import { desiredFiles, FILES, type DesiredFile, type HostFilesOptions } from './host-files.ts';
 
 /** Where the plugin logs when installed by the DaemonSet (allowed by the default trust policy too). */
 export const DEFAULT_LOG_FILE = '/var/log/hereabouts.log';

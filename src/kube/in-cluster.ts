@@ -4,10 +4,15 @@
 import { readFileSync } from 'node:fs';
 import type { OutgoingHttpHeaders } from 'node:http';
 import { Agent as HttpsAgent, type AgentOptions } from 'node:https';
-import { apiServerUrl } from '../install/host-files.ts';
 import { endpointFromText, loadEndpoint, type ApiEndpoint, type KubeconfigOptions } from './kubeconfig.ts';
 
 const SA_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
+
+/** https://host:port of the API server, from KUBERNETES_SERVICE_HOST/PORT (an IPv6 host in brackets). */
+export function apiServerUrl(host: string, port: string): string {
+  const bare = host.replace(/^\[|\]$/g, '');
+  return `https://${bare.includes(':') ? `[${bare}]` : bare}:${port}`;
+}
 
 export interface ControllerEndpoint {
   readonly endpoint: ApiEndpoint;

@@ -2,13 +2,15 @@
 // milliseconds, so buffering would only lose lines on a crash). Never writes to stdout, which carries the
 // CNI result. Lines are the JSON lines of every mode (src/log/line.ts): redacted, control characters escaped, so
 // one call is always one line and a value from a tenant's config cannot forge lines or file content.
-import type { LogLevel } from '../config/types.ts';
 import { appendLine } from '../fs/append-line.ts';
 import { UnsafeFileError } from '../fs/unsafe-file.ts';
 import { escapeControl, logLine, type LogFields } from './line.ts';
 import { writeFd } from '../fs/fd-write.ts';
 
-const rank: Record<LogLevel, number> = { debug: 0, verbose: 1, info: 2, warning: 3, error: 4, panic: 5 };
+/** Whereabouts' log_level values. */
+export type PluginLogLevel = 'debug' | 'verbose' | 'info' | 'warning' | 'error' | 'panic';
+
+const rank: Record<PluginLogLevel, number> = { debug: 0, verbose: 1, info: 2, warning: 3, error: 4, panic: 5 };
 
 export interface Logger {
   debug(msg: string): void;
@@ -20,7 +22,7 @@ export interface Logger {
 export interface LoggerOptions {
   /** Append to this file; stderr when absent. */
   readonly file?: string;
-  readonly level?: LogLevel;
+  readonly level?: PluginLogLevel;
   /** Fields of every line (e.g. the verb, container id and interface). */
   readonly context?: LogFields;
   /** Where lines go when there is no file (and the complaint when the file cannot be written); default stderr. */
@@ -32,7 +34,7 @@ export { escapeControl, redact } from './line.ts';
 export function createLogger(options: LoggerOptions = {}): Logger {
   const threshold = rank[options.level ?? 'info'];
   const stderr = options.stderr ?? ((text: string) => writeFd(2, text));
-  const write = (level: LogLevel, msg: string): void => {
+  const write = (level: PluginLogLevel, msg: string): void => {
     if (rank[level] < threshold) return;
     const line = logLine(level, 'cni', msg, options.context);
     if (options.file === undefined) {

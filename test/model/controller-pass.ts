@@ -14,7 +14,7 @@ import { poolView } from '../../src/controller/pools/view.ts';
 import { nadView, nodeSlicePoolView, nodeView, reservationView } from '../../src/controller/runtime/views.ts';
 import type { ApiClient } from '../../src/kube/api.ts';
 import { listAll } from '../../src/kube/list.ts';
-import { objectPath } from '../../src/store/kubernetes/resources.ts';
+import { objectPath } from '../../src/store/kubernetes/objects.ts';
 
 const silent: Log = { debug: () => undefined, info: () => undefined, warning: () => undefined, error: () => undefined };
 

@@ -7,7 +7,7 @@
 import { formatIP } from '../../src/ip/address.ts';
 import { masked, networkOf, parseCidr } from '../../src/ip/cidr.ts';
 import { listAll } from '../../src/kube/list.ts';
-import { objectPath } from '../../src/store/kubernetes/resources.ts';
+import { objectPath } from '../../src/store/kubernetes/objects.ts';
 import type { Cluster, PodModel } from './cluster.ts';
 import { NETS, type NetId } from './steps.ts';
 

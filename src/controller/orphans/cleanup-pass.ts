@@ -5,7 +5,7 @@ import { monotonicMs } from '../../clock.ts';
 import { formatIP } from '../../ip/address.ts';
 import type { ApiClient } from '../../kube/api.ts';
 import { listAll } from '../../kube/list.ts';
-import { objectPath } from '../../store/kubernetes/resources.ts';
+import { objectPath } from '../../store/kubernetes/objects.ts';
 import type { Log } from '../../log/json-log.ts';
 import { orphanReason, type CleanupPolicy } from './orphans.ts';
 import { eachLimited } from '../runtime/parallel.ts';

@@ -1,4 +1,4 @@
-// Releasing orphaned allocations from one IPPool through the store's write path (commit.ts): the plan keeps of the
+// Releasing orphaned allocations from one IPPool through the store's write path (writer.ts, commit.ts): the plan keeps of the
 // candidates only those still holding the same record and still orphaned on the pool as read, and the write is
 // conditional on that read. A 409 (a node allocated or released meanwhile) reads again and decides again; an
 // allocation that appeared in between was never a candidate, so it is never removed in this pass. Reservations of
@@ -6,7 +6,7 @@
 import { HereaboutsError } from '../../errors.ts';
 import { formatIP } from '../../ip/address.ts';
 import { lastOf, networkOf, type Cidr } from '../../ip/cidr.ts';
-import { commitPool } from '../../store/kubernetes/commit.ts';
+import { PoolWriter } from '../../store/kubernetes/writer.ts';
 import type { ApiClient } from '../../kube/api.ts';
 import type { AllocationRecord, PoolRef } from '../../store/store.ts';
 import type { Log } from '../../log/json-log.ts';
@@ -36,7 +36,6 @@ export interface ReleaseOptions {
 export type Judge = (record: AllocationRecord, ip: string) => OrphanReason | undefined;
 
 const DEFAULT_BUDGET_MS = 5_000;
-const CLEANUP_TIMEOUT_MS = 2_000;
 
 class NotLeading extends Error {}
 
@@ -54,9 +53,8 @@ export async function releaseFromPool(api: ApiClient, pool: PoolView, candidates
   const range = pool.range;
   if (range === undefined || !options.leading()) return [];
   const ref = releaseRef(pool.name, range, '');
-  const ctx = { api, reservations: false, budgetMs: options.budgetMs ?? DEFAULT_BUDGET_MS, cleanupTimeoutMs: CLEANUP_TIMEOUT_MS, log: options.log };
   try {
-    return await commitPool(ctx, ref, (current) => {
+    return await new PoolWriter(api).commit(ref, (current) => {
       const released: Released[] = [];
       const addresses: bigint[] = [];
       for (const candidate of candidates) {
@@ -70,6 +68,8 @@ export async function releaseFromPool(api: ApiClient, pool: PoolView, candidates
       }
       return { change: addresses.length === 0 ? null : { release: addresses }, value: released };
     }, {
+      budgetMs: options.budgetMs ?? DEFAULT_BUDGET_MS,
+      log: options.log,
       beforeWrite: () => {
         if (!options.leading()) throw new NotLeading();
       },

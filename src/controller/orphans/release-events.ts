@@ -1,6 +1,6 @@
 // One event per IPPool and pass saying which orphaned allocations were released and why (a pass that releases a
 // thousand addresses makes ten events, not a thousand), and one Warning for the reservations it had to re-create.
-import { API_VERSION } from '../../store/kubernetes/resources.ts';
+import { API_VERSION } from '../../store/kubernetes/objects.ts';
 import type { EventRecorder } from '../runtime/events.ts';
 import type { Released } from './pool-release.ts';
 import type { PoolView } from '../pools/view.ts';

@@ -3,7 +3,7 @@
 // turns the Exhausted condition True, so once per transition: the condition on the object is the memory, across
 // passes, restarts and leader changes.
 import { contains, formatCidr, lastOf, networkOf, type Cidr } from '../../ip/cidr.ts';
-import { API_VERSION } from '../../store/kubernetes/resources.ts';
+import { API_VERSION } from '../../store/kubernetes/objects.ts';
 import type { EventRecorder } from '../runtime/events.ts';
 import type { PoolView } from './view.ts';
 import type { NadView } from '../runtime/views.ts';

@@ -3,8 +3,8 @@
 // version it describes. Every write bumps the pool's resourceVersion, which costs the next ADD on that pool one
 // re-read on its node, so status is written by the periodic pass only (at most once per interval per pool).
 import type { Cidr } from '../../ip/cidr.ts';
-import { statusText, type ApiClient } from '../../kube/api.ts';
-import { objectPath } from '../../store/kubernetes/resources.ts';
+import type { ApiClient } from '../../kube/api.ts';
+import { PoolWriter } from '../../store/kubernetes/writer.ts';
 import { conditionsMatch, withConditions, type Condition, type StampedCondition } from '../runtime/conditions.ts';
 import { wasExhausted } from './exhaustion-events.ts';
 import type { Log } from '../../log/json-log.ts';
@@ -58,12 +58,7 @@ export async function writePoolStatuses(api: ApiClient, pools: Iterable<PoolView
 }
 
 async function writeStatus(api: ApiClient, view: PoolView, status: PoolStatus, log: Log): Promise<boolean> {
-  const res = await api.send({
-    method: 'PATCH',
-    path: `${objectPath(api.namespace, 'ippools', view.name)}/status`,
-    body: { metadata: { resourceVersion: view.resourceVersion }, status: { observedGeneration: view.generation, ...status } },
-    contentType: 'application/merge-patch+json',
-  });
-  if (res.status !== 200 && res.status !== 409 && res.status !== 404) log.warning(`cannot write the status of IPPool ${view.name}: ${statusText(res)}`);
-  return res.status === 200;
+  const outcome = await new PoolWriter(api).writePoolStatus(view, { observedGeneration: view.generation, ...status });
+  if (typeof outcome === 'object') log.warning(`cannot write the status of IPPool ${view.name}: ${outcome.problem}`);
+  return outcome === 'written';
 }

@@ -6,7 +6,7 @@
 // its pool write), and every delete is conditional on the uid and resourceVersion that were judged.
 import { formatIP } from '../../ip/address.ts';
 import type { ApiClient } from '../../kube/api.ts';
-import { deleteExactly } from '../../store/kubernetes/resources.ts';
+import { PoolWriter } from '../../store/kubernetes/writer.ts';
 import { parseReservationName } from '../../config/names.ts';
 import { messageOf } from '../../errors.ts';
 import type { Log } from '../../log/json-log.ts';
@@ -83,7 +83,7 @@ export async function deleteReservation(api: ApiClient, view: ReservationView, o
   if (!options.leading()) return false;
   try {
     // 'gone' already, or 'conflict': changed since judged (re-adopted, handed over), so not what was judged
-    return (await deleteExactly(api, 'overlappingrangeipreservations', view.name, view)) === 'deleted';
+    return (await new PoolWriter(api).deleteReservation(view)) === 'deleted';
   } catch (err) {
     options.log.warning(`cannot delete OverlappingRangeIPReservation ${view.name}: ${messageOf(err)}`);
     return false;

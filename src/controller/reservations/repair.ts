@@ -11,7 +11,7 @@
 // reservation for that long. The create is a POST: 409 means it exists, and nothing is ever overwritten.
 import { formatIP, type IPAddress } from '../../ip/address.ts';
 import type { ApiClient } from '../../kube/api.ts';
-import { API_VERSION, createObject } from '../../store/kubernetes/resources.ts';
+import { PoolWriter } from '../../store/kubernetes/writer.ts';
 import { reservationName } from '../../config/names.ts';
 import type { AllocationRecord } from '../../store/store.ts';
 import type { Log } from '../../log/json-log.ts';
@@ -105,9 +105,7 @@ export function sameAttachment(a: AllocationRecord, b: AllocationRecord): boolea
 /** Creates the reservation; true when this call created it (false: it exists, or this replica stopped leading). */
 export async function recreateReservation(api: ApiClient, missing: MissingReservation, options: { leading: () => boolean; log: Log }): Promise<boolean> {
   if (!options.leading()) return false;
-  const spec = { podref: missing.record.podRef, ifname: missing.record.ifname, containerid: missing.record.containerId };
-  const body = { apiVersion: API_VERSION, kind: 'OverlappingRangeIPReservation', metadata: { name: missing.name, namespace: api.namespace }, spec };
-  const result = await createObject(api, 'overlappingrangeipreservations', body);
-  if (result.kind === 'exists') options.log.debug(`OverlappingRangeIPReservation ${missing.name} exists after all`);
-  return result.kind === 'created';
+  const created = await new PoolWriter(api).recreateReservation(missing.name, missing.record);
+  if (!created) options.log.debug(`OverlappingRangeIPReservation ${missing.name} exists after all`);
+  return created;
 }

@@ -2,7 +2,7 @@
 // NetworkAttachmentDefinitions cluster-wide; IPPools, OverlappingRangeIPReservations and NodeSlicePools in the
 // pools' namespace. Every replica keeps them warm, so that a new leader acts at once.
 import type { ApiClient } from '../../kube/api.ts';
-import { objectPath } from '../../store/kubernetes/resources.ts';
+import { objectPath } from '../../store/kubernetes/objects.ts';
 import { Informer, type ChangeKind } from './informer.ts';
 import type { Log } from '../../log/json-log.ts';
 import { podView, type PodView } from '../orphans/pod-view.ts';

@@ -4,9 +4,9 @@
 // (slice-lifecycle.ts). Re-slicing (a new range or slice size) starts the assignment over, as Whereabouts does, but
 // the old slices drain first: new slices are cut only from space no draining slice overlaps.
 import { formatCidr } from '../../ip/cidr.ts';
-import { API_VERSION } from '../../store/kubernetes/resources.ts';
+import { API_VERSION } from '../../store/kubernetes/objects.ts';
 import { conditionsMatch, withConditions, type Condition } from '../runtime/conditions.ts';
-import type { DecideObject } from './write.ts';
+import type { DecideObject } from '../../store/kubernetes/writer.ts';
 import { assignSlices, type SliceDecision, type SliceEntry } from './assign.ts';
 import { advanceLifecycle, type Lifecycle } from './lifecycle.ts';
 import type { SliceSpec } from './spec.ts';

@@ -4,8 +4,7 @@
 import { monotonicMs } from '../../clock.ts';
 import type { ApiClient } from '../../kube/api.ts';
 import type { Cidr } from '../../ip/cidr.ts';
-import { rangeText, RETIRED_ANNOTATION, retiredValue } from '../../store/kubernetes/pool-object.ts';
-import { API_VERSION, createObject, getObject, mergePatch } from '../../store/kubernetes/resources.ts';
+import { PoolWriter } from '../../store/kubernetes/writer.ts';
 import type { SliceVersion } from '../../store/store.ts';
 import { poolName } from '../../config/names.ts';
 import { messageOf } from '../../errors.ts';
@@ -14,7 +13,6 @@ import { cidrOrUndefined, type PoolView } from '../pools/view.ts';
 import type { DrainingEntry } from './assign.ts';
 import { sliceKey } from './lifecycle.ts';
 import type { SliceSpec } from './spec.ts';
-import { isRecord } from '../../record.ts';
 
 /**
  * How long a slice drains at least before its pool may be confirmed empty: longer than a plugin's ADD takes from
@@ -25,12 +23,14 @@ export const DEFAULT_DRAIN_GRACE_MS = 60_000;
 
 export class DrainConfirmer {
   readonly #api: ApiClient;
+  readonly #writer: PoolWriter;
   readonly #graceMs: number;
   /** "<network> <node> <slice>" -> when this process first saw the slice draining (monotonic ms). */
   readonly #since = new Map<string, number>();
 
   constructor(api: ApiClient, graceMs: number) {
     this.#api = api;
+    this.#writer = new PoolWriter(api);
     this.#graceMs = graceMs;
   }
 
@@ -66,21 +66,7 @@ export class DrainConfirmer {
 
   async #retireIfEmpty(pool: string, slice: Cidr, version: SliceVersion, log: Log): Promise<boolean> {
     try {
-      const object = await getObject(this.#api, 'ippools', pool);
-      const annotations = { [RETIRED_ANNOTATION]: retiredValue(version) };
-      if (object === undefined) {
-        const body = { apiVersion: API_VERSION, kind: 'IPPool', metadata: { name: pool, annotations }, spec: { range: rangeText(slice), allocations: {} } };
-        return (await createObject(this.#api, 'ippools', body)).kind === 'created';
-      }
-      // Anything unexpected counts as holding addresses: the slice keeps draining rather than risk a duplicate.
-      const metadata = isRecord(object) ? object['metadata'] : undefined;
-      const spec = isRecord(object) ? object['spec'] : undefined;
-      const resourceVersion = isRecord(metadata) ? metadata['resourceVersion'] : undefined;
-      if (!isRecord(spec) || typeof resourceVersion !== 'string') return false;
-      const allocations = spec['allocations'];
-      if (!(allocations === undefined || (isRecord(allocations) && Object.keys(allocations).length === 0))) return false;
-      // A plugin write since the read (a late claim) makes this 409: the slice keeps draining.
-      return (await mergePatch(this.#api, 'ippools', pool, { metadata: { resourceVersion, annotations } })).kind === 'patched';
+      return await this.#writer.retireIfEmpty(pool, slice, version);
     } catch (err) {
       log.warning(`cannot confirm IPPool ${pool} empty and retire it; its slice keeps draining: ${messageOf(err)}`);
       return false;

@@ -7,7 +7,7 @@
 import { formatCidr, masked, parseCidr } from '../../ip/cidr.ts';
 import { sliceCount } from '../../ip/slice.ts';
 import type { ApiClient } from '../../kube/api.ts';
-import { API_VERSION } from '../../store/kubernetes/resources.ts';
+import { API_VERSION } from '../../store/kubernetes/objects.ts';
 import { conditionsMatch, withConditions, type Condition } from '../runtime/conditions.ts';
 import type { EventRecorder, InvolvedObject } from '../runtime/events.ts';
 import type { Log } from '../../log/json-log.ts';
@@ -17,7 +17,7 @@ import type { SliceEntry } from './assign.ts';
 import { DEFAULT_DRAIN_GRACE_MS, DrainConfirmer } from './drain.ts';
 import { sliceKey } from './lifecycle.ts';
 import { groupByNetwork, type SliceSpec } from './spec.ts';
-import { writeNodeSlicePool } from './write.ts';
+import { PoolWriter } from '../../store/kubernetes/writer.ts';
 import type { NadView, NodeSlicePoolView, NodeView } from '../runtime/views.ts';
 
 export interface SliceInput {
@@ -46,6 +46,7 @@ const poolRef = (view: { name: string; namespace: string; uid: string }): Involv
 
 export class NodeSlices {
   readonly #api: ApiClient;
+  readonly #writer: PoolWriter;
   readonly #drain: DrainConfirmer;
   #drainingPersists = true;
   /** Cleared when the API server drops the conditions we write (a NodeSlicePool CRD without them). */
@@ -55,6 +56,7 @@ export class NodeSlices {
 
   constructor(api: ApiClient, options: { drainGraceMs?: number } = {}) {
     this.#api = api;
+    this.#writer = new PoolWriter(api);
     this.#drain = new DrainConfirmer(api, options.drainGraceMs ?? DEFAULT_DRAIN_GRACE_MS);
   }
 
@@ -104,7 +106,7 @@ export class NodeSlices {
       if ((choice.decision?.starved.length ?? 0) > 0) report.starved.set(spec.network, choice.decision!.starved);
       return;
     }
-    const { outcome, written } = await writeNodeSlicePool(this.#api, spec.network, decideNodeSlicePool(plan, choice), { leading: input.leading });
+    const { outcome, written } = await this.#writer.writeNodeSlicePool(spec.network, decideNodeSlicePool(plan, choice), { leading: input.leading });
     const decision = choice.decision;
     if (decision === undefined || (outcome !== 'created' && outcome !== 'updated')) {
       if (outcome === 'conflict') input.log.info(`NodeSlicePool ${spec.network} kept changing; left for the next pass`);
@@ -171,7 +173,7 @@ export class NodeSlices {
       return { ...current, status: { ...status, conditions: withConditions(status['conditions'], wanted, new Date()) } };
     };
     if (decide(cachedObject(cached)) === undefined) return;
-    await writeNodeSlicePool(this.#api, network, decide, { leading: input.leading });
+    await this.#writer.writeNodeSlicePool(network, decide, { leading: input.leading });
     await input.events.emit(poolRef(cached), 'Warning', 'NetworkConflict', message);
   }
 }

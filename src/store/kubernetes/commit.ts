@@ -26,7 +26,8 @@ import { mayHaveApplied } from '../../kube/errors.ts';
 import { toStoreError } from './api-errors.ts';
 import { allocationsPatch, claimPatch, decodePoolObject, newPoolObject, refusesClaim, type PoolState } from './pool-object.ts';
 import { dropCreated, followRecord, handOver, releaseReservation, reserve, type Held } from './reservations.ts';
-import { createObject, getObject, jsonPatch, mergePatch, type GetOptions } from './resources.ts';
+import { getObject, type GetOptions } from './objects.ts';
+import { createObject, jsonPatch, mergePatch } from './resources.ts';
 import { CONFLICT, retryOnConflict } from '../../kube/retry.ts';
 
 /** The shared pools this process collided on recently (a plugin process starts from the node cache's marks). */

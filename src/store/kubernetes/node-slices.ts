@@ -21,7 +21,7 @@ import type { ApiClient } from '../../kube/api.ts';
 import { toStoreError } from './api-errors.ts';
 import type { CacheScope } from './pool-cache.ts';
 
-import { getObject } from './resources.ts';
+import { getObject } from './objects.ts';
 import { cachedSlices, readSliceMemory, writeSliceMemory, type SliceMemory } from './slice-memory.ts';
 import { isRecord } from '../../record.ts';
 

@@ -6,7 +6,8 @@ import { ErrorKind, HereaboutsError } from '../../errors.ts';
 import { formatCidr, lastOf, masked, networkOf, parseCidr, type Cidr } from '../../ip/cidr.ts';
 import { decodeRecord, encodeRecord } from '../local/pool-file.ts';
 import type { AllocationRecord, Allocations, PoolRef, SliceVersion } from '../store.ts';
-import { API_VERSION, type JsonPatchOperation } from './resources.ts';
+import { API_VERSION } from './objects.ts';
+import { type JsonPatchOperation } from './resources.ts';
 import { isRecord } from '../../record.ts';
 
 export interface PoolState {

@@ -12,7 +12,8 @@ import type { AllocationRecord, PoolRef } from '../store.ts';
 import type { ApiClient } from '../../kube/api.ts';
 
 import { retryOnConflict, CONFLICT } from '../../kube/retry.ts';
-import { API_VERSION, createObject, deleteExactly, getObject, replaceObject, versionOf, type ObjectVersion } from './resources.ts';
+import { API_VERSION, getObject, versionOf, type ObjectVersion } from './objects.ts';
+import { createObject, deleteExactly, replaceObject } from './resources.ts';
 import { isRecord } from '../../record.ts';
 
 const PLURAL = 'overlappingrangeipreservations';

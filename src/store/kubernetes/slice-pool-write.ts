@@ -1,11 +1,10 @@
-// Writing a NodeSlicePool: read it, let the caller decide the new object from what it read, create it or PUT it
+// Writing a NodeSlicePool (private to the store: the controller reaches it through writer.ts): read it, let the caller decide the new object from what it read, create it or PUT it
 // back conditional on the resourceVersion read; a 409 reads again and decides again (the one retry loop,
 // retryOnConflict). NodeSlicePool has no status subresource (Whereabouts writes status.allocations with plain
 // updates), so spec and status go together.
 import type { ApiClient } from '../../kube/api.ts';
 import { ApiStatusError } from '../../kube/errors.ts';
-
-import { getObject, objectPath } from '../../store/kubernetes/resources.ts';
+import { getObject, objectPath } from './objects.ts';
 import { CONFLICT, retryOnConflict } from '../../kube/retry.ts';
 import { isRecord } from '../../record.ts';
 
@@ -14,15 +13,15 @@ export type WriteOutcome = 'created' | 'updated' | 'unchanged' | 'conflict' | 'n
 /** The new object given the current one (undefined: it does not exist), or undefined when nothing changes. */
 export type DecideObject = (current: Record<string, unknown> | undefined) => Record<string, unknown> | undefined;
 
-type Written = { outcome: WriteOutcome; written?: unknown };
+export type SliceWrite = { outcome: WriteOutcome; written?: unknown };
 
 export async function writeNodeSlicePool(
   api: ApiClient,
   name: string,
   decide: DecideObject,
   options: { leading: () => boolean; attempts?: number },
-): Promise<Written> {
-  const result = await retryOnConflict<Written>(
+): Promise<SliceWrite> {
+  const result = await retryOnConflict<SliceWrite>(
     async () => {
       const fetched = await getObject(api, 'nodeslicepools', name);
       const current = isRecord(fetched) ? fetched : undefined;
