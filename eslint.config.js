@@ -1,0 +1,34 @@
+// ESLint: typescript-eslint's strict, type-checked rules over all TypeScript of the repository; formatting is
+// Prettier's (eslint-config-prettier turns off the rules that would fight it). Where a rule is relaxed, the
+// comment says why.
+import js from '@eslint/js';
+import prettier from 'eslint-config-prettier';
+import tseslint from 'typescript-eslint';
+
+export default tseslint.config(
+  { ignores: ['node_modules/', 'dist/', 'build/**/*.mjs', 'eslint.config.js'] },
+  js.configs.recommended,
+  ...tseslint.configs.strictTypeChecked,
+  {
+    languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
+    rules: {
+      // node:test's test()/describe() return promises the runner awaits itself.
+      '@typescript-eslint/no-floating-promises': [
+        'error',
+        { allowForKnownSafeCalls: [{ from: 'package', package: 'node:test', name: ['test', 'describe', 'it', 'suite'] }] },
+      ],
+      // Numbers and bigints print as they should in messages; objects, nullish values and unknowns do not.
+      '@typescript-eslint/restrict-template-expressions': ['error', { allowNumber: true, allowBoolean: true }],
+      // `(msg) => write(msg)` returning a void call is the idiom of every callback in the code.
+      '@typescript-eslint/no-confusing-void-expression': ['error', { ignoreArrowShorthand: true }],
+    },
+  },
+  {
+    files: ['test/**/*.ts', 'scripts/**/*.ts'],
+    rules: {
+      // A test asserts a value's presence first and then reads it; `!` says so without another branch.
+      '@typescript-eslint/no-non-null-assertion': 'off',
+    },
+  },
+  prettier,
+);
