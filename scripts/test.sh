@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
-# The whole test suite, as CI runs it: set-up, type check, build the executable, a real control plane for the
-# integration tests, then every test kind. Extra arguments go to node's test runner.
+# The whole test suite, as CI runs it: set-up, type check, lint, format check, build the executable, a real control
+# plane for the integration tests, then every test kind. Extra arguments go to node's test runner.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 echo "== type check"
 node_modules/.bin/tsc -p tsconfig.json
+echo "== lint (ESLint, typescript-eslint strict type-checked)"
+node_modules/.bin/eslint src test scripts
+echo "== format (Prettier --check)"
+npm run --silent format:check
 echo "== build dist/hereabouts"
 npm run --silent build
 

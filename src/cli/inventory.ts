@@ -57,7 +57,6 @@ export interface Listed {
   readonly nadNetworkNames: readonly string[];
 }
 
-type Obj = Record<string, unknown>;
 const str = (v: unknown): string => (typeof v === 'string' ? v : '');
 
 export function buildInventory(listed: Listed): Inventory {
@@ -126,7 +125,8 @@ export function inTime(atMs: number, nowMs: number): string {
 
 /** Aligned columns; the last column is not padded. */
 export function columns(rows: readonly (readonly string[])[]): string {
-  if (rows.length === 0) return '';
-  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length)));
-  return rows.map((r) => r.map((cell, i) => (i === r.length - 1 ? cell : cell.padEnd(widths[i]!))).join('  ')).join('\n') + '\n';
+  const [first] = rows;
+  if (first === undefined) return '';
+  const widths = first.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length)));
+  return rows.map((r) => r.map((cell, i) => (i === r.length - 1 ? cell : cell.padEnd(widths[i] ?? 0))).join('  ')).join('\n') + '\n';
 }

@@ -1,5 +1,5 @@
-// `hereabouts orphans`: what the controller would release, decided by its own rules (controller/orphans.ts for
-// allocations, controller/reservations.ts for reservations) on the listed objects (pure). What a grace period still
+// `hereabouts orphans`: what the controller would release, decided by its own rules (controller/orphans/orphans.ts for
+// allocations, controller/reservations/orphaned.ts for reservations) on the listed objects (pure). What a grace period still
 // holds back is listed with the instant the rule releases it, if nothing else changes meanwhile.
 import { formatIP } from '../ip/address.ts';
 import { orphanAfterGrace, orphanReason, type CleanupPolicy, type OrphanReason } from '../controller/orphans/orphans.ts';

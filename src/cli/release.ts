@@ -75,7 +75,9 @@ const stderrLog: CommitLog = {
 };
 
 function refOf(pool: PoolInfo, network: string): PoolRef {
-  return releaseRef(pool.view.name, pool.view.range!, network);
+  const range = pool.view.range;
+  if (range === undefined) throw new TypeError(`IPPool ${pool.view.name} has no valid spec.range`); // poolsContaining() keeps none such
+  return releaseRef(pool.view.name, range, network);
 }
 
 export async function release(api: ApiClient, ip: IPAddress, network: string, force: boolean): Promise<ReleaseReport> {
@@ -92,7 +94,8 @@ export async function release(api: ApiClient, ip: IPAddress, network: string, fo
   const pods = new Map<string, PodInfo | null>();
   for (const podRef of new Set(judged.map((j) => j.record.podRef))) pods.set(podRef, await readPod(api, podRef));
   const live = judged.map((j) => liveReason(j.record, pods.get(j.record.podRef) ?? null)).filter((r) => r !== undefined);
-  if (judged.length === 0) return releaseStray(api, base, name, force);
+  const [firstJudged] = judged;
+  if (firstJudged === undefined) return releaseStray(api, base, name, force);
   if (live.length > 0 && !force) {
     return { ...base, released: [], skipped: [], reservation: { name, outcome: 'kept' }, refused: `${live.join('; ')}: --force releases it anyway` };
   }
@@ -117,7 +120,7 @@ export async function release(api: ApiClient, ip: IPAddress, network: string, fo
     if (holder !== undefined) return { ...base, released, skipped, reservation: { name, outcome: 'still-held', why: `IPPool ${pool.view.name} holds ${address} for ${holder.podRef || 'a container'}` } };
   }
   // The attachment whose reservation may go: the one released (or the one judged, when another writer freed it first).
-  const owner = judged.find((j) => j.pool.view.name === released[0]?.pool) ?? judged[0]!;
+  const owner = judged.find((j) => j.pool.view.name === released[0]?.pool) ?? firstJudged;
   const outcome = await writer.releaseReservation(refOf(owner.pool, network), ip, owner.record);
   return { ...base, released, skipped, reservation: { name, outcome, ...(outcome === 'kept' ? { why: 'it names another attachment' } : {}) } };
 }

@@ -53,7 +53,6 @@ export interface StatusReport {
   readonly warnings: readonly string[];
 }
 
-type Obj = Record<string, unknown>;
 const str = (v: unknown): string => (typeof v === 'string' ? v : '');
 const nameOf = (item: unknown): string => str(recordOf(recordOf(item)['metadata'])['name']);
 

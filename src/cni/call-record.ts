@@ -57,5 +57,7 @@ export function parseRecord(line: string): CallRecord | undefined {
   if (at < 0) return undefined;
   const m = RECORD.exec(line.slice(at + 1));
   if (m === null) return undefined;
-  return { verb: m[1] as StatsVerb, outcome: m[2]!, micros: Number(m[3]), network: m[4]! };
+  const [, verb, outcome, micros, network] = m;
+  if (outcome === undefined || network === undefined) return undefined;
+  return { verb: verb as StatsVerb, outcome, micros: Number(micros), network };
 }

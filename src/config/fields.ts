@@ -45,7 +45,7 @@ export function optionalList(obj: Json, key: string, path: string): readonly unk
   const value = obj[key];
   if (value === undefined || value === null) return undefined;
   if (!Array.isArray(value)) throw configError(`${path}${key} must be a list, got ${describeValue(value)}`);
-  return value;
+  return value as unknown[];
 }
 
 export function stringList(obj: Json, key: string, path: string): string[] | undefined {

@@ -36,7 +36,9 @@ export async function runController(argv: readonly string[]): Promise<number> {
   const controller = new Controller(api, flags, log);
   const servers = await listen(flags, controller);
   // Tokens rotate (projected service-account tokens, exec plugins): read the credentials again now and then.
-  const refresh = setInterval(() => refreshCredentials().catch((err: unknown) => log.warning(`cannot refresh credentials: ${messageOf(err)}`)), 60_000);
+  const refresh = setInterval(() => {
+    refreshCredentials().catch((err: unknown) => log.warning(`cannot refresh credentials: ${messageOf(err)}`));
+  }, 60_000);
   refresh.unref();
   const shutdown = async (code: number): Promise<number> => {
     clearInterval(refresh);

@@ -106,6 +106,6 @@ function removeTemp(temp: string, cause: unknown): void {
   try {
     unlinkSync(temp);
   } catch (err) {
-    if (errnoOf(err) !== 'ENOENT') throw new AggregateError([cause, err], `cannot install ${temp}, nor remove it`);
+    if (errnoOf(err) !== 'ENOENT') throw new AggregateError([cause, err], `cannot install ${temp}, nor remove it`, { cause: err });
   }
 }

@@ -147,7 +147,7 @@ function planOf(values: Flags, env: NodeJS.ProcessEnv, warn: (msg: string) => vo
   if (!Number.isFinite(intervalSeconds) || intervalSeconds <= 0) {
     return `--poll-interval ${JSON.stringify(values['poll-interval'])} must be a positive number of seconds`;
   }
-  const counts: Record<string, number> = {};
+  const counts = { 'log-max-bytes': 0, 'stats-max-bytes': 0, 'metrics-max-networks': 0 };
   for (const name of ['log-max-bytes', 'stats-max-bytes', 'metrics-max-networks'] as const) {
     const n = Number(values[name]);
     if (!Number.isSafeInteger(n) || n <= 0) return `--${name} ${JSON.stringify(values[name])} must be a positive whole number`;
@@ -191,11 +191,11 @@ function planOf(values: Flags, env: NodeJS.ProcessEnv, warn: (msg: string) => vo
     once: values.once,
     nodeSide: {
       statsDir: values['stats-dir'],
-      statsMaxBytes: counts['stats-max-bytes']!,
+      statsMaxBytes: counts['stats-max-bytes'],
       ...(values['metrics-addr'] === '' ? {} : { metricsAddr: values['metrics-addr'] }),
-      maxNetworks: counts['metrics-max-networks']!,
+      maxNetworks: counts['metrics-max-networks'],
       ...(logFile === '' ? {} : { logFile: join(values['log-dir'], basename(logFile)) }),
-      logMaxBytes: counts['log-max-bytes']!,
+      logMaxBytes: counts['log-max-bytes'],
     },
   };
 }

@@ -17,7 +17,7 @@ export function apiServerUrl(host: string, port: string): string {
 export interface ControllerEndpoint {
   readonly endpoint: ApiEndpoint;
   /** Reads the credentials again (a rotated service-account token, an exec plugin's fresh token). */
-  refreshCredentials(): Promise<void>;
+  readonly refreshCredentials: () => Promise<void>;
 }
 
 export async function controllerEndpoint(kubeconfig: string | undefined): Promise<ControllerEndpoint> {
@@ -41,8 +41,8 @@ function withOwnAgent(endpoint: ApiEndpoint): ApiEndpoint {
   if (!(endpoint.agent instanceof HttpsAgent) || !endpoint.server.startsWith('https:')) return endpoint;
   const { ca, cert, key, pfx, passphrase, rejectUnauthorized, servername } = endpoint.requestOptions;
   const tls: AgentOptions = { ca, cert, key, pfx, passphrase, rejectUnauthorized, servername };
-  for (const k of Object.keys(tls) as Array<keyof AgentOptions>) if (tls[k] === undefined) delete tls[k];
-  const agent = new HttpsAgent({ keepAlive: true, ...tls });
+  const set = Object.fromEntries(Object.entries(tls).filter(([, value]) => value !== undefined)) as AgentOptions;
+  const agent = new HttpsAgent({ keepAlive: true, ...set });
   endpoint.agent.destroy();
   return { ...endpoint, requestOptions: { ...endpoint.requestOptions, agent }, agent };
 }

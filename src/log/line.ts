@@ -18,7 +18,7 @@ export function redact(text: string): string {
 }
 
 // C0, DEL, C1 and the Unicode line/paragraph separators: anything a terminal or a log reader could take for a break.
-// eslint-disable-next-line no-control-regex
+// eslint-disable-next-line no-control-regex -- matching control characters is the point
 const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g;
 
 /** `text` with every control character written as a visible escape (\n, \t, \u001b...). */
@@ -38,7 +38,6 @@ export function escapeControl(text: string): string {
 }
 
 // After JSON.stringify only these can remain raw (it escapes C0 itself); \uXXXX is valid JSON for them.
-// eslint-disable-next-line no-control-regex
 const LEFT_RAW = /[\u007f-\u009f\u2028\u2029]/g;
 
 export function logLine(level: string, mode: LogMode, msg: string, fields: LogFields = {}, now: Date = new Date()): string {

@@ -76,7 +76,7 @@ export async function cleanupPass(api: ApiClient, input: CleanupInput): Promise<
   const suspects = reservationSuspects(input.reservations.values(), input.pods, heldAddresses(input.pools.values(), releasing), judge);
   for (const r of suspects) suspectPods.add(r.podRef);
   const missing = missingReservations(input.pools.values(), input.reservations.values(), {
-    graceMs: input.reservationGraceMs, nowMs: now, monotonicNowMs: monotonicMs(), firstMissing: input.firstMissing ?? new Map(),
+    graceMs: input.reservationGraceMs, nowMs: now, monotonicNowMs: monotonicMs(), firstMissing: input.firstMissing ?? new Map<string, number>(),
   });
   const nothing = { released: [], reservationsDeleted: [], reservationsRecreated: [], podsRead: 0, timings: { readMs: 0, releaseMs: 0, reservationsMs: 0 } };
   if ((suspectPods.size === 0 && missing.length === 0) || !input.leading()) return nothing;

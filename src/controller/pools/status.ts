@@ -19,8 +19,6 @@ export interface PoolStatus {
   readonly conditions: StampedCondition[];
 }
 
-type Obj = Record<string, unknown>;
-
 /** The status a pool of `range` with `used` allocations should show; undefined when `current` already shows it. */
 export function desiredStatus(range: Cidr, used: number, current: unknown, now: Date): PoolStatus | undefined {
   const capacity = poolCapacity(range);

@@ -45,8 +45,8 @@ export function poolView(object: unknown): PoolView | undefined {
   const name = String(meta['name']);
   const base = {
     name,
-    uid: String(meta['uid'] ?? ''),
-    resourceVersion: String(meta['resourceVersion'] ?? ''),
+    uid: typeof meta['uid'] === 'string' ? meta['uid'] : '',
+    resourceVersion: typeof meta['resourceVersion'] === 'string' ? meta['resourceVersion'] : '',
     generation: typeof meta['generation'] === 'number' ? meta['generation'] : 0,
     status: statusSeen(status),
   };
@@ -55,7 +55,9 @@ export function poolView(object: unknown): PoolView | undefined {
     return { ...base, allocations: NONE, allocatedAt: NONE, capacity: 0n, free: 0n, problems: [`IPPool ${name}: spec.range ${JSON.stringify(spec['range'])} is not a CIDR`] };
   }
   const problems: string[] = [];
-  const warn = (msg: string): void => void (problems.length < 3 && problems.push(msg));
+  const warn = (msg: string): void => {
+    if (problems.length < 3) problems.push(msg);
+  };
   let allocations: ReadonlyMap<bigint, AllocationRecord>;
   try {
     allocations = decodeAllocations(spec['allocations'] ?? {}, range, { where: `IPPool ${name}`, warn, strict: false });

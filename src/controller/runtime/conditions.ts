@@ -10,8 +10,6 @@ export interface Condition {
   readonly observedGeneration?: number;
 }
 
-type Obj = Record<string, unknown>;
-
 export type StampedCondition = Condition & { readonly lastTransitionTime: string };
 
 /** `current` (a status.conditions value) with `wanted` set; other types are kept as they are. */

@@ -87,7 +87,10 @@ export class Informer<T> {
         const query = `limit=${PAGE}${token === '' ? '' : `&continue=${encodeURIComponent(token)}`}`;
         const res = await this.#api.send({ method: 'GET', path: `${this.#o.path}?${query}` });
         if (res.status === 410 && token !== '') throw new Error('the list snapshot expired while paging');
-        if (res.status === 404 && token === '') return this.#absent();
+        if (res.status === 404 && token === '') {
+          this.#absent();
+          return;
+        }
         if (res.status !== 200) throw new Error(`list ${this.#o.resource}: ${statusText(res)}`);
         const body = res.body as { items?: unknown[]; metadata?: { continue?: string; resourceVersion?: string } };
         for (const item of body.items ?? []) {
@@ -99,8 +102,11 @@ export class Informer<T> {
         this.#resourceVersion = body.metadata?.resourceVersion ?? '';
       } while (token !== '');
     } catch (err) {
-      return this.#retry(`list failed: ${messageOf(err)}`, () => void this.#list());
+      this.#retry(`list failed: ${messageOf(err)}`, () => void this.#list());
+      return;
     }
+    // stop() may have run during the awaits above (TypeScript narrows #stopped across them).
+    // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition
     if (this.#stopped) return;
     this.#replace(fresh);
     this.#synced = true;

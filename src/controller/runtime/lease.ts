@@ -71,7 +71,9 @@ export class LeaderElector {
       if (this.#stopped) return;
       // Candidates jitter their attempts (client-go's factor 1.2) so that they do not move in lockstep.
       const wait = this.#leading ? this.#o.retryPeriodMs : this.#o.retryPeriodMs * (1 + Math.random() * 1.2);
-      this.#timer = setTimeout(() => (this.#tick = loop()), wait);
+      this.#timer = setTimeout(() => {
+        this.#tick = loop();
+      }, wait);
     };
     this.#tick = loop();
   }
@@ -102,13 +104,16 @@ export class LeaderElector {
     await retryOnConflict((attempt) => this.#attempt(attempt), { attempts: 3, budgetMs: this.#requestTimeoutMs(), proceed: () => !this.#stopped });
   }
 
-  async #attempt(attempt: number): Promise<void | Conflict> {
+  async #attempt(attempt: number): Promise<undefined | Conflict> {
     const sentAt = monotonicMs();
     const wallAt = new Date();
     // The leader renews from the object it last wrote: one request; a 409 means someone else wrote it.
     if (attempt === 0 && this.#leading && this.#lease !== undefined && this.#lease.spec.holderIdentity === this.#o.identity) {
       const res = await this.#put(this.#withHolder(this.#lease, wallAt));
-      if (res.status === 200) return this.#renewed(res, sentAt);
+      if (res.status === 200) {
+        this.#renewed(res, sentAt);
+        return undefined;
+      }
       if (res.status === 409) return CONFLICT;
       throw new Error(`renew: ${statusText(res)}`);
     }
@@ -117,6 +122,8 @@ export class LeaderElector {
     if (got.status !== 200) throw new Error(`get: ${statusText(got)}`);
     const current = got.body as LeaseObject;
     this.#lease = current;
+    // A body cast from the API: a Lease written by hand may have no spec at all.
+    // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition
     const spec = current.spec ?? {};
     const record = `${spec.holderIdentity ?? ''}|${spec.renewTime ?? ''}|${spec.leaseTransitions ?? 0}`;
     if (record !== this.#observed) {
@@ -130,12 +137,15 @@ export class LeaderElector {
       return;
     }
     const res = await this.#put(this.#withHolder(current, wallAt));
-    if (res.status === 200) return this.#renewed(res, sentAt);
+    if (res.status === 200) {
+      this.#renewed(res, sentAt);
+      return undefined;
+    }
     if (res.status === 409) return CONFLICT;
     throw new Error(`update: ${statusText(res)}`);
   }
 
-  async #create(sentAt: number, wallAt: Date): Promise<void | Conflict> {
+  async #create(sentAt: number, wallAt: Date): Promise<undefined | Conflict> {
     const now = microTime(wallAt);
     const body: LeaseObject = {
       apiVersion: 'coordination.k8s.io/v1',
@@ -144,7 +154,10 @@ export class LeaderElector {
       spec: { holderIdentity: this.#o.identity, leaseDurationSeconds: this.#seconds(), acquireTime: now, renewTime: now, leaseTransitions: 0 },
     };
     const res = await this.#send({ method: 'POST', path: this.#path(true), body });
-    if (res.status === 201) return this.#renewed(res, sentAt);
+    if (res.status === 201) {
+      this.#renewed(res, sentAt);
+      return undefined;
+    }
     if (res.status === 409) return CONFLICT;
     throw new Error(`create: ${statusText(res)}`);
   }

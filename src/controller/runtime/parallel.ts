@@ -3,7 +3,10 @@
 export async function eachLimited<T>(items: readonly T[], width: number, fn: (item: T) => Promise<void>): Promise<void> {
   let next = 0;
   const worker = async (): Promise<void> => {
-    while (next < items.length) await fn(items[next++]!);
+    while (next < items.length) {
+      const item = items[next++] as T;
+      await fn(item);
+    }
   };
   await Promise.all(Array.from({ length: Math.min(width, items.length) }, worker));
 }

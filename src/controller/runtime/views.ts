@@ -70,7 +70,7 @@ export function nodeSlicePoolView(object: unknown): NodeSlicePoolView {
     ...refOf(meta),
     generation: typeof meta['generation'] === 'number' ? meta['generation'] : 0,
     range: str(spec['range']),
-    sliceSize: String(spec['sliceSize'] ?? ''),
+    sliceSize: typeof spec['sliceSize'] === 'string' || typeof spec['sliceSize'] === 'number' ? String(spec['sliceSize']) : '',
     entries: entriesOf(status),
     draining: drainingOf(status),
     conditions,

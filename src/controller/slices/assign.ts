@@ -79,8 +79,9 @@ export function assignSlices(
       starved.push(node);
       continue;
     }
-    entries[reuse] = { nodeName: node, sliceRange: entries[reuse]!.sliceRange };
-    assigned.push(`${node} ${entries[reuse]!.sliceRange}`);
+    const { sliceRange } = entries[reuse] as SliceEntry;
+    entries[reuse] = { nodeName: node, sliceRange };
+    assigned.push(`${node} ${sliceRange}`);
   }
   return { entries, assigned, starved };
 }

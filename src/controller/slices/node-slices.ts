@@ -6,6 +6,7 @@
 // event on each and a condition on the pool, once (not an endless retry), until they agree.
 import { formatCidr, masked, parseCidr } from '../../ip/cidr.ts';
 import { sliceCount } from '../../ip/slice.ts';
+import { recordOf } from '../../record.ts';
 import type { ApiClient } from '../../kube/api.ts';
 import { API_VERSION } from '../../store/kubernetes/objects.ts';
 import { conditionsMatch, withConditions, type Condition } from '../runtime/conditions.ts';
@@ -103,7 +104,8 @@ export class NodeSlices {
     const choice: SliceChoice = { resliced: false, sentConditions: false };
     // Decide on the cache first: most passes change nothing and then read nothing.
     if (cached !== undefined && decideNodeSlicePool(plan, choice)(cachedObject(cached)) === undefined) {
-      if ((choice.decision?.starved.length ?? 0) > 0) report.starved.set(spec.network, choice.decision!.starved);
+      const starved = choice.decision?.starved ?? [];
+      if (starved.length > 0) report.starved.set(spec.network, starved);
       return;
     }
     const { outcome, written } = await this.#writer.writeNodeSlicePool(spec.network, decideNodeSlicePool(plan, choice), { leading: input.leading });
@@ -120,8 +122,8 @@ export class NodeSlices {
       this.#drainingPersists = false;
       input.log.warning("the NodeSlicePool CRD drops status.draining (Whereabouts' CRD?): draining slices are forgotten at once; install hereabouts' CRD");
     }
-    const meta = ((written as { metadata?: { uid?: string } } | undefined)?.metadata ?? {}) as { uid?: string };
-    const ref = poolRef({ name: spec.network, namespace, uid: meta.uid ?? '' });
+    const meta = recordOf(recordOf(written)['metadata']);
+    const ref = poolRef({ name: spec.network, namespace, uid: typeof meta['uid'] === 'string' ? meta['uid'] : '' });
     if (outcome === 'created') input.log.info(`created NodeSlicePool ${spec.network} slicing ${sources.join(', ')}`, { network: spec.network });
     const lifecycle = choice.lifecycle;
     if (choice.resliced) {

@@ -1,8 +1,9 @@
 // What a NetworkAttachmentDefinition asks of the controller: the network names it uses (reservation names carry
 // them as prefixes) and, with node_slice_size, the network's range and slice size, read by the plugin's own config
 // parser (src/config) so that both sides agree on every key. Pure: NADs that disagree are reported, never applied.
-import { HereaboutsError } from '../../errors.ts';
+import { HereaboutsError, messageOf } from '../../errors.ts';
 import { parseNetworkConfig } from '../../config/parse.ts';
+import type { NetworkConfig } from '../../config/types.ts';
 import { formatCidr, type Cidr } from '../../ip/cidr.ts';
 import { poolRefs } from '../../store/pool-refs.ts';
 import { recordOf } from '../../record.ts';
@@ -33,11 +34,29 @@ function ipamSections(nad: unknown): { source: string; config: Obj; sections: Ar
   try {
     config = recordOf(JSON.parse(text));
   } catch (err) {
-    throw new TypeError(`NetworkAttachmentDefinition ${source}: spec.config is not JSON (${(err as Error).message})`);
+    throw new TypeError(`NetworkAttachmentDefinition ${source}: spec.config is not JSON (${messageOf(err)})`, { cause: err });
   }
   const plugins = Array.isArray(config['plugins']) ? (config['plugins'] as unknown[]).map(recordOf) : [config];
   const sections = plugins.map((plugin) => ({ plugin, ipam: recordOf(plugin['ipam']) })).filter((s) => isOurs(s.ipam));
   return sections.length === 0 ? undefined : { source, config, sections };
+}
+
+function hasSliceSize(ipam: Obj): boolean {
+  const size = ipam['node_slice_size'];
+  return size !== undefined && size !== null && size !== '';
+}
+
+/**
+ * A section as a node's plugin would parse it, less the keys that name the node's own files (their defaults are
+ * paths here, not there): the pools it names and its slicing do not depend on them.
+ */
+function parseSection(config: Obj, section: { readonly plugin: Obj; readonly ipam: Obj }): NetworkConfig {
+  const ipam: Obj = Object.fromEntries(Object.entries(section.ipam).filter(([key]) => !NODE_LOCAL_KEYS.includes(key)));
+  ipam['datastore'] = 'local';
+  const name = config['name'] ?? section.plugin['name'];
+  const version = config['cniVersion'] ?? section.plugin['cniVersion'] ?? '1.0.0';
+  const cniVersion = typeof version === 'string' ? version : JSON.stringify(version);
+  return parseNetworkConfig({ ...section.plugin, name, ipam }, { cniVersion, readFile: () => undefined });
 }
 
 /** A NAD's IPAM sections; undefined when it has none or its config cannot be read (a TypeError of ipamSections). */
@@ -61,14 +80,9 @@ export function rangePoolNamesOf(nad: unknown): string[] {
   if (found === undefined) return [];
   const names: string[] = [];
   for (const section of found.sections) {
-    if (![undefined, null, ''].includes(section.ipam['node_slice_size'] as string)) continue;
-    const ipam: Obj = { ...section.ipam };
-    for (const key of NODE_LOCAL_KEYS) delete ipam[key];
-    ipam['datastore'] = 'local';
-    const name = found.config['name'] ?? section.plugin['name'];
-    const cniVersion = String(found.config['cniVersion'] ?? section.plugin['cniVersion'] ?? '1.0.0');
+    if (hasSliceSize(section.ipam)) continue;
     try {
-      names.push(...poolRefs(parseNetworkConfig({ ...section.plugin, name, ipam } as never, { cniVersion, readFile: () => undefined })).map((r) => r.name));
+      names.push(...poolRefs(parseSection(found.config, section)).map((r) => r.name));
     } catch (err) {
       if (!(err instanceof HereaboutsError)) throw err; // a NAD the plugin rejects has no pool
     }
@@ -79,19 +93,14 @@ export function rangePoolNamesOf(nad: unknown): string[] {
 /** The node-slice request of one NAD, undefined when it has none; throws when it has one that cannot be read. */
 export function sliceSpecOf(nad: unknown): SliceSpec | undefined {
   const found = ipamSections(nad);
-  const section = found?.sections.find((s) => ![undefined, null, ''].includes(s.ipam['node_slice_size'] as string));
+  const section = found?.sections.find((s) => hasSliceSize(s.ipam));
   if (found === undefined || section === undefined) return undefined;
-  const ipam: Obj = { ...section.ipam };
-  for (const key of NODE_LOCAL_KEYS) delete ipam[key];
-  ipam['datastore'] = 'local';
-  const name = found.config['name'] ?? section.plugin['name'];
-  const cniVersion = String(found.config['cniVersion'] ?? section.plugin['cniVersion'] ?? '1.0.0');
   let parsed;
   try {
-    parsed = parseNetworkConfig({ ...section.plugin, name, ipam } as never, { cniVersion, readFile: () => undefined });
+    parsed = parseSection(found.config, section);
   } catch (err) {
     if (!(err instanceof HereaboutsError)) throw err;
-    throw new TypeError(`NetworkAttachmentDefinition ${found.source}: ${err.message}`);
+    throw new TypeError(`NetworkAttachmentDefinition ${found.source}: ${err.message}`, { cause: err });
   }
   const ranges = parsed.ipam.ranges;
   const [first] = ranges;
@@ -124,7 +133,8 @@ export function groupByNetwork(specs: readonly SliceSpec[]): NetworkGroups {
   const conflicting: NetworkGroups['conflicting'] = new Map();
   for (const [network, list] of bySlicing) {
     const sources = list.map((s) => s.source).sort();
-    const first = list[0]!;
+    const [first] = list;
+    if (first === undefined) continue;
     const odd = list.find((s) => !sameSlicing(first, s));
     if (odd === undefined) {
       agreed.set(network, { spec: first, sources });

@@ -201,8 +201,9 @@ export function slicingOf(object: unknown, name: string, node: string, memory?: 
     throw new HereaboutsError(ErrorKind.Internal, `NodeSlicePool ${name} has no valid spec.range (${JSON.stringify(rangeText)})`);
   }
   const sizeText = isRecord(spec) ? spec['sliceSize'] : undefined;
-  const sliceSize = Number(String(sizeText ?? '').replace(/^\//, ''));
-  if (!Number.isInteger(sliceSize) || sliceSize < range.prefix || sliceSize > (range.family === 4 ? 32 : 128) || String(sizeText ?? '') === '') {
+  const sizeString = typeof sizeText === 'string' || typeof sizeText === 'number' ? String(sizeText) : '';
+  const sliceSize = Number(sizeString.replace(/^\//, ''));
+  if (!Number.isInteger(sliceSize) || sliceSize < range.prefix || sliceSize > (range.family === 4 ? 32 : 128) || sizeString === '') {
     throw new HereaboutsError(ErrorKind.Internal, `NodeSlicePool ${name} has no valid spec.sliceSize (${JSON.stringify(sizeText)}) for ${formatCidr(range)}`);
   }
   const generation = isRecord(metadata) && typeof metadata['generation'] === 'number' ? metadata['generation'] : undefined;

@@ -25,7 +25,7 @@ export function readPoolFile(file: string, range: Cidr): Map<bigint, AllocationR
     const why = err instanceof UnsafeFileError ? err.reason : `cannot be read (${errnoOf(err) ?? messageOf(err)})`;
     throw new HereaboutsError(ErrorKind.Io, `pool file ${file} ${why}`, { cause: err });
   }
-  return data === undefined ? new Map() : decodePool(data.toString('utf8'), file, range);
+  return data === undefined ? new Map<bigint, AllocationRecord>() : decodePool(data.toString('utf8'), file, range);
 }
 
 export function decodePool(text: string, file: string, range: Cidr): Map<bigint, AllocationRecord> {
