@@ -37,7 +37,6 @@ export async function startNodeSide(options: NodeSideOptions): Promise<NodeSide>
   const metrics = new NodeMetrics({ maxNetworks: options.maxNetworks });
   const folder = new StatsFolder({ dir: options.statsDir, maxBytes: options.statsMaxBytes, drainMs: Math.max(2 * options.intervalMs, 5000) }, (r) => metrics.record(r));
   const lock = new FoldLock(join(options.statsDir, 'fold.lock'), {
-    id: `${hostname()}/${process.pid}/${Math.random().toString(36).slice(2, 10)}`,
     staleMs: Math.max(6 * options.intervalMs, 30_000),
   });
   const foldFailures = new RetryLog((msg) => options.log('warning', msg));

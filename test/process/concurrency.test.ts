@@ -73,9 +73,9 @@ describe('concurrent plugin processes on one network', { timeout: 600_000 }, () 
       assert.equal((await call('ADD', dataDir, 0)).code, 0); // creates the pool
       // A stand-in for a plugin process frozen inside its critical section: it takes the very same lock.
       const holder = spawn(embeddedNode, ['--input-type=module', '-e', `
-        import { acquirePoolLock, DEFAULT_LOCK_TIMING } from ${JSON.stringify(join(repoRoot, 'src/store/local/lock.ts'))};
+        import { acquireLock, DEFAULT_LOCK_TIMING } from ${JSON.stringify(join(repoRoot, 'src/fs/lock.ts'))};
         import { poolPaths } from ${JSON.stringify(join(repoRoot, 'src/store/local/paths.ts'))};
-        await acquirePoolLock(poolPaths(${JSON.stringify(dataDir)}, { network: 'burst', name: '10.50.0.0-16' }), DEFAULT_LOCK_TIMING);
+        await acquireLock(poolPaths(${JSON.stringify(dataDir)}, { network: 'burst', name: '10.50.0.0-16' }), DEFAULT_LOCK_TIMING);
         process.stdout.write('locked\\n');
         setInterval(() => {}, 1000);
       `], { stdio: ['ignore', 'pipe', 'inherit'] });

@@ -3,7 +3,7 @@
 import { ErrorKind, HereaboutsError } from '../../errors.ts';
 import type { Logger } from '../../log/logger.ts';
 import type { NetworkConfig } from '../../config/types.ts';
-import { DEFAULT_LOCK_TIMING, type LockTiming } from '../local/lock.ts';
+import { DEFAULT_LOCK_TIMING, type LockTiming } from '../../fs/lock.ts';
 import { poolRefs } from '../pool-refs.ts';
 import type { Allocations, Plan, PoolRef, Store } from '../store.ts';
 import { KeyedQueue } from '../keyed-queue.ts';

@@ -5,7 +5,7 @@
 import { readFileSync, unlinkSync } from 'node:fs';
 import { messageOf } from '../../errors.ts';
 import { errnoOf } from '../../fs/unsafe-file.ts';
-import type { HeldLock } from '../local/lock.ts';
+import type { HeldLock } from '../../fs/lock.ts';
 import type { PoolPaths } from '../local/paths.ts';
 import { writePoolFile } from '../local/pool-file.ts';
 import type { Allocations, PoolRef } from '../store.ts';

@@ -5,7 +5,7 @@ import { mkdirSync } from 'node:fs';
 import { ErrorKind, HereaboutsError } from '../../errors.ts';
 import type { Logger } from '../../log/logger.ts';
 import { messageOf } from '../../errors.ts';
-import { acquirePoolLock, type HeldLock, type LockTiming } from '../local/lock.ts';
+import { acquireLock, type HeldLock, type LockTiming } from '../../fs/lock.ts';
 import { poolPaths, type PoolPaths } from '../local/paths.ts';
 import type { Plan, PoolRef } from '../store.ts';
 import { commitPool, type CommitContext } from './commit.ts';
@@ -32,7 +32,7 @@ export async function updatePool<T>(ctx: WriteContext, pool: PoolRef, plan: Plan
   } catch (err) {
     throw new HereaboutsError(ErrorKind.Io, `cannot create cache directory ${paths.networkDir}: ${messageOf(err)}`, { cause: err });
   }
-  const lock = await acquirePoolLock(paths, ctx.lockTiming, { log: ctx.log });
+  const lock = await acquireLock(paths, ctx.lockTiming, { log: ctx.log });
   try {
     const cached = readCachedPool(paths, pool, ctx.scope, (msg) => ctx.log.warning(msg));
     return await commitPool(ctx, pool, plan, {

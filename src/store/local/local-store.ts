@@ -7,7 +7,7 @@ import type { Allocations, Plan, PoolRef, Store } from '../store.ts';
 import { KeyedQueue } from '../keyed-queue.ts';
 import { applyChange } from './apply-change.ts';
 import { messageOf } from '../../errors.ts';
-import { acquirePoolLock, DEFAULT_LOCK_TIMING, type HeldLock, type LockLog, type LockTiming } from './lock.ts';
+import { acquireLock, DEFAULT_LOCK_TIMING, type HeldLock, type LockLog, type LockTiming } from '../../fs/lock.ts';
 import { poolPaths, preparePoolDir, type PoolPaths } from './paths.ts';
 import { encodePool, readPoolFile, writePoolFile } from './pool-file.ts';
 import { refreshReservation, reserve, unreserve, type ReservationContext } from './reservations.ts';
@@ -48,7 +48,7 @@ export class LocalStore implements Store {
       } catch (err) {
         throw new HereaboutsError(ErrorKind.Io, `cannot create ${paths.networkDir}: ${messageOf(err)}`, { cause: err });
       }
-      const lock = await acquirePoolLock(paths, this.#timing, this.#log === undefined ? {} : { log: this.#log });
+      const lock = await acquireLock(paths, this.#timing, this.#log === undefined ? {} : { log: this.#log });
       try {
         return this.#locked(pool, paths, lock, plan);
       } finally {

@@ -19,7 +19,7 @@ import type { AllocationRecord, PoolRef } from '../store.ts';
 import { writeFileAtomic } from '../../fs/atomic-write.ts';
 import { messageOf } from '../../errors.ts';
 import { errnoOf } from '../../fs/unsafe-file.ts';
-import { tryAcquirePoolLock, type LockLog, type LockTiming } from './lock.ts';
+import { tryAcquireLock, type LockLog, type LockTiming } from '../../fs/lock.ts';
 import { escapeComponent, poolPaths } from './paths.ts';
 import { readPoolFile } from './pool-file.ts';
 
@@ -106,7 +106,7 @@ function takeOverIfLeaked(
     return false;
   }
   const owner = { network: pool.network, name: found.existing.pool };
-  const lock = tryAcquirePoolLock(poolPaths(ctx.dataDir, owner), ctx.timing, ctx.log === undefined ? {} : { log: ctx.log });
+  const lock = tryAcquireLock(poolPaths(ctx.dataDir, owner), ctx.timing, ctx.log === undefined ? {} : { log: ctx.log });
   if (lock === undefined) return false; // its pool is being written: the address may be about to be committed there
   try {
     if (readPoolFile(poolPaths(ctx.dataDir, owner).data, range).has(address)) return false;

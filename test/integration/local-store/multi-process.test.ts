@@ -19,7 +19,7 @@ const moduleUrl = (path: string) => JSON.stringify(pathToFileURL(join(repoRoot, 
 // Shared by both children: the pool, the store and the lock options under test.
 const prelude = `
   const { LocalStore } = await import(${moduleUrl('src/store/local/local-store.ts')});
-  const { acquirePoolLock } = await import(${moduleUrl('src/store/local/lock.ts')});
+  const { acquireLock } = await import(${moduleUrl('src/fs/lock.ts')});
   const { poolPaths } = await import(${moduleUrl('src/store/local/paths.ts')});
   const { firstFree } = await import(${moduleUrl('src/allocator/first-free.ts')});
   const { testRange } = await import(${moduleUrl('test/support/memory-store.ts')});
@@ -44,7 +44,7 @@ const claimer = `${prelude}
 const holder = `${prelude}
   const paths = poolPaths(env.DATA_DIR, pool);
   (await import('node:fs')).mkdirSync(paths.networkDir, { recursive: true });
-  await acquirePoolLock(paths, timing);
+  await acquireLock(paths, timing);
   process.stdout.write('locked\\n');
   setInterval(() => {}, 1000);
 `;

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { firstFree } from '../../../src/allocator/first-free.ts';
 import { formatIP, parseIP } from '../../../src/ip/address.ts';
-import { acquirePoolLock } from '../../../src/store/local/lock.ts';
+import { acquireLock } from '../../../src/fs/lock.ts';
 import { LocalStore } from '../../../src/store/local/local-store.ts';
 import { poolPaths } from '../../../src/store/local/paths.ts';
 import type { AllocationRecord, PoolRef } from '../../../src/store/store.ts';
@@ -71,7 +71,7 @@ test('a reservation whose pool is being written (its lock is held) counts as tak
   const dataDir = tempDataDir();
   mkdirSync(join(dataDir, 'net1', 'reservations'), { recursive: true });
   writeFileSync(join(dataDir, 'net1', 'reservations', '10.80.0.1'), JSON.stringify({ pool: '10.80.0.0-24', range: '10.80.0.0/24', containerid: 'c', podref: 'ns/c', ifname: 'eth0' }));
-  const busy = await acquirePoolLock(poolPaths(dataDir, wide), { staleMs: 10_000, timeoutMs: 1_000 });
+  const busy = await acquireLock(poolPaths(dataDir, wide), { staleMs: 10_000, timeoutMs: 1_000 });
   try {
     assert.equal(await new LocalStore(dataDir, { reservations: true }).update(narrow, claimFirst(narrow, 'podB')), '10.80.0.2');
   } finally {

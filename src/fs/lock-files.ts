@@ -2,9 +2,9 @@
 // file atomically and exclusively, and removing a stale lock with one reclaimer at a time (see lock.ts).
 import { linkSync, readFileSync, rmdirSync, statSync, unlinkSync, writeFileSync, type Stats } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
-import { ErrorKind, HereaboutsError } from '../../errors.ts';
-import { messageOf } from '../../errors.ts';
-import { errnoOf } from '../../fs/unsafe-file.ts';
+import { ErrorKind, HereaboutsError } from '../errors.ts';
+import { messageOf } from '../errors.ts';
+import { errnoOf } from './unsafe-file.ts';
 import { decodeOwner, describeOwner, encodeOwner, liveness, newOwner, type LockOwner } from './lock-owner.ts';
 
 /** Age after which a lock whose holder cannot be judged is abandoned; see LockTiming in lock.ts. */

@@ -1,4 +1,5 @@
-// The per-pool file lock. The lock is a file created atomically with its owner record in it (written to a temp
+// The one lock primitive of the node (the local store's pools, the Kubernetes store's node cache, the installer's
+// stats folding). The lock is a file created atomically with its owner record in it (written to a temp
 // file, then hard-linked to the lock's name: link fails if anything is there), so it never exists without saying
 // who holds it. It is stale only when its holder is provably dead (lock-owner.ts): a live holder keeps it however
 // long it stalls (like flock), so the lock never has two holders, and a waiter that runs out of time answers code
@@ -13,13 +14,17 @@
 // (exclusive, like the lock itself), and re-reads the lock under it: one reclaimer per stale lock, and only a lock
 // still stale goes. A claim whose creator died is itself reclaimed the same way.
 import { linkSync, utimesSync, writeFileSync } from 'node:fs';
-import { ErrorKind, HereaboutsError } from '../../errors.ts';
-import { monotonicMs, sleep } from '../../clock.ts';
-import { messageOf } from '../../errors.ts';
-import { errnoOf } from '../../fs/unsafe-file.ts';
+import { ErrorKind, HereaboutsError } from '../errors.ts';
+import { monotonicMs, sleep } from '../clock.ts';
+import { messageOf } from '../errors.ts';
+import { errnoOf } from './unsafe-file.ts';
 import { describe, identityOf, inspect, judge, removeIfStill, removeTemp, tempBeside, unlinkQuietly } from './lock-files.ts';
 import { encodeOwner, newOwner, type LockOwner } from './lock-owner.ts';
-import type { PoolPaths } from './paths.ts';
+
+/** Where the lock lives: a file path beside what it protects. */
+export interface LockPath {
+  readonly lock: string;
+}
 
 export interface LockTiming {
   /** Age after which a lock whose holder cannot be judged (another pid namespace, no owner record) is abandoned. */
@@ -49,8 +54,8 @@ const MIN_POLL_MS = 2;
 const MAX_POLL_MS = 50;
 const FILE_MODE = 0o600;
 
-/** Waits for the pool's lock (polling with jitter until timing.timeoutMs) and returns it held. */
-export async function acquirePoolLock(paths: PoolPaths, timing: LockTiming, options: LockOptions = {}): Promise<HeldLock> {
+/** Waits for the lock (polling with jitter until timing.timeoutMs) and returns it held. */
+export async function acquireLock(paths: LockPath, timing: LockTiming, options: LockOptions = {}): Promise<HeldLock> {
   const deadline = monotonicMs() + timing.timeoutMs;
   const attempts = new Attempts(paths, timing, options);
   let announced = false;
@@ -59,7 +64,7 @@ export async function acquirePoolLock(paths: PoolPaths, timing: LockTiming, opti
       const outcome = attempts.next();
       if (outcome.kind === 'held') return outcome.lock;
       if (!announced) {
-        options.log?.debug(`pool lock ${paths.lock} is held by ${outcome.holder}; waiting`);
+        options.log?.debug(`lock ${paths.lock} is held by ${outcome.holder}; waiting`);
         announced = true;
       }
       if (monotonicMs() >= deadline) {
@@ -75,7 +80,7 @@ export async function acquirePoolLock(paths: PoolPaths, timing: LockTiming, opti
 }
 
 /** One attempt without waiting (a stale lock is still reclaimed): the lock, or undefined while someone live holds it. */
-export function tryAcquirePoolLock(paths: PoolPaths, timing: LockTiming, options: LockOptions = {}): HeldLock | undefined {
+export function tryAcquireLock(paths: LockPath, timing: LockTiming, options: LockOptions = {}): HeldLock | undefined {
   const attempts = new Attempts(paths, timing, options);
   try {
     const outcome = attempts.next();
@@ -99,11 +104,11 @@ class Attempts {
   readonly #temp: string;
   #tempWritten = false;
   #lastAlive: { readonly identity: string; readonly atMs: number; readonly holder: string } | undefined;
-  readonly paths: PoolPaths;
+  readonly paths: LockPath;
   readonly timing: LockTiming;
   readonly options: LockOptions;
 
-  constructor(paths: PoolPaths, timing: LockTiming, options: LockOptions) {
+  constructor(paths: LockPath, timing: LockTiming, options: LockOptions) {
     this.paths = paths;
     this.timing = timing;
     this.options = options;
@@ -126,9 +131,9 @@ class Attempts {
         return { kind: 'busy', holder: verdict.holder };
       }
       if (verdict.kind === 'stale-by-age') {
-        options.log?.warning(`pool lock ${paths.lock}: ${verdict.why}; taking it over after ${timing.staleMs} ms without a refresh`);
+        options.log?.warning(`lock ${paths.lock}: ${verdict.why}; taking it over after ${timing.staleMs} ms without a refresh`);
       } else {
-        options.log?.debug(`pool lock ${paths.lock}: ${verdict.why}; taking it over`);
+        options.log?.debug(`lock ${paths.lock}: ${verdict.why}; taking it over`);
       }
       if (!removeIfStill(paths.lock, seen, timing, 0)) return { kind: 'busy', holder: `a reclaimer of ${describe(seen)}` };
     }
@@ -154,7 +159,7 @@ class Attempts {
   }
 }
 
-function heldLock(paths: PoolPaths, owner: LockOwner, timing: LockTiming): HeldLock {
+function heldLock(paths: LockPath, owner: LockOwner, timing: LockTiming): HeldLock {
   // Keeps the mtime fresh for waiters that can only judge by age (another pid namespace); never keeps us alive.
   const refresh = setInterval(() => touch(paths.lock), Math.max(1000, Math.floor(timing.staleMs / 2)));
   refresh.unref();

@@ -5,7 +5,7 @@
 // it stalls, is never dead. A record from another pid namespace (a pid we cannot look up) is "unknown": the caller
 // falls back on the lock's age.
 import { readFileSync, readlinkSync } from 'node:fs';
-import { errnoOf } from '../../fs/unsafe-file.ts';
+import { errnoOf } from './unsafe-file.ts';
 
 export interface LockOwner {
   readonly pid: number;

@@ -6,7 +6,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, readlinkSync, utimesS
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { acquirePoolLock } from '../../../src/store/local/lock.ts';
+import { acquireLock } from '../../../src/fs/lock.ts';
 import { poolPaths } from '../../../src/store/local/paths.ts';
 import { embeddedNode, repoRoot } from '../../support/paths.ts';
 import { HereaboutsError } from '../../../src/errors.ts';
@@ -46,7 +46,7 @@ test('a lock whose holder has exited is taken over at once, well inside the age 
   const paths = tempPaths();
   plantLock(paths.lock, { pid: exitedPid(), start: '1', pidns, boot: bootId });
   const started = Date.now();
-  const lock = await acquirePoolLock(paths, { staleMs: 60_000, timeoutMs: 5_000 });
+  const lock = await acquireLock(paths, { staleMs: 60_000, timeoutMs: 5_000 });
   assert.ok(Date.now() - started < 1_000, `took ${Date.now() - started} ms`);
   lock.assertHeld();
   await lock.release();
@@ -56,21 +56,21 @@ test('a lock whose holder has exited is taken over at once, well inside the age 
 test('a lock whose pid now belongs to a process started at another time is taken over', async () => {
   const paths = tempPaths();
   plantLock(paths.lock, { pid: process.pid, start: String(Number(startOf(process.pid)) + 1), pidns, boot: bootId });
-  const lock = await acquirePoolLock(paths, { staleMs: 60_000, timeoutMs: 2_000 });
+  const lock = await acquireLock(paths, { staleMs: 60_000, timeoutMs: 2_000 });
   await lock.release();
 });
 
 test('a lock taken before the last boot is taken over', async () => {
   const paths = tempPaths();
   plantLock(paths.lock, { pid: process.pid, start: startOf(process.pid), pidns, boot: 'another-boot' });
-  const lock = await acquirePoolLock(paths, { staleMs: 60_000, timeoutMs: 2_000 });
+  const lock = await acquireLock(paths, { staleMs: 60_000, timeoutMs: 2_000 });
   await lock.release();
 });
 
 test('a live holder keeps its lock past the age window: the waiter gives up with code 11 naming it', async () => {
   const paths = tempPaths();
   plantLock(paths.lock, { pid: process.pid, start: startOf(process.pid), pidns, boot: bootId }, 60_000);
-  await assert.rejects(acquirePoolLock(paths, { staleMs: 100, timeoutMs: 400 }), (err: unknown) => {
+  await assert.rejects(acquireLock(paths, { staleMs: 100, timeoutMs: 400 }), (err: unknown) => {
     return isCode(11, /waiting for the lock/)(err) && err instanceof HereaboutsError && /pid \d+ \(running\)/.test(err.details ?? '');
   });
   assert.equal(JSON.parse(readFileSync(paths.lock, 'utf8')).pid, process.pid, 'the lock is untouched');
@@ -79,8 +79,8 @@ test('a live holder keeps its lock past the age window: the waiter gives up with
 test('a holder stopped with SIGSTOP past the age window keeps its lock', async () => {
   const paths = tempPaths();
   const holder = spawn(embeddedNode, ['--input-type=module', '-e', `
-    const { acquirePoolLock } = await import(${JSON.stringify(pathToFileURL(join(repoRoot, 'src/store/local/lock.ts')).href)});
-    await acquirePoolLock(${JSON.stringify(paths)}, { staleMs: 1000, timeoutMs: 5000 });
+    const { acquireLock } = await import(${JSON.stringify(pathToFileURL(join(repoRoot, 'src/fs/lock.ts')).href)});
+    await acquireLock(${JSON.stringify(paths)}, { staleMs: 1000, timeoutMs: 5000 });
     process.stdout.write('locked\\n');
     setInterval(() => {}, 1000);
   `], { stdio: ['ignore', 'pipe', 'inherit'] });
@@ -90,7 +90,7 @@ test('a holder stopped with SIGSTOP past the age window keeps its lock', async (
       holder.once('exit', (code) => reject(new Error(`holder exited early (${code})`)));
     });
     holder.kill('SIGSTOP');
-    await assert.rejects(acquirePoolLock(paths, { staleMs: 300, timeoutMs: 1_500 }), isCode(11, /waiting for the lock/));
+    await assert.rejects(acquireLock(paths, { staleMs: 300, timeoutMs: 1_500 }), isCode(11, /waiting for the lock/));
     assert.equal(JSON.parse(readFileSync(paths.lock, 'utf8')).pid, holder.pid);
   } finally {
     holder.kill('SIGKILL');
@@ -101,10 +101,10 @@ test('a lock from another pid namespace is judged by age: kept while fresh, take
   const paths = tempPaths();
   const foreign = { pid: 1, start: '1', pidns: 'pid:[1]', boot: bootId };
   plantLock(paths.lock, foreign);
-  await assert.rejects(acquirePoolLock(paths, { staleMs: 5_000, timeoutMs: 200 }), isCode(11, /waiting/));
+  await assert.rejects(acquireLock(paths, { staleMs: 5_000, timeoutMs: 200 }), isCode(11, /waiting/));
   plantLock(paths.lock, foreign, 10_000);
   const warnings: string[] = [];
-  const lock = await acquirePoolLock(paths, { staleMs: 5_000, timeoutMs: 1_000 }, { log: { debug: () => {}, warning: (m) => warnings.push(m) } });
+  const lock = await acquireLock(paths, { staleMs: 5_000, timeoutMs: 1_000 }, { log: { debug: () => {}, warning: (m) => warnings.push(m) } });
   await lock.release();
   assert.match(warnings.join('\n'), /another pid namespace.*taking it over/);
 });
@@ -112,16 +112,16 @@ test('a lock from another pid namespace is judged by age: kept while fresh, take
 test('a lock directory left by an older hereabouts is judged by age', async () => {
   const paths = tempPaths();
   mkdirSync(paths.lock);
-  await assert.rejects(acquirePoolLock(paths, { staleMs: 5_000, timeoutMs: 200 }), isCode(11, /waiting/));
+  await assert.rejects(acquireLock(paths, { staleMs: 5_000, timeoutMs: 200 }), isCode(11, /waiting/));
   const past = new Date(Date.now() - 10_000);
   utimesSync(paths.lock, past, past);
-  const lock = await acquirePoolLock(paths, { staleMs: 5_000, timeoutMs: 1_000 });
+  const lock = await acquireLock(paths, { staleMs: 5_000, timeoutMs: 1_000 });
   await lock.release();
 });
 
 test('assertHeld() fails with code 11 once the lock file names another holder, and release() leaves that lock alone', async () => {
   const paths = tempPaths();
-  const lock = await acquirePoolLock(paths, { staleMs: 10_000, timeoutMs: 1_000 });
+  const lock = await acquireLock(paths, { staleMs: 10_000, timeoutMs: 1_000 });
   lock.assertHeld();
   plantLock(paths.lock, { pid: process.pid, start: startOf(process.pid), pidns, boot: bootId, token: 'someone-else' });
   assert.throws(() => lock.assertHeld(), isCode(11, /lost the lock/));
@@ -131,14 +131,14 @@ test('assertHeld() fails with code 11 once the lock file names another holder, a
 
 test('the lock file names its holder: pid, start time, pid namespace and boot', async () => {
   const paths = tempPaths();
-  const lock = await acquirePoolLock(paths, { staleMs: 10_000, timeoutMs: 1_000 });
+  const lock = await acquireLock(paths, { staleMs: 10_000, timeoutMs: 1_000 });
   const owner = JSON.parse(readFileSync(paths.lock, 'utf8'));
   assert.deepEqual([owner.pid, owner.start, owner.pidns, owner.boot], [process.pid, startOf(process.pid), pidns, bootId]);
   await lock.release();
 });
 
 test('liveness() calls a missing pid unknown (not dead) when another user\'s processes may be hidden from us', async () => {
-  const { liveness } = await import('../../../src/store/local/lock-owner.ts');
+  const { liveness } = await import('../../../src/fs/lock-owner.ts');
   const owner = { pid: exitedPid(), start: '1', pidns, boot: bootId, token: 't' };
   assert.equal(liveness(owner).state, 'dead');
   assert.equal(liveness(owner, { pidsMayBeHidden: true }).state, 'unknown');
