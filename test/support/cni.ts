@@ -95,7 +95,7 @@ export function runCni(
 export async function retryLockWaits(run: () => Promise<CniOutcome>, onRetry: () => void, retries = 2): Promise<CniOutcome> {
   for (let attempt = 0; ; attempt++) {
     const outcome = await run();
-    const lockWait = outcome.code !== 0 && outcome.json?.['code'] === 11 && /waiting for the lock/.test(String(outcome.json?.['msg']));
+    const lockWait = outcome.code !== 0 && outcome.json?.['code'] === 11 && /waiting for the lock/.test(String(outcome.json['msg']));
     if (!lockWait || attempt === retries) return outcome;
     onRetry();
   }

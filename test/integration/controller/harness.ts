@@ -42,7 +42,7 @@ export interface Running {
 export function startController(ns: Namespace, ...flags: string[]): Running {
   const child = spawn(bin, ['controller', '--kubeconfig', ns.kubeconfig, ...QUIET, ...flags], { stdio: ['ignore', 'ignore', 'pipe'], env: {} });
   let text = '';
-  child.stderr!.on('data', (b: Buffer) => (text += b.toString()));
+  child.stderr.on('data', (b: Buffer) => (text += b.toString()));
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   return {
     child,

@@ -171,7 +171,7 @@ test('agent SIGKILLed while its API request hangs: code 11, the retry (in-proces
     proxy.resume();
   }
   assert.equal(out.json?.['code'], 11, out.stdout);
-  assert.match(String(out.json?.['msg']), /^node agent did not answer: /);
+  assert.match(String(out.json['msg']), /^node agent did not answer: /);
   const retry = await call('ADD', c, 'killed');
   assert.equal(retry.code, 0, retry.stdout + retry.stderr);
   assert.ok(!retry.stderr.includes('"in the node agent'), 'the socket is stale: the plugin ran in-process');

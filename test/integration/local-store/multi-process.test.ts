@@ -65,8 +65,8 @@ function start(script: string, env: Record<string, string>): Child {
     output: '',
     exited: new Promise((resolve) => proc.on('exit', (code) => resolve({ code, at: Date.now() }))),
   };
-  proc.stdout?.on('data', (chunk: Buffer) => (child.output += chunk.toString()));
-  proc.stderr?.on('data', (chunk: Buffer) => (child.output += chunk.toString()));
+  proc.stdout.on('data', (chunk: Buffer) => (child.output += chunk.toString()));
+  proc.stderr.on('data', (chunk: Buffer) => (child.output += chunk.toString()));
   return child;
 }
 

@@ -135,7 +135,7 @@ describe('hereabouts ip and pool', () => {
     assert.equal(row['orphan'], undefined, 'a running pod keeps its address');
     const blue = json<{ allocations: Array<Record<string, unknown>> }>(hb(ns, ['pool', 'blue-10.60.0.0-24', '-o', 'json']));
     assert.deepEqual(blue.allocations[0]?.['orphan'], { reason: 'pod-gone' });
-    assert.deepEqual(blue.allocations[0]?.['pod'], { state: 'gone' });
+    assert.deepEqual(blue.allocations[0]['pod'], { state: 'gone' });
   });
 
   test('pool prints a table; a node-slice pool names its node; an IPv6 /64 counts exactly', () => {
