@@ -28,7 +28,7 @@ describe('bridge plugin with hereabouts IPAM', { skip }, () => {
   before(() => {
     world = new E2eWorld();
   });
-  after(() => world?.close());
+  after(() => (world as E2eWorld | undefined)?.close()); // unset if before() failed
 
   const v4 = { range: '10.99.0.0/24', gateway: '10.99.0.1' };
 

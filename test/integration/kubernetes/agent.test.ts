@@ -90,9 +90,10 @@ before(async () => {
 });
 
 after(async () => {
-  agent?.kill();
-  proxy?.close();
-  await ns?.cleanup();
+  // Unset if before() failed: after hooks run all the same.
+  (agent as AgentProcess | undefined)?.kill();
+  (proxy as CountingProxy | undefined)?.close();
+  await (ns as Namespace | undefined)?.cleanup();
 });
 
 const NODE = 'agent-node-1';

@@ -20,7 +20,8 @@ before(async () => {
 });
 
 after(async () => {
-  await ns?.cleanup();
+  // Unset if before() failed: after hooks run all the same.
+  await (ns as Namespace | undefined)?.cleanup();
 });
 
 function call(command: 'ADD' | 'DEL', node: string, pod: string, killAfterMs = 120_000): Promise<CniOutcome> {

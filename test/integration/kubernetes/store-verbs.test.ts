@@ -23,7 +23,8 @@ before(async () => {
 });
 
 after(async () => {
-  await ns?.cleanup();
+  // Unset if before() failed: after hooks run all the same.
+  await (ns as Namespace | undefined)?.cleanup();
 });
 
 const pod = (i: number) => ({ containerId: `c${i}`, ifname: 'eth0', podRef: `default/pod-${i}`, podUid: `uid-${i}` });

@@ -38,7 +38,8 @@ before(async () => {
 });
 
 after(async () => {
-  await ns?.cleanup();
+  // Unset if before() failed: after hooks run all the same.
+  await (ns as Namespace | undefined)?.cleanup();
 });
 
 const config = () => kubeNetwork(ns, [testRange('10.50.0.0/24')], { name: 'wb' });
