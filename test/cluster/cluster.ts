@@ -95,8 +95,8 @@ export function nodeTokenStatus(c: Cluster): Promise<number> {
   });
 }
 
-export function getJson<T>(c: Cluster, args: readonly string[]): T {
-  return JSON.parse(kubectl(c, ['get', ...args, '-o', 'json'])) as T;
+export function getJson(c: Cluster, args: readonly string[]): unknown {
+  return JSON.parse(kubectl(c, ['get', ...args, '-o', 'json']));
 }
 
 /** Applies objects given as JSON (one or a List). */
@@ -179,7 +179,7 @@ export interface IPPool {
 
 /** Every allocation in the IPv4 pools of kube-system, with its pool and its address (the range's base + offset). */
 export function allocations(c: Cluster): Array<Allocation & { pool: string; offset: string; ip: string }> {
-  const pools = getJson<{ items: IPPool[] }>(c, ['-n', 'kube-system', 'ippools.whereabouts.cni.cncf.io']).items;
+  const pools = (getJson(c, ['-n', 'kube-system', 'ippools.whereabouts.cni.cncf.io']) as { items: IPPool[] }).items;
   return pools.flatMap((pool) => Object.entries(pool.spec.allocations ?? {}).map(([offset, a]) => ({ ...a, pool: pool.metadata.name, offset, ip: ipv4At(pool.spec.range, Number(offset)) })));
 }
 
