@@ -23,11 +23,15 @@ function scratch(): string {
 
 export function memoryBackend(): Backend {
   return {
-    async create(counts) {
+    create(counts) {
       const api = new MemoryApiClient(new MemoryApiServer(), { namespace: 'model' });
       const workDir = scratch();
       const cluster = new Cluster({ api, workDir, nodePrefix: '', counts, nodes: NODES });
-      return { cluster, dispose: async () => rmSync(workDir, { recursive: true, force: true }) };
+      const dispose = (): Promise<void> => {
+        rmSync(workDir, { recursive: true, force: true });
+        return Promise.resolve();
+      };
+      return Promise.resolve({ cluster, dispose });
     },
   };
 }

@@ -47,7 +47,7 @@ function counting(): Resolver & { loads: number } {
       r.loads++;
       return loadEndpoint(path);
     },
-    recipe: async (text: string, path: string, endpoint: ApiEndpoint) => recipeOf(text, path, endpoint),
+    recipe: (text: string, path: string, endpoint: ApiEndpoint) => Promise.resolve(recipeOf(text, path, endpoint)),
   };
   return r;
 }
@@ -133,7 +133,7 @@ test('exec plugins are never cached: every call goes through kubeconfig.ts', asy
   const { file, cacheDir } = setup(exec);
   const resolver: Resolver = {
     load: async () => ({ ...(await loadEndpoint(setup('      token: stand-in').file)) }),
-    recipe: async (text, path, endpoint) => recipeOf(text, path, endpoint),
+    recipe: (text, path, endpoint) => Promise.resolve(recipeOf(text, path, endpoint)),
   };
   for (let i = 0; i < 2; i++) {
     const r = await loadEndpointCached(file, cacheDir, resolver);
