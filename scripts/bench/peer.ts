@@ -40,7 +40,7 @@ const parts = new Set(flags.cases.split(','));
 for (const c of parts) if (!['single', 'slices', 'shared'].includes(c)) throw new RangeError(`--cases ${flags.cases}: each of single, slices, shared`);
 const positive = (name: 'single' | 'burst' | 'nodes' | 'concurrency'): number => {
   const value = Number(flags[name]);
-  if (!Number.isInteger(value) || value < 1) throw new RangeError(`--${name} ${String(flags[name])}: need a positive integer`);
+  if (!Number.isInteger(value) || value < 1) throw new RangeError(`--${name} ${flags[name]}: need a positive integer`);
   return value;
 };
 const singleRounds = positive('single');
@@ -83,7 +83,10 @@ function measured(tools: Tools, file: string, env: Record<string, string>, input
     child.on('close', () => {
       clearTimeout(timer);
       const text = Buffer.concat(report).toString('utf8');
-      if (text === '') return reject(new Error(`rusage ${file}: no report (${Buffer.concat(err).toString('utf8')})`));
+      if (text === '') {
+        reject(new Error(`rusage ${file}: no report (${Buffer.concat(err).toString('utf8')})`));
+        return;
+      }
       const r = JSON.parse(text) as { wallUs: number; userUs: number; sysUs: number; code: number };
       resolve({ code: r.code, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8'), wallMs: r.wallUs / 1000, cpuMs: (r.userUs + r.sysUs) / 1000 });
     });
