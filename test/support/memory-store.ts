@@ -42,7 +42,7 @@ export class MemoryStore implements Store {
   }
 
   #pool(pool: PoolRef): Map<bigint, AllocationRecord> {
-    return this.#pools.get(key(pool)) ?? new Map();
+    return this.#pools.get(key(pool)) ?? new Map<bigint, AllocationRecord>();
   }
 }
 

@@ -88,7 +88,7 @@ function claimedAddresses(children: readonly Child[]): string[] {
 }
 
 function poolFile(dataDir: string): { allocations: Record<string, { id: string }> } {
-  return JSON.parse(readFileSync(join(dataDir, 'stress', '10.0.0.0-16.json'), 'utf8'));
+  return JSON.parse(readFileSync(join(dataDir, 'stress', '10.0.0.0-16.json'), 'utf8')) as { allocations: Record<string, { id: string }> };
 }
 
 async function startClaimers(dataDir: string, goFile: string, prefix: string): Promise<Child[]> {
