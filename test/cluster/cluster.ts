@@ -7,6 +7,7 @@ import { request } from 'node:https';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { messageOf } from '../../src/errors.ts';
 import { repoRoot } from '../support/paths.ts';
 
 export interface Cluster {
@@ -116,7 +117,7 @@ export async function until<T>(what: string, ms: number, check: () => T | undefi
     } catch (err) {
       last = err;
     }
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}${last === undefined ? '' : `: ${String(last)}`}`);
+    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}${last === undefined ? '' : `: ${messageOf(last)}`}`);
     await new Promise((r) => setTimeout(r, 500));
   }
 }
