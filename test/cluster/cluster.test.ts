@@ -200,7 +200,7 @@ describe('a real single-node cluster', () => {
   const noAddFails = async (prefix: string, during: () => Promise<void>): Promise<void> => {
     const names: string[] = [];
     const refused: string[] = [];
-    let done = false;
+    let done = false as boolean; // set in the finally below while the loops run, not the constant false TypeScript assumes inside them
     const probing = (async () => {
       while (!done) {
         const status = await nodeTokenStatus(c).catch((err: unknown) => String(err));

@@ -30,7 +30,7 @@ export function spawnAgent(bin: string, socketPath: string, extraArgs: readonly 
 }
 
 export async function until(what: string, check: () => boolean, timeoutMs = 20_000, abort?: Promise<unknown>): Promise<void> {
-  let aborted = false;
+  let aborted = false as boolean; // set by the callback below while the loop waits, not the constant false TypeScript assumes in it
   void abort?.then(() => (aborted = true));
   const deadline = Date.now() + timeoutMs;
   while (!check()) {
