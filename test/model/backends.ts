@@ -12,13 +12,11 @@ import type { Backend } from './runner.ts';
 
 function scratch(): string {
   // Cache writes fsync: a tmpfs keeps thousands of steps fast.
-  let base = tmpdir();
   try {
-    base = mkdtempSync('/dev/shm/hereabouts-model-');
+    return mkdtempSync('/dev/shm/hereabouts-model-');
   } catch {
-    base = mkdtempSync(join(tmpdir(), 'hereabouts-model-'));
+    return mkdtempSync(join(tmpdir(), 'hereabouts-model-'));
   }
-  return base;
 }
 
 export function memoryBackend(): Backend {

@@ -15,7 +15,8 @@ export const TEST_TRUST_ENV: Readonly<Record<string, string>> = {
 };
 
 export interface CniCall {
-  readonly command: 'ADD' | 'DEL' | 'CHECK' | 'GC' | 'STATUS' | 'VERSION' | string;
+  /** ADD, DEL, CHECK, GC, STATUS, VERSION, or any other string for malformed-request tests. */
+  readonly command: string;
   readonly containerId?: string;
   readonly netns?: string;
   readonly ifname?: string;
