@@ -61,10 +61,9 @@ function main(): void {
   cases.push(nodeTwice, direct, hostLocalDirect);
 
   if (asRoot) {
-    const host = netns('hab-bench-host');
+    netns('hab-bench-host');
     const podA = netns('hab-bench-a');
     const podB = netns('hab-bench-b');
-    void host;
     const bridge = (name: string, br: string, ipam: object): object => ({ cniVersion: '1.0.0', name, type: 'bridge', bridge: br, ipMasq: false, ipam });
     cases.push(
       addDel('bridge + hereabouts ADD+DEL', 'ip', ['netns', 'exec', 'hab-bench-host', join(debianCniDir, 'bridge')], podA,

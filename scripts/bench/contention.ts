@@ -30,7 +30,7 @@ if (![writers, claims, entries, rounds].every((n) => Number.isInteger(n) && n > 
 type Obj = Record<string, unknown>;
 type Mode = 'rv' | 'lease';
 const record = (i: number): Obj => ({ id: `c${i}-${'0123456789abcdef'.repeat(4)}`, podref: `default/pod-${i}`, ifname: 'eth0', node: 'node-001', createdAt: new Date().toISOString() });
-const versionOf = (res: ApiResponse): unknown => ((res.body as Obj)['metadata'] as Obj)['resourceVersion'];
+const versionOf = (res: ApiResponse): string | undefined => ((res.body as Obj)['metadata'] as Obj)['resourceVersion'] as string | undefined;
 const micro = (): string => new Date().toISOString().replace(/Z$/, '000Z'); // a Lease's MicroTime
 
 interface Counts {
@@ -79,11 +79,11 @@ async function run(ns: Namespace, mode: Mode, round: number): Promise<string> {
     for (let k = 0; k < claims; k++) {
       const offset = 10_000 + w * 1_000 + k;
       const lease = mode === 'lease' ? await acquire(api, `writer-${w}`) : undefined;
-      let refused: unknown;
+      let refused: string | undefined;
       // The store's own retry loop and backoff (retry.ts), with the options its commits use.
       const outcome = await retryOnConflict(async () => {
         // As the store reads: after a refusal from the watch cache if it holds a newer version, else a quorum read.
-        let read = refused === undefined ? undefined : await send(api, { method: 'GET', path: `${poolPath}?resourceVersion=${String(refused)}` }, 'poolRequests');
+        let read = refused === undefined ? undefined : await send(api, { method: 'GET', path: `${poolPath}?resourceVersion=${refused}` }, 'poolRequests');
         if (read === undefined || versionOf(read) === refused) read = await send(api, { method: 'GET', path: poolPath }, 'poolRequests');
         const version = versionOf(read);
         const patch = [{ op: 'test', path: '/metadata/resourceVersion', value: version }, { op: 'add', path: `/spec/allocations/${offset}`, value: record(offset) }, { op: 'add', path: '/metadata/managedFields', value: [{}] }];

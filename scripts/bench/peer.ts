@@ -40,7 +40,7 @@ const parts = new Set(flags.cases.split(','));
 for (const c of parts) if (!['single', 'slices', 'shared'].includes(c)) throw new RangeError(`--cases ${flags.cases}: each of single, slices, shared`);
 const positive = (name: 'single' | 'burst' | 'nodes' | 'concurrency'): number => {
   const value = Number(flags[name]);
-  if (!Number.isInteger(value) || value < 1) throw new RangeError(`--${name} ${String(flags[name])}: need a positive integer`);
+  if (!Number.isInteger(value) || value < 1) throw new RangeError(`--${name} ${flags[name]}: need a positive integer`);
   return value;
 };
 const singleRounds = positive('single');
@@ -75,19 +75,22 @@ function measured(tools: Tools, file: string, env: Record<string, string>, input
     const out: Buffer[] = [];
     const err: Buffer[] = [];
     const report: Buffer[] = [];
-    child.stdout?.on('data', (b: Buffer) => out.push(b));
-    child.stderr?.on('data', (b: Buffer) => err.push(b));
+    child.stdout.on('data', (b: Buffer) => out.push(b));
+    child.stderr.on('data', (b: Buffer) => err.push(b));
     (child.stdio[3] as NodeJS.ReadableStream).on('data', (b: Buffer) => report.push(b));
     const timer = setTimeout(() => child.kill('SIGKILL'), 180_000);
     child.on('error', reject);
     child.on('close', () => {
       clearTimeout(timer);
       const text = Buffer.concat(report).toString('utf8');
-      if (text === '') return reject(new Error(`rusage ${file}: no report (${Buffer.concat(err).toString('utf8')})`));
+      if (text === '') {
+        reject(new Error(`rusage ${file}: no report (${Buffer.concat(err).toString('utf8')})`));
+        return;
+      }
       const r = JSON.parse(text) as { wallUs: number; userUs: number; sysUs: number; code: number };
       resolve({ code: r.code, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8'), wallMs: r.wallUs / 1000, cpuMs: (r.userUs + r.sysUs) / 1000 });
     });
-    child.stdin?.end(input);
+    child.stdin.end(input);
   });
 }
 
@@ -157,7 +160,7 @@ async function agentFor(node: string): Promise<NodeAgent> {
   const socket = join(work, 'agents', node, 'agent.sock');
   const child = spawn(hereaboutsBin, ['agent', '--socket', socket], { env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' }, stdio: ['ignore', 'ignore', 'pipe'] });
   let log = '';
-  child.stderr?.on('data', (b: Buffer) => (log += b.toString()));
+  child.stderr.on('data', (b: Buffer) => (log += b.toString()));
   for (let i = 0; !log.includes('listening on'); i++) {
     if (i > 500 || child.exitCode !== null) throw new Error(`agent for ${node} did not start: ${log}`);
     await new Promise((r) => setTimeout(r, 20));

@@ -69,20 +69,20 @@ function buildImage(out: string): void {
 }
 
 const blob = (digest: string): Buffer => readFileSync(join(dir, 'a', 'oci', 'blobs', 'sha256', digest.replace('sha256:', '')));
-const parse = <T>(data: Buffer): T => JSON.parse(data.toString('utf8')) as T;
+const parse = (data: Buffer): unknown => JSON.parse(data.toString('utf8'));
 
 function imageIndex(): Descriptor[] {
-  const top = parse<{ manifests: Descriptor[] }>(readFileSync(join(dir, 'a', 'oci', 'index.json')));
+  const top = parse(readFileSync(join(dir, 'a', 'oci', 'index.json'))) as { manifests: Descriptor[] };
   assert.equal(top.manifests.length, 1);
-  return parse<{ manifests: Descriptor[] }>(blob(top.manifests[0]!.digest)).manifests;
+  return (parse(blob(top.manifests[0]!.digest)) as { manifests: Descriptor[] }).manifests;
 }
 
 function platformImage(arch: string): { manifest: Manifest; config: Config; configBytes: Buffer } {
   const entry = imageIndex().find((m) => m.platform?.architecture === arch);
   assert.ok(entry, `no ${arch} in the index`);
-  const manifest = parse<Manifest>(blob(entry.digest));
+  const manifest = parse(blob(entry.digest)) as Manifest;
   const configBytes = blob(manifest.config.digest);
-  return { manifest, config: parse<Config>(configBytes), configBytes };
+  return { manifest, config: parse(configBytes) as Config, configBytes };
 }
 
 before(() => {
@@ -99,7 +99,7 @@ before(() => {
 });
 
 after(() => {
-  if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
+  if ((dir as string | undefined) !== undefined) rmSync(dir, { recursive: true, force: true }); // unset when skipped or before() failed
 });
 
 test('two builds from the same inputs are byte-identical (index digest, every blob, both archives)', { skip: arm64Missing }, () => {
@@ -117,7 +117,7 @@ test('two builds from the same inputs are byte-identical (index digest, every bl
 });
 
 test('the OCI layout names the image index, which lists linux/amd64 and linux/arm64/v8', { skip: arm64Missing }, () => {
-  const top = parse<{ manifests: Descriptor[] }>(readFileSync(join(dir, 'a', 'oci', 'index.json')));
+  const top = parse(readFileSync(join(dir, 'a', 'oci', 'index.json'))) as { manifests: Descriptor[] };
   assert.equal(top.manifests[0]!.mediaType, 'application/vnd.oci.image.index.v1+json');
   assert.deepEqual(top.manifests[0]!.annotations, { 'io.containerd.image.name': ref, 'org.opencontainers.image.ref.name': '9.9.9-test' });
   assert.deepEqual(parse(readFileSync(join(dir, 'a', 'oci', 'oci-layout'))), { imageLayoutVersion: '1.0.0' });
@@ -131,7 +131,7 @@ test('the OCI layout names the image index, which lists linux/amd64 and linux/ar
 });
 
 test("every descriptor's digest and size match its blob; a layer's diff_id is its uncompressed digest", { skip: arm64Missing }, () => {
-  const top = parse<{ manifests: Descriptor[] }>(readFileSync(join(dir, 'a', 'oci', 'index.json')));
+  const top = parse(readFileSync(join(dir, 'a', 'oci', 'index.json'))) as { manifests: Descriptor[] };
   const descriptors: Descriptor[] = [top.manifests[0]!, ...imageIndex()];
   for (const arch of ['amd64', 'arm64']) {
     const { manifest, config } = platformImage(arch);
@@ -209,7 +209,7 @@ function exerciseLocalStore(command: readonly string[], dataDir: string): void {
   const conf = JSON.stringify({ cniVersion: '1.0.0', name: 'img', type: 'bridge', ipam: { type: 'hereabouts', datastore: 'local', data_dir: dataDir, range: '10.77.0.0/24' } });
   // HEREABOUTS_ALLOWED_DIRS: the data dir is outside the default /var/lib/cni (the runtime's trust policy).
   const env = (verb: string): NodeJS.ProcessEnv => ({ HEREABOUTS_ALLOWED_DIRS: posix.dirname(dataDir), CNI_COMMAND: verb, CNI_CONTAINERID: 'c1', CNI_NETNS: '/var/run/netns/x', CNI_IFNAME: 'eth0', CNI_PATH: '/opt/cni/bin' });
-  const added = parse<{ ips: { address: string }[] }>(Buffer.from(run(file!, args, { env: env('ADD'), input: conf }).stdout));
+  const added = parse(Buffer.from(run(file!, args, { env: env('ADD'), input: conf }).stdout)) as { ips: { address: string }[] };
   assert.equal(added.ips[0]?.address, '10.77.0.1/24');
   assert.equal(run(file!, args, { env: env('DEL'), input: conf }).stdout, '');
 }
@@ -236,7 +236,7 @@ test('each docker-archive holds the OCI config byte for byte, its tag, and the u
     const out = join(dir, `archive-${arch}`);
     mkdirSync(out);
     run('tar', ['-xf', join(dir, 'a', `hereabouts-linux-${arch}.tar`), '-C', out]);
-    const [entry] = parse<{ Config: string; RepoTags: string[]; Layers: string[] }[]>(readFileSync(join(out, 'manifest.json')));
+    const [entry] = parse(readFileSync(join(out, 'manifest.json'))) as { Config: string; RepoTags: string[]; Layers: string[] }[];
     assert.deepEqual(entry?.RepoTags, [ref]);
     assert.equal(entry.Config, `${sha256(configBytes).slice(7)}.json`);
     assert.ok(readFileSync(join(out, entry.Config)).equals(configBytes));
@@ -247,10 +247,10 @@ test('each docker-archive holds the OCI config byte for byte, its tag, and the u
 test('skopeo copies the whole index (checking every digest, keeping the index digest) and reads both archives', { skip: arm64Missing || (!has('skopeo') && 'no skopeo: apt-get install skopeo') }, () => {
   // As docs/release.md pushes it (there to docker://): the copy keeps the index digest the build printed.
   run('skopeo', ['copy', '--quiet', '--all', '--preserve-digests', `oci:${join(dir, 'a', 'oci')}:9.9.9-test`, `oci:${join(dir, 'copy')}:9.9.9-test`]);
-  const digestOf = (layout: string): string | undefined => parse<{ manifests: Descriptor[] }>(readFileSync(join(layout, 'index.json'))).manifests[0]?.digest;
+  const digestOf = (layout: string): string | undefined => (parse(readFileSync(join(layout, 'index.json'))) as { manifests: Descriptor[] }).manifests[0]?.digest;
   assert.equal(digestOf(join(dir, 'copy')), digestOf(join(dir, 'a', 'oci')));
   for (const arch of ['amd64', 'arm64']) {
-    const inspected = parse<{ Architecture: string; Os: string }>(Buffer.from(run('skopeo', ['inspect', `docker-archive:${join(dir, 'a', `hereabouts-linux-${arch}.tar`)}`]).stdout));
+    const inspected = parse(Buffer.from(run('skopeo', ['inspect', `docker-archive:${join(dir, 'a', `hereabouts-linux-${arch}.tar`)}`]).stdout)) as { Architecture: string; Os: string };
     assert.deepEqual([inspected.Os, inspected.Architecture], ['linux', arch]);
   }
 });

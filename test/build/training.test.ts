@@ -50,7 +50,7 @@ test('an arm64 build without qemu-user has empty code caches and still runs (che
   assert.equal(run.status, 0, run.stdout + run.stderr);
   assert.match(run.stdout, /note: no code cache/);
   assert.equal(readFileSync(join(out, 'hereabouts.cache')).length, 0);
-  assert.equal(JSON.parse(readFileSync(join(out, 'sea-config.json'), 'utf8')).useCodeCache, false);
+  assert.equal((JSON.parse(readFileSync(join(out, 'sea-config.json'), 'utf8')) as { useCodeCache: unknown }).useCodeCache, false);
   assert.equal(readFileSync(join(out, 'hereabouts')).readUInt16LE(18), 183); // EM_AARCH64
   if (qemu === undefined) return;
   const version = spawnSync(qemu, ['-L', arm64Sysroot, join(out, 'hereabouts'), 'version'], { env: {}, encoding: 'utf8' });

@@ -38,8 +38,8 @@ function workload(name: string): unknown {
 
 describe('a real single-node cluster', () => {
   let c: Cluster;
-  const pod = (name: string): Pod => getJson<Pod>(c, ['-n', NS, 'pod', name]);
-  const podsOf = (selector: string): Pod[] => getJson<{ items: Pod[] }>(c, ['-n', 'kube-system', 'pods', '-l', selector]).items;
+  const pod = (name: string): Pod => getJson(c, ['-n', NS, 'pod', name]) as Pod;
+  const podsOf = (selector: string): Pod[] => (getJson(c, ['-n', 'kube-system', 'pods', '-l', selector]) as { items: Pod[] }).items;
   const ipsOn = (p: Pod, network: string): string[] => networkStatus(p).find((s) => s.name === `${NS}/${network}`)?.ips ?? [];
   const readyPod = (name: string, ms = 120_000): Promise<Pod> => until(`pod ${name} Ready`, ms, () => {
     const p = pod(name);
@@ -76,14 +76,14 @@ describe('a real single-node cluster', () => {
     const pods = podsOf('app.kubernetes.io/component=controller');
     assert.equal(pods.filter(podReady).length, 2);
     const holder = await until('a lease holder', 60_000, () => {
-      const lease = getJson<{ spec: { holderIdentity?: string } }>(c, ['-n', 'kube-system', 'lease', 'hereabouts-controller']);
+      const lease = getJson(c, ['-n', 'kube-system', 'lease', 'hereabouts-controller']) as { spec: { holderIdentity?: string } };
       return lease.spec.holderIdentity || undefined;
     });
     assert.ok(pods.some((p) => p.metadata.name === holder), `holder ${holder} is one of ${pods.map((p) => p.metadata.name).join(', ')}`);
   });
 
   test('leader failover: another replica takes the Lease when the leader\'s pod is deleted', async () => {
-    const lease = (): string | undefined => getJson<{ spec: { holderIdentity?: string } }>(c, ['-n', 'kube-system', 'lease', 'hereabouts-controller']).spec.holderIdentity || undefined;
+    const lease = (): string | undefined => (getJson(c, ['-n', 'kube-system', 'lease', 'hereabouts-controller']) as { spec: { holderIdentity?: string } }).spec.holderIdentity || undefined;
     const first = lease();
     assert.ok(first !== undefined);
     const other = podsOf('app.kubernetes.io/component=controller').find((p) => p.metadata.name !== first);
@@ -107,7 +107,7 @@ describe('a real single-node cluster', () => {
     ]);
     // The controller gives the node its slice before the bridge network can allocate.
     await until('a node slice for brg', 60_000, () => {
-      const pool = getJson<{ status?: { allocations?: Array<{ nodeName: string; sliceRange: string }> } }>(c, ['-n', 'kube-system', 'nodeslicepools.whereabouts.cni.cncf.io', 'brg']);
+      const pool = getJson(c, ['-n', 'kube-system', 'nodeslicepools.whereabouts.cni.cncf.io', 'brg']) as { status?: { allocations?: Array<{ nodeName: string; sliceRange: string }> } };
       return pool.status?.allocations?.find((a) => a.nodeName === c.nodeName);
     });
     apply(c, [workload('a'), workload('b')]);
@@ -200,7 +200,7 @@ describe('a real single-node cluster', () => {
   const noAddFails = async (prefix: string, during: () => Promise<void>): Promise<void> => {
     const names: string[] = [];
     const refused: string[] = [];
-    let done = false;
+    let done = false as boolean; // set in the finally below while the loops run, not the constant false TypeScript assumes inside them
     const probing = (async () => {
       while (!done) {
         const status = await nodeTokenStatus(c).catch((err: unknown) => String(err));
@@ -224,7 +224,7 @@ describe('a real single-node cluster', () => {
     }
     assert.deepEqual(refused, [], 'the token in hereabouts.d/token was refused');
     for (const name of names) await readyPod(name);
-    const events = getJson<{ items: Array<{ reason: string; message: string; involvedObject: { name: string } }> }>(c, ['-n', NS, 'events']).items;
+    const events = (getJson(c, ['-n', NS, 'events']) as { items: Array<{ reason: string; message: string; involvedObject: { name: string } }> }).items;
     const failed = events.filter((e) => names.includes(e.involvedObject.name) && e.reason === 'FailedCreatePodSandBox');
     assert.deepEqual(failed.map((e) => `${e.involvedObject.name}: ${e.message}`), []);
     for (const name of names) assert.equal(mine(name).length, 2, name);

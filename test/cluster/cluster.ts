@@ -7,6 +7,7 @@ import { request } from 'node:https';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { messageOf } from '../../src/errors.ts';
 import { repoRoot } from '../support/paths.ts';
 
 export interface Cluster {
@@ -95,8 +96,8 @@ export function nodeTokenStatus(c: Cluster): Promise<number> {
   });
 }
 
-export function getJson<T>(c: Cluster, args: readonly string[]): T {
-  return JSON.parse(kubectl(c, ['get', ...args, '-o', 'json'])) as T;
+export function getJson(c: Cluster, args: readonly string[]): unknown {
+  return JSON.parse(kubectl(c, ['get', ...args, '-o', 'json']));
 }
 
 /** Applies objects given as JSON (one or a List). */
@@ -116,7 +117,7 @@ export async function until<T>(what: string, ms: number, check: () => T | undefi
     } catch (err) {
       last = err;
     }
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}${last === undefined ? '' : `: ${String(last)}`}`);
+    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}${last === undefined ? '' : `: ${messageOf(last)}`}`);
     await new Promise((r) => setTimeout(r, 500));
   }
 }
@@ -179,7 +180,7 @@ export interface IPPool {
 
 /** Every allocation in the IPv4 pools of kube-system, with its pool and its address (the range's base + offset). */
 export function allocations(c: Cluster): Array<Allocation & { pool: string; offset: string; ip: string }> {
-  const pools = getJson<{ items: IPPool[] }>(c, ['-n', 'kube-system', 'ippools.whereabouts.cni.cncf.io']).items;
+  const pools = (getJson(c, ['-n', 'kube-system', 'ippools.whereabouts.cni.cncf.io']) as { items: IPPool[] }).items;
   return pools.flatMap((pool) => Object.entries(pool.spec.allocations ?? {}).map(([offset, a]) => ({ ...a, pool: pool.metadata.name, offset, ip: ipv4At(pool.spec.range, Number(offset)) })));
 }
 

@@ -20,7 +20,7 @@ describe('macvlan plugin with hereabouts IPAM', { skip }, () => {
     }
     world.host.exec('ip', 'link', 'set', 'habdummy0', 'up');
   });
-  after(() => world?.close());
+  after(() => (world as E2eWorld | undefined)?.close()); // unset if before() failed
 
   for (const cniVersion of ['0.4.0', '1.0.0']) {
     test(`CNI ${cniVersion}: ADD assigns, a repeated ADD is idempotent, DEL releases`, async () => {

@@ -12,22 +12,24 @@ import type { Backend } from './runner.ts';
 
 function scratch(): string {
   // Cache writes fsync: a tmpfs keeps thousands of steps fast.
-  let base = tmpdir();
   try {
-    base = mkdtempSync('/dev/shm/hereabouts-model-');
+    return mkdtempSync('/dev/shm/hereabouts-model-');
   } catch {
-    base = mkdtempSync(join(tmpdir(), 'hereabouts-model-'));
+    return mkdtempSync(join(tmpdir(), 'hereabouts-model-'));
   }
-  return base;
 }
 
 export function memoryBackend(): Backend {
   return {
-    async create(counts) {
+    create(counts) {
       const api = new MemoryApiClient(new MemoryApiServer(), { namespace: 'model' });
       const workDir = scratch();
       const cluster = new Cluster({ api, workDir, nodePrefix: '', counts, nodes: NODES });
-      return { cluster, dispose: async () => rmSync(workDir, { recursive: true, force: true }) };
+      const dispose = (): Promise<void> => {
+        rmSync(workDir, { recursive: true, force: true });
+        return Promise.resolve();
+      };
+      return Promise.resolve({ cluster, dispose });
     },
   };
 }

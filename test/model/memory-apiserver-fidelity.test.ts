@@ -100,7 +100,7 @@ async function script(api: ApiClient, node: string): Promise<Seen[]> {
   await call('patch of a missing pool', 'x', { method: 'PATCH', path: `${wb}/ippools/nope`, contentType: merge, body: { spec: {} } });
   await call('create second pool', 'p2', { method: 'POST', path: `${wb}/ippools`, body: { ...pool({}), metadata: { name: 'p2' } } });
   const page = (await call('list, one a page', 'list', { method: 'GET', path: `${wb}/ippools?limit=1` }, (b) => (obj(b)['items'] as unknown[]).length)) as Obj;
-  const token = String(meta(page)['continue'] ?? '');
+  const token = (meta(page)['continue'] as string | undefined) ?? '';
   await call('list, next page', 'list', { method: 'GET', path: `${wb}/ippools?limit=1&continue=${encodeURIComponent(token)}` }, (b) => [(obj(b)['items'] as unknown[]).length, meta(b)['continue'] ?? '']);
 
   const orir = (name: string) => ({ apiVersion: 'whereabouts.cni.cncf.io/v1alpha1', kind: 'OverlappingRangeIPReservation', metadata: { name }, spec: { podref: `${ns}/a`, ifname: 'net1', containerid: 'c1' } });

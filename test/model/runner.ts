@@ -10,7 +10,7 @@ import { describeStep, type Step } from './steps.ts';
 
 export interface Backend {
   /** A fresh, empty cluster (its own namespace, node names and cache dirs). */
-  create(counts: FaultCounts): Promise<{ cluster: Cluster; dispose(): Promise<void> }>;
+  create(counts: FaultCounts): Promise<{ cluster: Cluster; dispose: () => Promise<void> }>;
 }
 
 export interface RunOptions extends GenerateOptions {

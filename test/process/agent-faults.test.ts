@@ -80,9 +80,9 @@ const waitingOnLock = (s: Setup, containerId: string) => (): boolean =>
 function assertNoAnswer(out: CniOutcome, why: RegExp): void {
   assert.notEqual(out.code, 0);
   assert.equal(out.json?.['code'], 11, out.stdout);
-  assert.match(String(out.json?.['msg']), /^node agent did not answer: /);
-  assert.match(String(out.json?.['msg']), why);
-  assert.equal(out.json?.['cniVersion'], '1.0.0', 'rendered in the request\'s version');
+  assert.match(String(out.json['msg']), /^node agent did not answer: /);
+  assert.match(String(out.json['msg']), why);
+  assert.equal(out.json['cniVersion'], '1.0.0', 'rendered in the request\'s version');
 }
 
 test('agent SIGKILLed mid-call: the client answers code 11 and does not run the call itself; the retry duplicates nothing', { timeout: 60_000 }, async (t) => {

@@ -55,7 +55,7 @@ describe('concurrent plugin processes on one network', { timeout: 600_000 }, () 
       assert.equal(Object.keys(stored).length, PROCESSES);
       // What each process printed is what the store recorded for its container.
       adds.forEach((out, i) => {
-        const offset = Number(addressOf(out).split('/')[0]!.split('.').map(Number).reduce((a, b) => a * 256 + b, 0) - (10 * 2 ** 24 + 50 * 2 ** 16));
+        const offset = addressOf(out).split('/')[0]!.split('.').map(Number).reduce((a, b) => a * 256 + b, 0) - (10 * 2 ** 24 + 50 * 2 ** 16);
         assert.equal(stored[String(offset)]?.id, `burst-${i}`);
       });
       const dels = await Promise.all(Array.from({ length: PROCESSES }, (_, i) => call('DEL', dataDir, i)));

@@ -21,11 +21,7 @@ interface Case {
 type Conf = { cniVersion?: unknown; name?: unknown; type: string; ipam: Record<string, unknown>; [k: string]: unknown };
 
 const ipam = (conf: Conf, patch: Record<string, unknown>): Conf => ({ ...conf, ipam: { ...conf.ipam, ...patch } });
-const without = <T extends Record<string, unknown>>(obj: T, key: string): T => {
-  const copy = { ...obj };
-  delete copy[key];
-  return copy;
-};
+const without = <T extends Record<string, unknown>>(obj: T, key: string): T => Object.fromEntries(Object.entries(obj).filter(([k]) => k !== key)) as T;
 const verb = (command: string) => (base: Record<string, string>) => ({ ...base, CNI_COMMAND: command });
 
 const cases: Case[] = [

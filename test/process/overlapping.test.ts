@@ -48,7 +48,7 @@ test('a requested address held through an overlapping range is refused with code
       conf(dataDir, '10.81.0.0/25'),
     );
     assert.equal(out.json?.['code'], 101, out.stdout);
-    assert.match(String(out.json?.['msg']), /reserved through an overlapping range/);
+    assert.match(String(out.json['msg']), /reserved through an overlapping range/);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -28,7 +28,7 @@ for (const [what, content] of damaged) {
       const conf = { cniVersion: '1.0.0', name: 'corrupt', type: 'bridge', ipam: { type: 'hereabouts', datastore: 'local', data_dir: dataDir, range: '10.70.0.0/24' } };
       const out = await runCni(bin, { command: 'ADD', containerId: 'c1', netns: '/x', ifname: 'eth0', path: '/x' }, conf);
       assert.equal(out.json?.['code'], 5, out.stdout + out.stderr);
-      assert.match(String(out.json?.['msg']), /corrupt/);
+      assert.match(String(out.json['msg']), /corrupt/);
       assert.equal(readFileSync(file, 'utf8'), content);
       assert.deepEqual(readdirSync(networkDir).filter((f) => !f.endsWith('.lock')), ['10.70.0.0-24.json']);
     } finally {

@@ -127,7 +127,7 @@ describe('CNI verbs on the local store', () => {
     ok(await call('ADD', conf));
     const out = await call('CHECK', { ...conf, prevResult: { cniVersion: '1.0.0', ips: [{ address: '10.7.0.99/24' }] } });
     assert.equal(out.json?.['code'], 102);
-    assert.match(String(out.json?.['msg']), /10\.7\.0\.99/);
+    assert.match(String(out.json['msg']), /10\.7\.0\.99/);
   });
 
   test('DEL releases the address, prints nothing, and is repeatable', async () => {
@@ -221,7 +221,7 @@ describe('CNI verbs on the local store', () => {
     ok(await call('ADD', { ...conf, runtimeConfig: { ips: ['10.16.0.5'] } }, 'holder'));
     const out = await call('ADD', { ...conf, runtimeConfig: { ips: ['10.16.0.5'] } }, 'wants-same');
     assert.equal(out.json?.['code'], 101);
-    assert.match(String(out.json?.['msg']), /10\.16\.0\.5/);
+    assert.match(String(out.json['msg']), /10\.16\.0\.5/);
     assert.deepEqual(ok(await call('ADD', conf, 'plain'))?.['ips'], [{ address: '10.16.0.1/24' }]);
   });
 
@@ -236,7 +236,7 @@ describe('CNI verbs on the local store', () => {
     ok(await call('ADD', conf, 'two'));
     const out = await call('ADD', conf, 'three');
     assert.equal(out.json?.['code'], 100);
-    assert.match(String(out.json?.['msg']), /fd00:18::\/127/);
+    assert.match(String(out.json['msg']), /fd00:18::\/127/);
     // The IPv4 address tried for "three" (.3) was rolled back: the same IPv4 pool, used alone, hands it out.
     const v4only = { ...conf, ipam: { ...(conf['ipam'] as object), ipRanges: [{ range: '10.18.0.0/24' }] } };
     assert.deepEqual(ok(await call('ADD', v4only, 'probe'))?.['ips'], [{ address: '10.18.0.3/24' }]);

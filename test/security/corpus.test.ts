@@ -42,8 +42,8 @@ function viaExecutable(s: Sandbox, c: HostileCase, scratch: string): Promise<Ver
     child.on('close', (code) => {
       clearTimeout(timer);
       const rss = Number(readFileSync(rssFile, 'utf8').trim().split('\n').pop()) * 1024;
-      if (killed) return resolve({ ok: false, code: -1, why: 'killed after the time bound', rss });
-      resolve({ ...judge(c.verb, code, stdout), rss });
+      if (killed) resolve({ ok: false, code: -1, why: 'killed after the time bound', rss });
+      else resolve({ ...judge(c.verb, code, stdout), rss });
     });
     child.stdin.on('error', () => undefined);
     child.stdin.end(c.stdin);

@@ -115,12 +115,12 @@ function mutations(s: Sandbox): Mutation[] {
     (c, _i, r) => ((c['name'] = pick(NAMES, r)), `name=${JSON.stringify(c['name'])}`),
     (_c, i, r) => ((i['range'] = pick(RANGES, r)), `range=${JSON.stringify(i['range'])}`),
     (_c, i, r) => ((i['range'] = undefined), (i['ipRanges'] = [{ range: 'fd00::/120' }, { range: pick(RANGES, r) }]), 'ipRanges'),
-    (_c, i, r) => ((i['node_slice_size'] = pick(['/26', 200, -1, '1e9', 'x', {}, 1e309], r)), 'node_slice_size'),
+    (_c, i, r) => ((i['node_slice_size'] = pick(['/26', 200, -1, '1e9', 'x', {}, Infinity], r)), 'node_slice_size'),
     (_c, i, r) => ((i['allowed_data_dirs'] = ['/']), (i['allow_exec_credentials'] = r() < 2), 'inline policy keys'),
     (_c, i, r) => ((i['log_level'] = pick(['debug', 'DEBUG', 'x', 5, withControl('info', r)], r)), 'log_level'),
     (_c, i, r) => {
       const key = pick(['range', 'network_name', 'log_file', 'data_dir', 'configuration_path', 'gateway', 'range_start', 'type'], r);
-      i[key] = withControl(typeof i[key] === 'string' ? (i[key] as string) : `${s.allowed}/x`, r);
+      i[key] = withControl(typeof i[key] === 'string' ? i[key] : `${s.allowed}/x`, r);
       return `control character in ${key}`;
     },
     (c, _i, r) => ((c['name'] = withControl('tenant-net', r)), 'control character in name'),

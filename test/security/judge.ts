@@ -24,7 +24,7 @@ export function judge(verb: string, exit: number | null, stdout: string): Verdic
   if (typeof code !== 'number' || !Number.isInteger(code) || typeof error?.['msg'] !== 'string') {
     return { ok: false, code: -1, why: `exit ${exit} without a CNI error JSON` };
   }
-  if (code === 999) return { ok: false, code, why: `internal error: ${String(error['msg']).slice(0, 300)}` };
+  if (code === 999) return { ok: false, code, why: `internal error: ${error['msg'].slice(0, 300)}` };
   return { ok: true, code };
 }
 

@@ -61,7 +61,7 @@ test('a 403 from the API server (a user without RBAC) is code 11, with details n
     extraEnv: { NODENAME: 'tenant-node', HEREABOUTS_ALLOWED_DIRS: ns.dir },
   });
   assert.equal(out.json?.['code'], 11, out.stdout);
-  assert.match(String(out.json?.['msg']), /403/);
-  assert.match(String(out.json?.['details']), /starting/);
-  assert.match(String(out.json?.['details']), /RBAC/);
+  assert.match(String(out.json['msg']), /403/);
+  assert.match(String(out.json['details']), /starting/);
+  assert.match(String(out.json['details']), /RBAC/);
 });

@@ -27,12 +27,12 @@ test('two configs cannot run a command: log_file may not write a kubeconfig outs
   const payload = `\n${execKubeconfig(marker)}`;
   const first = await add(node, conf(node, { log_file: evil, log_level: 'debug', data_dir: `${node.dataDir}${payload}` }));
   assert.equal(first.json?.['code'], 7, first.stdout);
-  assert.match(String(first.json?.['msg']), /ipam\.(log_file|data_dir)/);
+  assert.match(String(first.json['msg']), /ipam\.(log_file|data_dir)/);
   // Config 2 names that file (or any planted one) as its kubeconfig.
   writeFileSync(evil, execKubeconfig(marker));
   const second = await add(node, conf(node, { datastore: 'kubernetes', data_dir: undefined, kubernetes: { kubeconfig: evil } }));
   assert.equal(second.json?.['code'], 7, second.stdout);
-  assert.match(String(second.json?.['msg']), /ipam\.kubernetes\.kubeconfig .* outside the directories/);
+  assert.match(String(second.json['msg']), /ipam\.kubernetes\.kubeconfig .* outside the directories/);
   assert.equal(existsSync(marker), false, 'the exec credential plugin ran');
 });
 
@@ -43,7 +43,7 @@ test('a kubeconfig named inline inside an allowed directory may not run an exec 
   writeFileSync(kubeconfig, execKubeconfig(marker));
   const out = await add(node, conf(node, { datastore: 'kubernetes', kubernetes: { kubeconfig } }));
   assert.equal(out.json?.['code'], 7, out.stdout);
-  assert.match(String(out.json?.['msg']), /exec credential plugin/);
+  assert.match(String(out.json['msg']), /exec credential plugin/);
   assert.equal(existsSync(marker), false, 'the exec credential plugin ran');
 });
 
@@ -55,7 +55,7 @@ test('log_file outside the allowed dirs is code 7 and appends nothing to a host 
   assert.equal(out.json?.['code'], 7, out.stdout);
   const ok = await add(node, conf(node, { log_file: keys, log_level: 'debug' }));
   assert.equal(ok.json?.['code'], 7, ok.stdout);
-  assert.match(String(ok.json?.['msg']), /ipam\.log_file/);
+  assert.match(String(ok.json['msg']), /ipam\.log_file/);
   assert.equal(readFileSync(keys, 'utf8'), before);
 });
 
@@ -67,7 +67,7 @@ test('errors never echo a file a tenant points configuration_path or kubernetes.
     const out = await add(node, conf(node, ipam));
     assert.equal(out.json?.['code'], 7, out.stdout);
     assert.ok(!everything(out).includes(SECRET.slice(0, 6)), `leaked: ${out.stdout}`);
-    assert.match(String(out.json?.['msg']), /not valid|not a valid kubeconfig/);
+    assert.match(String(out.json['msg']), /not valid|not a valid kubeconfig/);
   }
 });
 
@@ -93,7 +93,7 @@ test('/dev/zero, /dev/urandom and a FIFO as configuration_path or kubeconfig ans
       const out = await add({ ...node, env }, conf(node, ipam), {}, 5000);
       assert.equal(out.signal, null, `${target}: killed after ${Date.now() - started} ms (hung or ran away)`);
       assert.equal(out.json?.['code'], 7, `${target}: ${out.stdout}`);
-      assert.match(String(out.json?.['msg']), /not a regular file|symbolic link/);
+      assert.match(String(out.json['msg']), /not a regular file|symbolic link/);
     }
   }
 });
@@ -111,7 +111,7 @@ test('names Kubernetes would reject are code 7 at parse time, naming the key', a
   for (const [ipam, msg] of cases) {
     const out = await add(node, conf(node, ipam));
     assert.equal(out.json?.['code'], 7, `${JSON.stringify(ipam)}: ${out.stdout}`);
-    assert.match(String(out.json?.['msg']), msg);
+    assert.match(String(out.json['msg']), msg);
   }
   assert.equal(existsSync(node.dataDir), false, 'nothing may be written for a config error');
 });
@@ -133,7 +133,7 @@ test('the local store refuses a planted network-directory symlink and writes not
   symlinkSync(elsewhere, join(node.dataDir, 'tenant-net'));
   const out = await add(node, conf(node));
   assert.equal(out.json?.['code'], 5, out.stdout);
-  assert.match(String(out.json?.['msg']), /symbolic link/);
+  assert.match(String(out.json['msg']), /symbolic link/);
   assert.deepEqual(readdirSync(elsewhere), []);
 });
 
@@ -145,7 +145,7 @@ test('the local store refuses a foreign-owned, world-writable network directory'
   execFileSync('chmod', ['0777', dir]);
   const out = await add(node, conf(node));
   assert.equal(out.json?.['code'], 5, out.stdout);
-  assert.match(String(out.json?.['msg']), /owned by uid 65534|writable by group or others/);
+  assert.match(String(out.json['msg']), /owned by uid 65534|writable by group or others/);
   assert.deepEqual(readdirSync(dir), []);
 });
 
@@ -158,7 +158,7 @@ test('a planted pool-file symlink is refused without leaking its target', async 
   symlinkSync(target, join(dir, '10.77.0.0-24.json'));
   const out = await add(node, conf(node));
   assert.equal(out.json?.['code'], 5, out.stdout);
-  assert.match(String(out.json?.['msg']), /symbolic link/);
+  assert.match(String(out.json['msg']), /symbolic link/);
   assert.ok(!everything(out).includes(SECRET.slice(0, 6)), out.stdout);
 });
 
@@ -181,7 +181,7 @@ test('a symlinked directory inside an allowed directory does not lead log_file o
   for (const ipam of [{ log_file: join(node.allowed, 'host-link', 'authorized_keys') }, { data_dir: join(node.allowed, 'host-link', 'data') }]) {
     const out = await add(node, conf(node, ipam));
     assert.equal(out.json?.['code'], 7, out.stdout);
-    assert.match(String(out.json?.['msg']), /symbolic link/);
+    assert.match(String(out.json['msg']), /symbolic link/);
   }
   assert.equal(readFileSync(keys, 'utf8'), before);
   assert.equal(existsSync(join(node.host, 'data')), false);

@@ -24,13 +24,13 @@ export async function startAgentProcess(bin: string, socketPath: string, extraAr
 export function spawnAgent(bin: string, socketPath: string, extraArgs: readonly string[] = [], env: Record<string, string> = {}): AgentProcess {
   const child = spawn(bin, ['agent', '--socket', socketPath, ...extraArgs], { env: { PATH: '/usr/bin:/bin', ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
   let text = '';
-  child.stderr?.on('data', (b: Buffer) => (text += b.toString()));
+  child.stderr.on('data', (b: Buffer) => (text += b.toString()));
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
   return { child, log: () => text, exited, kill: (signal = 'SIGKILL') => void child.kill(signal) };
 }
 
 export async function until(what: string, check: () => boolean, timeoutMs = 20_000, abort?: Promise<unknown>): Promise<void> {
-  let aborted = false;
+  let aborted = false as boolean; // set by the callback below while the loop waits, not the constant false TypeScript assumes in it
   void abort?.then(() => (aborted = true));
   const deadline = Date.now() + timeoutMs;
   while (!check()) {
@@ -68,7 +68,7 @@ export function holdPoolLock(dataDir: string, network: string, cidr: string, goF
   `;
   const child = spawn(embeddedNode, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'pipe'] });
   let text = '';
-  child.stdout?.on('data', (b: Buffer) => (text += b.toString()));
-  child.stderr?.on('data', (b: Buffer) => (text += b.toString()));
+  child.stdout.on('data', (b: Buffer) => (text += b.toString()));
+  child.stderr.on('data', (b: Buffer) => (text += b.toString()));
   return { child, output: () => text };
 }

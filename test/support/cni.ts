@@ -15,7 +15,8 @@ export const TEST_TRUST_ENV: Readonly<Record<string, string>> = {
 };
 
 export interface CniCall {
-  readonly command: 'ADD' | 'DEL' | 'CHECK' | 'GC' | 'STATUS' | 'VERSION' | string;
+  /** ADD, DEL, CHECK, GC, STATUS, VERSION, or any other string for malformed-request tests. */
+  readonly command: string;
   readonly containerId?: string;
   readonly netns?: string;
   readonly ifname?: string;
@@ -95,7 +96,7 @@ export function runCni(
 export async function retryLockWaits(run: () => Promise<CniOutcome>, onRetry: () => void, retries = 2): Promise<CniOutcome> {
   for (let attempt = 0; ; attempt++) {
     const outcome = await run();
-    const lockWait = outcome.code !== 0 && outcome.json?.['code'] === 11 && /waiting for the lock/.test(String(outcome.json?.['msg']));
+    const lockWait = outcome.code !== 0 && outcome.json?.['code'] === 11 && /waiting for the lock/.test(String(outcome.json['msg']));
     if (!lockWait || attempt === retries) return outcome;
     onRetry();
   }

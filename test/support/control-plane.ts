@@ -133,7 +133,7 @@ function parseBody(text: string): unknown {
 export async function api(cp: ControlPlane, method: string, path: string, body?: unknown, contentType?: string): Promise<unknown> {
   const res = await apiRequest(cp, method, path, body, contentType);
   if (res.status < 200 || res.status >= 300) {
-    throw new Error(`${method} ${path}: HTTP ${res.status} ${JSON.stringify(res.body)?.slice(0, 500)}`);
+    throw new Error(`${method} ${path}: HTTP ${res.status} ${res.body === undefined ? '(no body)' : JSON.stringify(res.body).slice(0, 500)}`);
   }
   return res.body;
 }

@@ -72,6 +72,7 @@ export function mergePatch(target: unknown, patch: unknown): unknown {
   if (!isObj(patch)) return clone(patch);
   const out: Obj = isObj(target) ? { ...target } : {};
   for (const [k, v] of Object.entries(patch)) {
+    // eslint-disable-next-line @typescript-eslint/no-dynamic-delete -- RFC 7386: null removes the member the patch names
     if (v === null) delete out[k];
     else out[k] = mergePatch(out[k], v);
   }
@@ -106,6 +107,7 @@ export function jsonPatch(target: unknown, operations: unknown): unknown {
       case 'replace':
       case 'remove':
         if (!(key in parent)) return PATCH_FAILED;
+        // eslint-disable-next-line @typescript-eslint/no-dynamic-delete -- RFC 6902 remove: the member the path names
         if (operation['op'] === 'remove') delete parent[key];
         else parent[key] = clone(value);
         break;
@@ -266,7 +268,7 @@ export class MemoryApiServer {
     const pmeta = proposed['metadata'];
     const cmeta = current['metadata'] as Obj;
     if (pmeta['name'] !== undefined && pmeta['name'] !== name) {
-      return status(400, 'BadRequest', `the name of the object (${String(pmeta['name'])}) does not match the name on the URL (${name})`);
+      return status(400, 'BadRequest', `the name of the object (${pmeta['name'] as string}) does not match the name on the URL (${name})`);
     }
     const rv = pmeta['resourceVersion'];
     if (rv === undefined || rv === '') {
@@ -275,7 +277,7 @@ export class MemoryApiServer {
       return conflict(r, name);
     }
     if (pmeta['uid'] !== undefined && pmeta['uid'] !== '' && pmeta['uid'] !== cmeta['uid']) {
-      return conflict(r, name, `Precondition failed: UID in precondition: ${String(pmeta['uid'])}, UID in object meta: ${String(cmeta['uid'])}`);
+      return conflict(r, name, `Precondition failed: UID in precondition: ${pmeta['uid'] as string}, UID in object meta: ${String(cmeta['uid'])}`);
     }
     let object: Obj;
     if (r.subresource === 'status') {
@@ -350,7 +352,10 @@ function hasFinalizers(meta: Obj): boolean {
 }
 
 function withoutMetaStatus(o: Obj, hasStatus: boolean): Obj {
-  const { metadata: _m, apiVersion: _a, kind: _k, ...rest } = o;
+  const rest = { ...o };
+  delete rest['metadata'];
+  delete rest['apiVersion'];
+  delete rest['kind'];
   if (hasStatus) delete rest['status'];
   return rest;
 }

@@ -17,6 +17,7 @@ export class MemoryStore implements Store {
     this.node = options.node;
   }
 
+  // eslint-disable-next-line @typescript-eslint/require-await -- async makes a throw from the plan or the change validation a rejection, as from the real stores
   async update<T>(pool: PoolRef, plan: Plan<T>): Promise<T> {
     const current = this.#pool(pool);
     const planned = plan(current, new Set());
@@ -27,8 +28,8 @@ export class MemoryStore implements Store {
     return planned.value;
   }
 
-  async read(pool: PoolRef): Promise<Allocations> {
-    return new Map(this.#pool(pool));
+  read(pool: PoolRef): Promise<Allocations> {
+    return Promise.resolve(new Map(this.#pool(pool)));
   }
 
   async status(): Promise<void> {}
@@ -41,7 +42,7 @@ export class MemoryStore implements Store {
   }
 
   #pool(pool: PoolRef): Map<bigint, AllocationRecord> {
-    return this.#pools.get(key(pool)) ?? new Map();
+    return this.#pools.get(key(pool)) ?? new Map<bigint, AllocationRecord>();
   }
 }
 

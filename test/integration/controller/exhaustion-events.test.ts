@@ -16,7 +16,7 @@ describe('Warning Events on exhaustion', () => {
   const fullPasses = (): number => controller.lines().filter((l) => l['pass'] === 'full' && / pass done/.test(l.msg)).length;
   const waitPasses = async (n: number): Promise<void> => {
     const from = fullPasses();
-    assert.ok(await eventually(async () => fullPasses() >= from + n, 30_000), controller.log());
+    assert.ok(await eventually(() => fullPasses() >= from + n, 30_000), controller.log());
   };
   const exhausted = async (): Promise<string | undefined> => {
     const conditions = ((await ns.get('ippools', pool()))?.['status'] as { conditions?: Array<{ type: string; status: string }> } | undefined)?.conditions;

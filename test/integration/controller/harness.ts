@@ -42,7 +42,7 @@ export interface Running {
 export function startController(ns: Namespace, ...flags: string[]): Running {
   const child = spawn(bin, ['controller', '--kubeconfig', ns.kubeconfig, ...QUIET, ...flags], { stdio: ['ignore', 'ignore', 'pipe'], env: {} });
   let text = '';
-  child.stderr!.on('data', (b: Buffer) => (text += b.toString()));
+  child.stderr.on('data', (b: Buffer) => (text += b.toString()));
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   return {
     child,
@@ -70,7 +70,7 @@ export function startController(ns: Namespace, ...flags: string[]): Running {
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /** Polls `check` until it returns true or `timeoutMs` passes; returns whether it did. */
-export async function eventually(check: () => Promise<boolean>, timeoutMs: number): Promise<boolean> {
+export async function eventually(check: () => boolean | Promise<boolean>, timeoutMs: number): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (await check()) return true;

@@ -47,9 +47,9 @@ describe('controller informer against the real API server', () => {
   test('the first list fills the cache; watched changes follow', async () => {
     assert.deepEqual(changes, ['added first']);
     await createPod(ns, 'second', { phase: 'Running' });
-    assert.ok(await eventually(async () => informer.items.get(`${ns.name}/second`)?.phase === 'Running', 5000), changes.join(', '));
+    assert.ok(await eventually(() => informer.items.get(`${ns.name}/second`)?.phase === 'Running', 5000), changes.join(', '));
     await deletePod(ns, 'first');
-    assert.ok(await eventually(async () => !informer.items.has(`${ns.name}/first`), 5000));
+    assert.ok(await eventually(() => !informer.items.has(`${ns.name}/first`), 5000));
     assert.ok(changes.includes('deleted first'));
   });
 
@@ -57,7 +57,7 @@ describe('controller informer against the real API server', () => {
     client.endpoint.agent.destroy(); // every open socket, the watch's included
     await createPod(ns, 'third');
     await deletePod(ns, 'second');
-    assert.ok(await eventually(async () => informer.synced && informer.items.has(`${ns.name}/third`) && !informer.items.has(`${ns.name}/second`), 10_000), changes.join(', '));
+    assert.ok(await eventually(() => informer.synced && informer.items.has(`${ns.name}/third`) && !informer.items.has(`${ns.name}/second`), 10_000), changes.join(', '));
     assert.ok(changes.includes('added third') && changes.includes('deleted second'), changes.join(', '));
   });
 });
@@ -102,7 +102,7 @@ describe('controller informer and an expired watch (410 Gone)', () => {
     const informer = new Informer(client, { resource: 'pods', path: '/api/v1/pods', view: podView, log: quiet, onChange: (kind, key) => changes.push(`${kind} ${key}`) });
     informer.start();
     try {
-      assert.ok(await eventually(async () => lists.length === 2 && informer.items.has('ns/c'), 5000), changes.join(', '));
+      assert.ok(await eventually(() => lists.length === 2 && informer.items.has('ns/c'), 5000), changes.join(', '));
       assert.deepEqual(changes, ['added ns/a', 'added ns/b', 'deleted ns/a', 'updated ns/b', 'added ns/c']);
       assert.deepEqual([...informer.items.keys()].sort(), ['ns/b', 'ns/c']);
       assert.ok(informer.synced);

@@ -263,7 +263,7 @@ describe('Helm chart deploy/helm/hereabouts', () => {
     assert.deepEqual(pod.spec.volumes?.map((v) => v.hostPath?.path), ['/var/lib/cni/bin', '/var/lib/cni/net.d', '/var/lib/hereabouts/stats', '/var/log', '/var/lib/cni', '/run/hereabouts']);
     // The node agent reads the conf dir where the host's plugin does.
     const mounts = (pod.spec.containers[0] as unknown as { volumeMounts: Array<{ name: string; mountPath: string }> }).volumeMounts;
-    const confVolume = pod.spec.volumes?.find((v) => v.hostPath?.path === '/var/lib/cni/net.d')?.name;
+    const confVolume = pod.spec.volumes.find((v) => v.hostPath?.path === '/var/lib/cni/net.d')?.name;
     assert.ok(mounts.some((m) => m.name === confVolume && m.mountPath === '/var/lib/cni/net.d'));
     assert.ok(commandOf(pod).includes('--host-cni-conf-dir=/var/lib/cni/net.d'));
     assertAccepted(commandOf(pod));

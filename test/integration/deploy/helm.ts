@@ -49,7 +49,7 @@ export const HELM_LABELS = ['app.kubernetes.io/instance', 'app.kubernetes.io/man
 export function withoutHelmLabels(o: Manifest): Manifest {
   const copy = structuredClone(o) as Manifest & { metadata: { labels?: Record<string, string> } };
   const labels = copy.metadata.labels;
-  if (labels !== undefined) for (const key of HELM_LABELS) delete labels[key];
+  if (labels !== undefined) copy.metadata.labels = Object.fromEntries(Object.entries(labels).filter(([key]) => !HELM_LABELS.includes(key)));
   return copy;
 }
 

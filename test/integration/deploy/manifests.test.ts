@@ -72,7 +72,7 @@ describe('deploy/ manifests', () => {
     for (const [kind, name] of [['DaemonSet', 'hereabouts-node'], ['Deployment', 'hereabouts-controller']]) {
       const [container] = podSpec(kind!, name!).containers;
       assert.equal(container?.command[0], '/hereabouts');
-      assert.equal(container?.image, 'ghcr.io/hereabouts/hereabouts:0.1.0');
+      assert.equal(container.image, 'ghcr.io/hereabouts/hereabouts:0.1.0');
     }
   });
 

@@ -90,9 +90,10 @@ before(async () => {
 });
 
 after(async () => {
-  agent?.kill();
-  proxy?.close();
-  await ns?.cleanup();
+  // Unset if before() failed: after hooks run all the same.
+  (agent as AgentProcess | undefined)?.kill();
+  (proxy as CountingProxy | undefined)?.close();
+  await (ns as Namespace | undefined)?.cleanup();
 });
 
 const NODE = 'agent-node-1';
@@ -171,12 +172,12 @@ test('agent SIGKILLed while its API request hangs: code 11, the retry (in-proces
     proxy.resume();
   }
   assert.equal(out.json?.['code'], 11, out.stdout);
-  assert.match(String(out.json?.['msg']), /^node agent did not answer: /);
+  assert.match(String(out.json['msg']), /^node agent did not answer: /);
   const retry = await call('ADD', c, 'killed');
   assert.equal(retry.code, 0, retry.stdout + retry.stderr);
   assert.ok(!retry.stderr.includes('"in the node agent'), 'the socket is stale: the plugin ran in-process');
   assert.equal(addressOf(retry), '10.123.0.2/24');
-  const held = [...((await poolView(ns, '10.123.0.0-24'))?.allocations ?? new Map()).entries()].map(([ip, e]) => `${ip}=${String(e['id'])}`).sort();
+  const held = [...((await poolView(ns, '10.123.0.0-24'))?.allocations ?? new Map<string, Record<string, unknown>>()).entries()].map(([ip, e]) => `${ip}=${String(e['id'])}`).sort();
   assert.deepEqual(held, ['10.123.0.1=before-kill', '10.123.0.2=killed']);
 
   // A new agent replaces the stale socket; started with HEREABOUTS_TIMINGS=1 in its own environment, it still does not

@@ -34,8 +34,9 @@ before(async () => {
 });
 
 after(async () => {
-  await ns?.cleanup();
-  if (cp !== undefined) stopControlPlane(cp);
+  // Unset if before() failed: after hooks run all the same.
+  await (ns as Namespace | undefined)?.cleanup();
+  if ((cp as ControlPlane | undefined) !== undefined) stopControlPlane(cp);
 });
 
 const pod = (name: string) => ({ containerId: `c-${name}`, ifname: 'eth0', podRef: `default/${name}` });

@@ -20,7 +20,8 @@ before(async () => {
 });
 
 after(async () => {
-  await ns?.cleanup();
+  // Unset if before() failed: after hooks run all the same.
+  await (ns as Namespace | undefined)?.cleanup();
 });
 
 const pod = (name: string, container = `c-${name}`) => ({ containerId: container, ifname: 'eth0', podRef: `default/${name}` });

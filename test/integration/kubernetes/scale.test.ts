@@ -27,7 +27,8 @@ before(async () => {
 });
 
 after(async () => {
-  await ns?.cleanup();
+  // Unset if before() failed: after hooks run all the same.
+  await (ns as Namespace | undefined)?.cleanup();
 });
 
 /** Calls answered code 11 after waiting out the node's pool lock, and run again (retryLockWaits). */

@@ -20,7 +20,8 @@ before(async () => {
 });
 
 after(async () => {
-  await ns?.cleanup();
+  // Unset if before() failed: after hooks run all the same.
+  await (ns as Namespace | undefined)?.cleanup();
 });
 
 function call(command: 'ADD' | 'DEL', node: string, pod: string, killAfterMs = 120_000): Promise<CniOutcome> {
@@ -53,7 +54,7 @@ async function audit(succeeded: ReadonlyMap<string, string>): Promise<Audit> {
   const conflicts: string[] = [];
   for (const orir of await ns.list('overlappingrangeipreservations')) {
     const address = (orir['metadata'] as { name: string }).name;
-    const pod = String((orir['spec'] as { podref: string }).podref).replace(/^default\//, '');
+    const pod = (orir['spec'] as { podref: string }).podref.replace(/^default\//, '');
     const entry = view?.allocations.get(address);
     if (entry === undefined) orphanReservations.set(address, pod);
     else if (podOf(entry) !== pod) conflicts.push(`${address}: pool says ${podOf(entry)}, reservation says ${pod}`);

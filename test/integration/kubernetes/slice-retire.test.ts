@@ -26,8 +26,9 @@ before(async () => {
 });
 
 after(async () => {
-  controller?.close();
-  await ns?.cleanup();
+  // Unset if before() failed: after hooks run all the same.
+  (controller as ApiClient | undefined)?.close();
+  await (ns as Namespace | undefined)?.cleanup();
 });
 
 const pod = (name: string) => ({ containerId: `c-${name}`, ifname: 'eth0', podRef: `default/${name}` });

@@ -23,7 +23,8 @@ before(async () => {
 });
 
 after(async () => {
-  await ns?.cleanup();
+  // Unset if before() failed: after hooks run all the same.
+  await (ns as Namespace | undefined)?.cleanup();
 });
 
 const pod = (i: number) => ({ containerId: `c${i}`, ifname: 'eth0', podRef: `default/pod-${i}`, podUid: `uid-${i}` });
@@ -36,7 +37,7 @@ test('ADD allocates the first free address into an IPPool named after the range,
     assert.equal(assigned?.address.value, parseIP('10.10.0.1').value);
     const view = await poolView(ns, '10.10.0.0-24');
     assert.equal(view?.range, '10.10.0.0/24');
-    const entry = view?.allocations.get('10.10.0.1');
+    const entry = view.allocations.get('10.10.0.1');
     assert.deepEqual({ ...entry, createdAt: undefined }, {
       id: 'c1',
       podref: 'default/pod-1',
@@ -80,7 +81,7 @@ test('ADD for a re-created sandbox of the same pod returns the held address and 
     assert.equal(again?.claimed, false);
     const view = await poolView(ns, '10.12.0.0-24');
     assert.equal(view?.allocations.size, 1);
-    assert.equal(view?.allocations.get('10.12.0.1')?.['id'], 'c3-recreated');
+    assert.equal(view.allocations.get('10.12.0.1')?.['id'], 'c3-recreated');
   } finally {
     await store.close();
   }

@@ -18,8 +18,9 @@ before(async () => {
   ns = await createNamespace(cp, 'tls');
 });
 after(async () => {
-  await ns?.cleanup();
-  if (cp !== undefined) stopControlPlane(cp);
+  // Unset if before() failed: after hooks run all the same.
+  await (ns as Namespace | undefined)?.cleanup();
+  if ((cp as ControlPlane | undefined) !== undefined) stopControlPlane(cp);
 });
 
 /** One "process": resolve the kubeconfig through the node cache, make one request, report the handshake. */

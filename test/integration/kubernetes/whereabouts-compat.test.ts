@@ -38,7 +38,8 @@ before(async () => {
 });
 
 after(async () => {
-  await ns?.cleanup();
+  // Unset if before() failed: after hooks run all the same.
+  await (ns as Namespace | undefined)?.cleanup();
 });
 
 const config = () => kubeNetwork(ns, [testRange('10.50.0.0/24')], { name: 'wb' });
@@ -63,7 +64,7 @@ test('our writes keep the fields Whereabouts wrote on entries we did not touch',
     ifname: 'net1',
     ipamclaimref: 'default/claim-1',
   });
-  assert.deepEqual(view?.allocations.get('10.50.0.1'), { id: 'wb-old-container', podref: 'default/old-pod' });
+  assert.deepEqual(view.allocations.get('10.50.0.1'), { id: 'wb-old-container', podref: 'default/old-pod' });
 });
 
 test('ADD for a pod Whereabouts already served returns its address (idempotent by pod and interface)', async () => {
@@ -77,7 +78,7 @@ test('ADD for a pod Whereabouts already served returns its address (idempotent b
   }
   const entry = (await poolView(ns, '10.50.0.0-24'))?.allocations.get('10.50.0.2');
   assert.equal(entry?.['id'], 'new-sandbox');
-  assert.equal(entry?.['ipamclaimref'], 'default/claim-1');
+  assert.equal(entry['ipamclaimref'], 'default/claim-1');
 });
 
 test('GC on a node leaves allocations without a node (written by Whereabouts) alone', async () => {

@@ -65,8 +65,8 @@ function start(script: string, env: Record<string, string>): Child {
     output: '',
     exited: new Promise((resolve) => proc.on('exit', (code) => resolve({ code, at: Date.now() }))),
   };
-  proc.stdout?.on('data', (chunk: Buffer) => (child.output += chunk.toString()));
-  proc.stderr?.on('data', (chunk: Buffer) => (child.output += chunk.toString()));
+  proc.stdout.on('data', (chunk: Buffer) => (child.output += chunk.toString()));
+  proc.stderr.on('data', (chunk: Buffer) => (child.output += chunk.toString()));
   return child;
 }
 
@@ -88,7 +88,7 @@ function claimedAddresses(children: readonly Child[]): string[] {
 }
 
 function poolFile(dataDir: string): { allocations: Record<string, { id: string }> } {
-  return JSON.parse(readFileSync(join(dataDir, 'stress', '10.0.0.0-16.json'), 'utf8'));
+  return JSON.parse(readFileSync(join(dataDir, 'stress', '10.0.0.0-16.json'), 'utf8')) as { allocations: Record<string, { id: string }> };
 }
 
 async function startClaimers(dataDir: string, goFile: string, prefix: string): Promise<Child[]> {

@@ -69,7 +69,7 @@ describe('hereabouts check', () => {
     await reservation(ns, '10.98.0.1', entry(ns, 'left-behind'));
 
     const run = hb(ns, ['check', '--reservation-grace', '0s', '-o', 'json']);
-    const report = json<Report>(run, 1);
+    const report = json(run, 1) as Report;
     const found = report.problems.map((p) => [p.kind, p.address, p.pool ?? p.reservation].filter((x) => x !== undefined).join(' '));
     assert.deepEqual(found, [
       'unreadable-pool 10.97.0.0-24',
@@ -99,7 +99,7 @@ describe('hereabouts check', () => {
   });
 
   test('a young reservation is not yet a problem (its writer reserves before its pool write)', () => {
-    const report = json<Report>(hb(ns, ['check', '-o', 'json']), 1);
+    const report = json(hb(ns, ['check', '-o', 'json']), 1) as Report;
     assert.ok(!report.problems.some((p) => p.kind === 'reservation-without-allocation'), JSON.stringify(report.problems));
   });
 

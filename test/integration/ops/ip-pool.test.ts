@@ -53,7 +53,7 @@ describe('hereabouts ip and pool', () => {
   });
 
   test('ip -o json: every pool holding the address, its pod, node, container, since when, and the reservation', () => {
-    const report = json<IpReport>(hb(ns, ['ip', '10.60.0.5', '-o', 'json']));
+    const report = json(hb(ns, ['ip', '10.60.0.5', '-o', 'json'])) as IpReport;
     assert.equal(report.address, '10.60.0.5');
     assert.deepEqual(report.holders, [
       {
@@ -82,9 +82,9 @@ describe('hereabouts ip and pool', () => {
   });
 
   test('ip --network picks one network', () => {
-    const blue = json<IpReport>(hb(ns, ['ip', '10.60.0.5', '--network', 'blue', '-o', 'json']));
+    const blue = json(hb(ns, ['ip', '10.60.0.5', '--network', 'blue', '-o', 'json'])) as IpReport;
     assert.deepEqual(blue.holders.map((h) => h.pool), ['blue-10.60.0.0-24']);
-    const unnamed = json<IpReport>(hb(ns, ['ip', '10.60.0.5', '--network', '', '-o', 'json']));
+    const unnamed = json(hb(ns, ['ip', '10.60.0.5', '--network', '', '-o', 'json'])) as IpReport;
     assert.deepEqual(unnamed.holders.map((h) => h.pool), ['10.60.0.0-24']);
   });
 
@@ -102,10 +102,10 @@ describe('hereabouts ip and pool', () => {
   });
 
   test('a node-slice pool names its node; an IPv6 address at offset 2^64 - 2 is found', () => {
-    const slice = json<IpReport>(hb(ns, ['ip', '10.70.0.2', '-o', 'json']));
+    const slice = json(hb(ns, ['ip', '10.70.0.2', '-o', 'json'])) as IpReport;
     assert.equal(slice.holders[0]?.sliceOf, 'node-a');
-    assert.equal(slice.holders[0]?.network, '');
-    const v6 = json<IpReport>(hb(ns, ['ip', 'fd00:0::ffff:ffff:ffff:fffe', '-o', 'json']));
+    assert.equal(slice.holders[0].network, '');
+    const v6 = json(hb(ns, ['ip', 'fd00:0::ffff:ffff:ffff:fffe', '-o', 'json'])) as IpReport;
     assert.equal(v6.address, 'fd00::ffff:ffff:ffff:fffe');
     assert.deepEqual(v6.holders.map((h) => [h.pool, h.podRef]), [['fd00---64', `${ns.name}/web`]]);
   });
@@ -115,15 +115,15 @@ describe('hereabouts ip and pool', () => {
     assert.equal(free.code, 1);
     assert.equal(free.stdout, `10.60.0.77 is not allocated in any IPPool in namespace ${ns.name}\n`);
     const stray = hb(ns, ['ip', '10.60.0.78', '-o', 'json']);
-    const report = json<IpReport>(stray, 1);
+    const report = json(stray, 1) as IpReport;
     assert.deepEqual(report.holders, []);
     assert.deepEqual(report.reservations.map((r) => [r.name, r.podRef]), [['10.60.0.78', `${ns.name}/stray`]]);
   });
 
   test('pool -o json: every allocation with pod, node, age, reservation state and the controller\'s verdict', () => {
-    const report = json<{ name: string; range: string; network: string; capacity: number; used: number; free: number; allocations: Array<Record<string, unknown>> }>(
+    const report = json(
       hb(ns, ['pool', '10.60.0.0-24', '-o', 'json']),
-    );
+    ) as { name: string; range: string; network: string; capacity: number; used: number; free: number; allocations: Array<Record<string, unknown>> };
     assert.deepEqual([report.name, report.range, report.network, report.capacity, report.used, report.free], ['10.60.0.0-24', '10.60.0.0/24', '', 254, 1, 253]);
     const row = report.allocations[0]!;
     assert.equal(row['address'], '10.60.0.5');
@@ -133,9 +133,9 @@ describe('hereabouts ip and pool', () => {
     assert.ok(typeof row['ageSeconds'] === 'number' && row['ageSeconds'] >= 600 && row['ageSeconds'] < 700, String(row['ageSeconds']));
     assert.deepEqual(row['reservation'], { name: '10.60.0.5', state: 'agrees' });
     assert.equal(row['orphan'], undefined, 'a running pod keeps its address');
-    const blue = json<{ allocations: Array<Record<string, unknown>> }>(hb(ns, ['pool', 'blue-10.60.0.0-24', '-o', 'json']));
+    const blue = json(hb(ns, ['pool', 'blue-10.60.0.0-24', '-o', 'json'])) as { allocations: Array<Record<string, unknown>> };
     assert.deepEqual(blue.allocations[0]?.['orphan'], { reason: 'pod-gone' });
-    assert.deepEqual(blue.allocations[0]?.['pod'], { state: 'gone' });
+    assert.deepEqual(blue.allocations[0]['pod'], { state: 'gone' });
   });
 
   test('pool prints a table; a node-slice pool names its node; an IPv6 /64 counts exactly', () => {
@@ -145,7 +145,7 @@ describe('hereabouts ip and pool', () => {
     assert.equal(lines[0], 'IPPool node-a-10.70.0.0-28: range 10.70.0.0/28, network (unnamed), node slice of node-a; 1 used of 14, 13 free');
     assert.match(lines[1] ?? '', /^ADDRESS\s+POD\s+POD STATE\s+NODE\s+AGE\s+CONTAINER\s+IFNAME\s+RESERVATION\s+ORPHAN$/);
     assert.match(lines[2] ?? '', new RegExp(`^10\\.70\\.0\\.2\\s+${ns.name}/web\\s+Running\\s+node-a\\s+10m\\s+ctr-web\\s+net1\\s+missing\\s+-$`));
-    const v6 = json<{ capacity: unknown; used: unknown; free: unknown }>(hb(ns, ['pool', 'fd00---64', '-o', 'json']));
+    const v6 = json(hb(ns, ['pool', 'fd00---64', '-o', 'json'])) as { capacity: unknown; used: unknown; free: unknown };
     assert.deepEqual([v6.capacity, v6.used, v6.free], ['18446744073709551614', 1, '18446744073709551613']);
   });
 
@@ -178,7 +178,7 @@ describe('hereabouts ip and pool', () => {
     // The current context points at "default"; the one named "pools" at the test namespace.
     const withSecond = kubeconfigFor(ns.cp, 'default').replace('contexts:\n', `contexts:\n  - name: pools\n    context:\n      cluster: test\n      user: test\n      namespace: ${ns.name}\n`);
     writeFileSync(file, withSecond, { mode: 0o600 });
-    const report = json<{ namespace: string; pools: unknown[] }>(hb(undefined, ['status', '--kubeconfig', file, '--context', 'pools', '-o', 'json']));
+    const report = json(hb(undefined, ['status', '--kubeconfig', file, '--context', 'pools', '-o', 'json'])) as { namespace: string; pools: unknown[] };
     assert.equal(report.namespace, ns.name);
     assert.equal(report.pools.length, 4);
     const bad = hb(undefined, ['ip', '10.60.0.5', '--kubeconfig', file, '--context', 'nope']);
@@ -203,7 +203,7 @@ describe('hereabouts ip and pool', () => {
     const home = join(ns.dir, 'operator-home');
     mkdirSync(join(home, '.kube'), { recursive: true });
     copyFileSync(ns.kubeconfig, join(home, '.kube', 'config'));
-    const report = json<IpReport>(hb(undefined, ['ip', '10.60.0.5', '-o', 'json'], { HOME: home }));
+    const report = json(hb(undefined, ['ip', '10.60.0.5', '-o', 'json'], { HOME: home })) as IpReport;
     assert.equal(report.holders.length, 2);
   });
 

@@ -53,7 +53,7 @@ describe('hereabouts orphans', () => {
   });
 
   test('-o json: released now, and held back by a grace period until a given instant', () => {
-    const report = json<Report>(hb(ns, ['orphans', '-o', 'json']));
+    const report = json(hb(ns, ['orphans', '-o', 'json'])) as Report;
     const pod = (name: string) => `${ns.name}/${name}`;
     assert.deepEqual(report.allocations, [{ pool: '10.80.0.0-24', address: '10.80.0.2', podRef: pod('gone'), containerId: 'ctr-gone', reason: 'pod-gone' }]);
     assert.deepEqual(report.waiting, [
@@ -66,7 +66,7 @@ describe('hereabouts orphans', () => {
   });
 
   test('the controller\'s flags: shorter grace periods release what they held back', () => {
-    const report = json<Report>(hb(ns, ['orphans', '-o', 'json', '--terminal-grace', '0s', '--reservation-grace', '0s', '--pending-grace', '0s']));
+    const report = json(hb(ns, ['orphans', '-o', 'json', '--terminal-grace', '0s', '--reservation-grace', '0s', '--pending-grace', '0s'])) as Report;
     assert.deepEqual(report.allocations.map((r) => `${r.address} ${r.reason}`), ['10.80.0.2 pod-gone', '10.80.0.3 pod-gone', '10.80.0.4 pod-recreated', '10.80.0.5 pod-terminal']);
     assert.deepEqual(report.waiting, []);
     assert.deepEqual(report.reservations.map((r) => `${r.name} ${r.reason}`), ['10.80.0.99 pod-gone']);

@@ -27,7 +27,7 @@ async function interpose(ns: Namespace): Promise<Interposer> {
   const server: Server = createServer({ cert: readFileSync(join(ns.cp.dir, 'apiserver.crt')), key: readFileSync(join(ns.cp.dir, 'apiserver.key')) }, (req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', async () => {
+    req.on('end', () => void (async () => {
       const hook = state.hook;
       if (hook !== undefined && hook.when(req.method ?? '', req.url ?? '')) {
         state.hook = undefined;
@@ -39,7 +39,7 @@ async function interpose(ns: Namespace): Promise<Interposer> {
         answer.pipe(res);
       });
       out.end(Buffer.concat(chunks));
-    });
+    })());
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const address = server.address();

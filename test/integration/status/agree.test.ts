@@ -48,8 +48,8 @@ describe('hereabouts status and the controller agree on orphans', () => {
         await createPod(ns, 'starting', { phase: 'Pending' });
         return 'uid-of-an-earlier-pod';
       }],
-      ['young-gone', async () => undefined, { createdAt: new Date().toISOString() }],
-      ['old-gone', async () => undefined, { createdAt: old }],
+      ['young-gone', () => Promise.resolve(undefined), { createdAt: new Date().toISOString() }],
+      ['old-gone', () => Promise.resolve(undefined), { createdAt: old }],
     ];
     const pools: string[] = [];
     for (const [i, [name, make, extra]] of cases.entries()) {

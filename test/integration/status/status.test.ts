@@ -96,9 +96,9 @@ describe('hereabouts status', () => {
     const report = json(status(['--kubeconfig', ns.kubeconfig, '-o', 'json']));
     const v6 = report.pools.find((p) => p['name'] === 'fd00---64');
     assert.equal(v6?.['capacity'], '18446744073709551614');
-    assert.equal(v6?.['free'], '18446744073709551612');
-    assert.equal(v6?.['used'], 2);
-    assert.equal(v6?.['orphans'], 1, 'a pod without a recorded UID is matched by name');
+    assert.equal(v6['free'], '18446744073709551612');
+    assert.equal(v6['used'], 2);
+    assert.equal(v6['orphans'], 1, 'a pod without a recorded UID is matched by name');
   });
 
   test('node-slice pools name their node, with and without a network_name prefix', () => {

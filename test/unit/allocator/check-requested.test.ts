@@ -40,7 +40,7 @@ test('checkRequested() refuses the broadcast address as outside-range', () => {
 
 test('checkRequested() refuses an address of another prefix as outside-range', () => {
   const verdict = checkRequested(range, none, noRefusals, ip('192.168.0.12'));
-  assert.equal(verdict.ok === false && verdict.reason, 'outside-range');
+  assert.equal(!verdict.ok && verdict.reason, 'outside-range');
 });
 
 test('checkRequested() refuses an excluded address and names the configured block', () => {
@@ -77,7 +77,7 @@ test('checkRequested() refuses an address reserved elsewhere as taken without a 
 
 test('checkRequested() reports an excluded address as excluded even when it is allocated', () => {
   const verdict = checkRequested(range, ips('10.0.0.100'), noRefusals, ip('10.0.0.100'));
-  assert.equal(verdict.ok === false && verdict.reason, 'excluded');
+  assert.equal(!verdict.ok && verdict.reason, 'excluded');
 });
 
 test('checkRequested() grants the single address of a /32', () => {
@@ -94,5 +94,5 @@ test('checkRequested() grants the second-to-last address of an IPv6 /64 and refu
   const r = rangeOf('fd00::/64');
   assert.deepEqual(checkRequested(r, none, noRefusals, ip('fd00::ffff:ffff:ffff:fffe')), { ok: true });
   const last = checkRequested(r, none, noRefusals, ip('fd00::ffff:ffff:ffff:ffff'));
-  assert.equal(last.ok === false && last.reason, 'outside-range');
+  assert.equal(!last.ok && last.reason, 'outside-range');
 });

@@ -27,7 +27,7 @@ test('writeError() keeps a CniError code, msg and details, and returns 1', () =>
 test('writeError() uses cniVersion 1.1.0 when the version is not known', () => {
   const { out, options } = capture();
   writeError(new CniError(4, 'CNI_COMMAND is required'), undefined, options);
-  assert.equal(JSON.parse(out[0] ?? '').cniVersion, '1.1.0');
+  assert.equal((JSON.parse(out[0] ?? '') as { cniVersion: unknown }).cniVersion, '1.1.0');
 });
 
 test('writeError() prints an empty details string when there are none', () => {

@@ -26,7 +26,7 @@ function networkConfigs(file: string): Array<Record<string, unknown>> {
     return [JSON.parse(nad.spec.config) as Record<string, unknown>];
   }
   const conf = JSON.parse(text) as { cniVersion: string; name: string; plugins?: Array<Record<string, unknown>> };
-  const plugins = conf.plugins ?? [conf as unknown as Record<string, unknown>];
+  const plugins = conf.plugins ?? [conf];
   return plugins.filter((p) => p['ipam'] !== undefined).map((p) => ({ ...p, cniVersion: conf.cniVersion, name: conf.name }));
 }
 

@@ -11,8 +11,8 @@ const nad = (name: string, ipam: Record<string, unknown>) => ({ metadata: { name
 test('sliceSpecOf() reads network_name, range and node_slice_size of a NAD', () => {
   const spec = sliceSpecOf(nad('a', { type: 'whereabouts', range: '10.0.0.0/16', node_slice_size: '/24', network_name: 'blue' }));
   assert.equal(spec?.network, 'blue');
-  assert.equal(spec?.networkNamed, true);
-  assert.equal(spec?.sliceSize, 24);
+  assert.equal(spec.networkNamed, true);
+  assert.equal(spec.sliceSize, 24);
 });
 
 test('sliceSpecOf() ignores NADs without node slices and names the bad ones', () => {

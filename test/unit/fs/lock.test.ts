@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { acquireLock } from '../../../src/fs/lock.ts';
+import type { LockOwner } from '../../../src/fs/lock-owner.ts';
 import { poolPaths } from '../../../src/store/local/paths.ts';
 import { embeddedNode, repoRoot } from '../../support/paths.ts';
 import { HereaboutsError } from '../../../src/errors.ts';
@@ -36,7 +37,7 @@ function plantLock(path: string, owner: Record<string, unknown>, ageMs = 0): voi
 
 function exitedPid(): number {
   const run = spawnSync('true');
-  assert.ok(run.pid !== undefined && run.pid > 0);
+  assert.ok(run.pid > 0);
   return run.pid;
 }
 
@@ -71,9 +72,9 @@ test('a live holder keeps its lock past the age window: the waiter gives up with
   const paths = tempPaths();
   plantLock(paths.lock, { pid: process.pid, start: startOf(process.pid), pidns, boot: bootId }, 60_000);
   await assert.rejects(acquireLock(paths, { staleMs: 100, timeoutMs: 400 }), (err: unknown) => {
-    return isCode(11, /waiting for the lock/)(err) && err instanceof HereaboutsError && /pid \d+ \(running\)/.test(err.details ?? '');
+    return isCode(11, /waiting for the lock/)(err) && err instanceof HereaboutsError && /pid \d+ \(running\)/.test(err.details);
   });
-  assert.equal(JSON.parse(readFileSync(paths.lock, 'utf8')).pid, process.pid, 'the lock is untouched');
+  assert.equal((JSON.parse(readFileSync(paths.lock, 'utf8')) as LockOwner).pid, process.pid, 'the lock is untouched');
 });
 
 test('a holder stopped with SIGSTOP past the age window keeps its lock', async () => {
@@ -91,7 +92,7 @@ test('a holder stopped with SIGSTOP past the age window keeps its lock', async (
     });
     holder.kill('SIGSTOP');
     await assert.rejects(acquireLock(paths, { staleMs: 300, timeoutMs: 1_500 }), isCode(11, /waiting for the lock/));
-    assert.equal(JSON.parse(readFileSync(paths.lock, 'utf8')).pid, holder.pid);
+    assert.equal((JSON.parse(readFileSync(paths.lock, 'utf8')) as LockOwner).pid, holder.pid);
   } finally {
     holder.kill('SIGKILL');
   }
@@ -126,13 +127,13 @@ test('assertHeld() fails with code 11 once the lock file names another holder, a
   plantLock(paths.lock, { pid: process.pid, start: startOf(process.pid), pidns, boot: bootId, token: 'someone-else' });
   assert.throws(() => lock.assertHeld(), isCode(11, /lost the lock/));
   await lock.release();
-  assert.equal(JSON.parse(readFileSync(paths.lock, 'utf8')).token, 'someone-else');
+  assert.equal((JSON.parse(readFileSync(paths.lock, 'utf8')) as LockOwner).token, 'someone-else');
 });
 
 test('the lock file names its holder: pid, start time, pid namespace and boot', async () => {
   const paths = tempPaths();
   const lock = await acquireLock(paths, { staleMs: 10_000, timeoutMs: 1_000 });
-  const owner = JSON.parse(readFileSync(paths.lock, 'utf8'));
+  const owner = JSON.parse(readFileSync(paths.lock, 'utf8')) as LockOwner;
   assert.deepEqual([owner.pid, owner.start, owner.pidns, owner.boot], [process.pid, startOf(process.pid), pidns, bootId]);
   await lock.release();
 });

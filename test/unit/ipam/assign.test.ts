@@ -172,7 +172,8 @@ async function snapshot(store: MemoryStore, config: ReturnType<typeof testNetwor
   const rows: unknown[] = [];
   for (const pool of poolRefs(config)) {
     for (const [address, record] of await store.read(pool)) {
-      const { createdAt: _, ...rest } = record;
+      const rest: Record<string, unknown> = { ...record };
+      delete rest['createdAt'];
       rows.push([pool.name, formatIP({ family: pool.range.cidr.family, value: address }), withCreatedAt ? record : rest]);
     }
   }

@@ -29,8 +29,8 @@ test('checkAvailable() passes for a range made entirely of exclusions', async ()
 
 test('checkAvailable() passes the store\'s own status failure through', async () => {
   class Down extends MemoryStore {
-    override async status(): Promise<void> {
-      throw new HereaboutsError(ErrorKind.NotReady, 'data_dir is not writable');
+    override status(): Promise<void> {
+      return Promise.reject(new HereaboutsError(ErrorKind.NotReady, 'data_dir is not writable'));
     }
   }
   await assert.rejects(checkAvailable(new Down(), testNetwork([testRange('10.0.0.0/24')])), /data_dir is not writable/);

@@ -60,8 +60,8 @@ test('release() keeps releasing after a failing range and reports every error at
 
 test('release() combines errors from several ranges into one HereaboutsError with an AggregateError cause', async () => {
   class AllFail extends MemoryStore {
-    override async update<T>(pool: PoolRef): Promise<T> {
-      throw new HereaboutsError(ErrorKind.Io, `cannot write ${pool.name}`);
+    override update<T>(pool: PoolRef): Promise<T> {
+      return Promise.reject(new HereaboutsError(ErrorKind.Io, `cannot write ${pool.name}`));
     }
   }
   await assert.rejects(release(new AllFail(), config, pod), (err: unknown) => {

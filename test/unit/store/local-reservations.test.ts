@@ -64,7 +64,7 @@ test('a reservation left by a crash (its pool does not hold the address) is take
   writeFileSync(join(dataDir, 'net1', 'reservations', '10.80.0.1'), JSON.stringify({ pool: '10.80.0.0-24', range: '10.80.0.0/24', containerid: 'gone', podref: 'ns/gone', ifname: 'eth0' }));
   const store = new LocalStore(dataDir, { reservations: true });
   assert.equal(await store.update(narrow, claimFirst(narrow, 'podB')), '10.80.0.1');
-  assert.equal(JSON.parse(readFileSync(join(dataDir, 'net1', 'reservations', '10.80.0.1'), 'utf8')).pool, '10.80.0.0-25');
+  assert.equal((JSON.parse(readFileSync(join(dataDir, 'net1', 'reservations', '10.80.0.1'), 'utf8')) as { pool: unknown }).pool, '10.80.0.0-25');
 });
 
 test('a reservation whose pool is being written (its lock is held) counts as taken', async () => {
@@ -93,6 +93,6 @@ test('a re-ADD by a new container rewrites the reservation (and writes one that 
   const store = new LocalStore(dataDir, { reservations: true });
   await store.update(wide, () => ({ change: { update: [{ address: ip('10.80.0.1'), record: rec('new') }] }, value: undefined }));
   const file = join(dataDir, 'net1', 'reservations', '10.80.0.1');
-  assert.equal(JSON.parse(readFileSync(file, 'utf8')).containerid, 'new');
+  assert.equal((JSON.parse(readFileSync(file, 'utf8')) as { containerid: unknown }).containerid, 'new');
   assert.equal(await store.update(narrow, claimFirst(narrow, 'podB')), '10.80.0.2');
 });

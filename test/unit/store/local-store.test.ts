@@ -59,7 +59,7 @@ test('update() stores offsets beyond 2^53 exactly (IPv6 /64)', async () => {
   const store = new LocalStore(dataDir);
   const address = parseIP('fd00::8000:0:0:5');
   await store.update(v6Pool, () => ({ change: { claim: { address: address.value, record: rec('c1') } }, value: 0 }));
-  const doc = JSON.parse(readFileSync(join(dataDir, 'net1', 'fd00---64.json'), 'utf8'));
+  const doc = JSON.parse(readFileSync(join(dataDir, 'net1', 'fd00---64.json'), 'utf8')) as { allocations: Record<string, unknown> };
   assert.deepEqual(Object.keys(doc.allocations), ['9223372036854775813']);
   assert.deepEqual([...(await store.read(v6Pool)).keys()], [address.value]);
 });

@@ -87,7 +87,7 @@ test('parseReservationName() uses known network names to settle an ambiguous IPv
   assert.deepEqual(settled, { ip: parseIP('a:1::5'), networkName: 'n', ambiguous: false });
   const guessed = parseReservationName('n-a-1--5');
   assert.equal(guessed?.ambiguous, true);
-  assert.deepEqual(guessed?.ip, parseIP('1::5'));
+  assert.deepEqual(guessed.ip, parseIP('1::5'));
 });
 
 test('parseReservationName() rejects names that are not a canonically written address', () => {

@@ -62,7 +62,9 @@ test('the slice memory keeps the NodeSlicePool resourceVersion; one the API serv
   const cacheDir = mkdtempSync(join(tmpdir(), 'hereabouts-slice-memory-'));
   try {
     const ctx = { node: 'a', cacheDir, scope: { server: 'https://api', namespace: 'kube-system' }, log: createLogger({ level: 'error' }) };
-    const memory = { generation: 3, resourceVersion: '4711', range: '10.0.0.0/24', sliceSize: 28, slice: '10.0.0.0/28', draining: [], held: ['10.0.0.0/28'] };
+    // `older` is the same memory as written before versions were recorded (see below).
+    const older = { generation: 3, range: '10.0.0.0/24', sliceSize: 28, slice: '10.0.0.0/28', draining: [], held: ['10.0.0.0/28'] };
+    const memory = { ...older, resourceVersion: '4711' };
     writeSliceMemory(ctx, 'net', memory);
     assert.deepEqual(readSliceMemory(ctx, 'net'), memory);
     for (const odd of ['', '0', '12a', '../x', 7]) {
@@ -70,7 +72,6 @@ test('the slice memory keeps the NodeSlicePool resourceVersion; one the API serv
       assert.equal(readSliceMemory(ctx, 'net')?.resourceVersion, undefined, String(odd));
     }
     // A memory written before versions were recorded still reads (the next GET takes any version).
-    const { resourceVersion: _dropped, ...older } = memory;
     writeSliceMemory(ctx, 'net', older);
     assert.deepEqual(readSliceMemory(ctx, 'net'), older);
   } finally {

@@ -25,7 +25,7 @@ test('readCachedPool() returns a well-formed cache with its allocations and reso
   const paths = cacheWith({ ...header, allocations: { '5': { id: 'c', podref: 'ns/p', ifname: 'eth0' } } });
   const state = readCachedPool(paths, pool, scope, () => {});
   assert.equal(state?.resourceVersion, '9');
-  assert.equal(state?.allocations.size, 1);
+  assert.equal(state.allocations.size, 1);
 });
 
 for (const [what, allocations] of [['null', null], ['missing', undefined], ['a list', []], ['a null record', { '5': null }]] as const) {
@@ -44,5 +44,5 @@ test('readCachedPool() hands over the contention marks kept with the pool, and i
   assert.deepEqual(readCachedPool(cacheWith({ ...header, allocations }), pool, scope, () => {})?.contention, {});
   const malformed = readCachedPool(cacheWith({ ...header, allocations, contention: { collidedUntil: 'soon', busyUntil: null } }), pool, scope, () => {});
   assert.deepEqual(malformed?.contention, {}, 'a hint that does not parse is no hint');
-  assert.equal(malformed?.allocations.size, 1, 'and the pool is still served from the cache');
+  assert.equal(malformed.allocations.size, 1, 'and the pool is still served from the cache');
 });

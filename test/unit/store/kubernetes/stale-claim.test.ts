@@ -88,9 +88,9 @@ test('a lone claim is a JSON patch that tests the resourceVersion first and adds
   assert.equal(await commitPool(ctx, pool, plan(pool), { initial }), ip('10.64.0.2'));
   const [patch] = bodies as Array<Array<{ op: string; path: string; value: Record<string, string> }>>;
   assert.deepEqual(patch?.map((o) => [o.op, o.path]), [['test', '/metadata/resourceVersion'], ['add', '/spec/allocations/2'], ['add', '/metadata/managedFields']]);
-  assert.deepEqual(patch?.[2]?.value, [{}], 'clears the API server\'s field tracking');
-  assert.equal(patch?.[0]?.value, initial.resourceVersion);
-  assert.deepEqual({ ...patch?.[1]?.value, createdAt: 'T' }, { id: 'c1', podref: 'ns/p1', ifname: 'net1', node: 'n1', createdAt: 'T' });
+  assert.deepEqual(patch[2]?.value, [{}], 'clears the API server\'s field tracking');
+  assert.equal(patch[0]?.value, initial.resourceVersion);
+  assert.deepEqual({ ...patch[1]?.value, createdAt: 'T' }, { id: 'c1', podref: 'ns/p1', ifname: 'net1', node: 'n1', createdAt: 'T' });
   const raw = (await getObject(api, 'ippools', pool.name)) as { spec: { allocations: Record<string, Record<string, string>> } };
   assert.equal(raw.spec.allocations['1']?.['ipamclaimref'], 'ns/claim', 'other records are untouched');
 });
