@@ -3,7 +3,6 @@
 // (fold.lock), so a rolling update's two pods never count a call twice.
 import { existsSync } from 'node:fs';
 import type { Server } from 'node:http';
-import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { serve } from '../controller/runtime/http.ts';
 import { messageOf } from '../errors.ts';

@@ -17,7 +17,6 @@ export class MemoryStore implements Store {
     this.node = options.node;
   }
 
-  // eslint-disable-next-line @typescript-eslint/require-await -- async makes a throw from the plan or the change validation a rejection, as from the real stores
   async update<T>(pool: PoolRef, plan: Plan<T>): Promise<T> {
     const current = this.#pool(pool);
     const planned = plan(current, new Set());
