@@ -21,7 +21,7 @@ import { applyChange } from '../local/apply-change.ts';
 import { messageOf } from '../../errors.ts';
 import type { AllocationRecord, Allocations, Plan, PoolChange, PoolRef } from '../store.ts';
 import type { ApiClient } from '../../kube/api.ts';
-import { ContentionMemory, type ContentionMarks } from './contention.ts';
+import type { ContentionMarks, WriteMemory } from './contention.ts';
 import { mayHaveApplied } from '../../kube/errors.ts';
 import { toStoreError } from './api-errors.ts';
 import { allocationsPatch, claimPatch, decodePoolObject, newPoolObject, refusesClaim, type PoolState } from './pool-object.ts';
@@ -29,11 +29,6 @@ import { dropCreated, followRecord, handOver, releaseReservation, reserve, type 
 import { getObject, type GetOptions } from './objects.ts';
 import { createObject, jsonPatch, mergePatch } from './resources.ts';
 import { CONFLICT, retryOnConflict } from '../../kube/retry.ts';
-
-/** The shared pools this process collided on recently (a plugin process starts from the node cache's marks). */
-const contention = new ContentionMemory();
-/** The shared pools on which this process recently lost a write or an address to another writer. */
-const busy = new ContentionMemory();
 
 export interface CommitLog {
   debug(msg: string): void;
@@ -52,6 +47,11 @@ export interface CommitContext {
   /** Per-request timeout for best-effort clean-up calls on the failure path. */
   readonly cleanupTimeoutMs: number;
   readonly log: CommitLog;
+  /**
+   * What the host remembers of other writers across its commits (contention.ts): the node agent's, kept for its
+   * life; a plugin process's store's and a PoolWriter's own.
+   */
+  readonly memory: WriteMemory;
 }
 
 export interface CommitOptions {
@@ -110,9 +110,9 @@ export async function commitPool<T>(ctx: CommitContext, pool: PoolRef, plan: Pla
    */
   let collisions = 0;
   const contentionKey = `${ctx.api.namespace}/${pool.name}`;
-  remember(contentionKey, options.contention);
+  ctx.memory.remember(contentionKey, options.contention);
   // A pool this process raced others on a moment ago (a node agent serving a burst) is searched spread at once.
-  let spread: number | undefined = contention.contended(contentionKey, monotonicMs()) ? Math.random() : undefined;
+  let spread: number | undefined = ctx.memory.contention.contended(contentionKey, monotonicMs()) ? Math.random() : undefined;
   /** The claim of a write that met a conflict. */
   let contested: bigint | undefined;
 
@@ -138,10 +138,10 @@ export async function commitPool<T>(ctx: CommitContext, pool: PoolRef, plan: Pla
     fetchPool(ctx, pool, known.resourceVersion === undefined ? {} : { notOlderThan: known.resourceVersion });
 
   const collided = (): void => {
-    busy.mark(contentionKey, monotonicMs());
+    ctx.memory.busy.mark(contentionKey, monotonicMs());
     if (++collisions < 2) return;
     spread ??= Math.random();
-    contention.mark(contentionKey, monotonicMs());
+    ctx.memory.contention.mark(contentionKey, monotonicMs());
   };
 
   const attempt = async (): Promise<Settled<T> | typeof CONFLICT> => {
@@ -192,7 +192,7 @@ export async function commitPool<T>(ctx: CommitContext, pool: PoolRef, plan: Pla
         // answered: a read from the watch cache now (~2 ms of API server CPU) spares a refused write (~12 ms) and
         // the round trips and backoff after it. Only a writer that does not reserve first (Whereabouts, a network
         // without enable_overlapping_ranges) can commit the reserved address meanwhile: the plan then moves on.
-        if (state.fresh && options.trustInitial !== true && busy.contended(contentionKey, monotonicMs())) {
+        if (state.fresh && options.trustInitial !== true && ctx.memory.busy.contended(contentionKey, monotonicMs())) {
           state = await freshen(state);
           continue;
         }
@@ -219,7 +219,7 @@ export async function commitPool<T>(ctx: CommitContext, pool: PoolRef, plan: Pla
         lastRefusal = { version: state.resourceVersion, jsonClaim: lone !== undefined };
         if (state.fresh) {
           contested = claim?.address; // planned on the API's view: another writer raced us
-          busy.mark(contentionKey, monotonicMs());
+          ctx.memory.busy.mark(contentionKey, monotonicMs());
         }
         return CONFLICT;
       }
@@ -244,31 +244,10 @@ export async function commitPool<T>(ctx: CommitContext, pool: PoolRef, plan: Pla
     await settleUnused(ctx, pool, { created, adopted }, undefined);
     throw toStoreError(err, `IPPool ${pool.name}`);
   }
-  options.onSettled?.(settled.state, marksOf(contentionKey));
+  options.onSettled?.(settled.state, ctx.memory.marksOf(contentionKey));
   await settleUnused(ctx, pool, { created, adopted }, settled.state.allocations);
   if (ctx.reservations && settled.written !== undefined) await settleWritten(ctx, pool, settled.written.change, settled.written.before);
   return settled.value;
-}
-
-/**
- * Takes in what the node cache kept of earlier processes' contention (a time beyond the memory's span counts as a
- * fresh mark: a wall clock stepped back must not make a pool look contended for long).
- */
-function remember(key: string, marks: ContentionMarks | undefined): void {
-  if (marks === undefined) return;
-  const now = Date.now();
-  const monotonic = monotonicMs();
-  if (marks.collidedUntil !== undefined && marks.collidedUntil > now) contention.mark(key, monotonic, marks.collidedUntil - now);
-  if (marks.busyUntil !== undefined && marks.busyUntil > now) busy.mark(key, monotonic, marks.busyUntil - now);
-}
-
-/** This process's contention memory of a pool, in wall-clock time for the node cache. */
-function marksOf(key: string): ContentionMarks {
-  const now = Date.now();
-  const monotonic = monotonicMs();
-  const collided = contention.remainingMs(key, monotonic);
-  const busyMs = busy.remainingMs(key, monotonic);
-  return { ...(collided > 0 ? { collidedUntil: now + collided } : {}), ...(busyMs > 0 ? { busyUntil: now + busyMs } : {}) };
 }
 
 /**
