@@ -8,7 +8,6 @@ import { createServer, type Server, type Socket } from 'node:net';
 import { writeError } from '../cni/output.ts';
 import { runPlugin } from '../cni/plugin.ts';
 import { monotonicMs } from '../clock.ts';
-import { longLivedHost } from '../store/kubernetes/open.ts';
 import type { StoreHost } from '../store/open.ts';
 import { decodeRequestFrame, encodeAnswer, FrameReader, MAX_REQUEST_BYTES, type AgentAnswer, type AgentRequest } from './frame.ts';
 import { prepareSocketPath, restrictSocket } from './socket-file.ts';
@@ -39,6 +38,9 @@ export interface RunningAgent {
 
 export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   await prepareSocketPath(options.socketPath);
+  // Loaded here, not with this module: the store's modules read the environment when they load (timings.ts), and
+  // serveNodeAgent() turns the per-process timing report off first.
+  const { longLivedHost } = await import('../store/kubernetes/open.ts');
   const host = longLivedHost();
   const slots = new Slots(options.maxConcurrent ?? 16);
   const server = createServer({ allowHalfOpen: false }, (socket) => serve(socket, { slots, host }, options));
