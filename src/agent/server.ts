@@ -1,12 +1,14 @@
 // The node agent: the plugin, hosted. Each connection carries one CNI call (frame.ts); the agent runs it through the
 // very runPlugin() a plugin process runs — same validation, trust checks, file locks and node cache — with the
 // forwarded environment and stdin, and answers with what the process would have printed and its exit code.
-// What stays across calls is only what makes them cheap: loaded code and open API connections (connection-pool.ts).
+// What stays across calls is only what makes them cheap: loaded code, open API connections (connection-pool.ts) and
+// the contention its writes met on shared pools (contention.ts), which the agent owns and hands to every call
+// (store/kubernetes/open.ts, StoreHost).
 import { createServer, type Server, type Socket } from 'node:net';
 import { writeError } from '../cni/output.ts';
 import { runPlugin } from '../cni/plugin.ts';
 import { monotonicMs } from '../clock.ts';
-import { keepConnections } from '../kube/connection-pool.ts';
+import type { StoreHost } from '../store/open.ts';
 import { decodeRequestFrame, encodeAnswer, FrameReader, MAX_REQUEST_BYTES, type AgentAnswer, type AgentRequest } from './frame.ts';
 import { prepareSocketPath, restrictSocket } from './socket-file.ts';
 import { unansweredJson } from './unanswered.ts';
@@ -36,9 +38,12 @@ export interface RunningAgent {
 
 export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   await prepareSocketPath(options.socketPath);
-  keepConnections();
+  // Loaded here, not with this module: the store's modules read the environment when they load (timings.ts), and
+  // serveNodeAgent() turns the per-process timing report off first.
+  const { longLivedHost } = await import('../store/kubernetes/open.ts');
+  const host = longLivedHost();
   const slots = new Slots(options.maxConcurrent ?? 16);
-  const server = createServer({ allowHalfOpen: false }, (socket) => serve(socket, slots, options));
+  const server = createServer({ allowHalfOpen: false }, (socket) => serve(socket, { slots, host }, options));
   server.maxConnections = options.maxConnections ?? 256;
   await listen(server, options.socketPath);
   restrictSocket(options.socketPath);
@@ -59,7 +64,7 @@ function listen(server: Server, path: string): Promise<void> {
   });
 }
 
-function serve(socket: Socket, slots: Slots, options: AgentOptions): void {
+function serve(socket: Socket, agent: { readonly slots: Slots; readonly host: StoreHost }, options: AgentOptions): void {
   const reader = new FrameReader(MAX_REQUEST_BYTES);
   let received = false;
   let clientGone = false;
@@ -87,21 +92,21 @@ function serve(socket: Socket, slots: Slots, options: AgentOptions): void {
     clearTimeout(readTimer);
     // A client that gave up (closed, or past its deadline: the agent was stopped, or the call waited for a slot)
     // before the call started gets nothing run on its behalf: it already reported the call as failed.
-    void slots.run(async () => {
+    void agent.slots.run(async () => {
       if (clientGone || Date.now() >= request.giveUpAt) {
         socket.destroy();
         options.observe?.('dropped');
         return options.log('dropped a request: its client went away before it started');
       }
       const deadlineMs = options.deadlineMs ?? 110_000;
-      const answer = await withDeadline(execute(request), deadlineMs);
+      const answer = await withDeadline(execute(request, agent.host), deadlineMs);
       options.observe?.(answer === undefined ? 'deadline' : 'answered');
       if (!socket.destroyed) socket.end(encodeAnswer(answer ?? unanswered(request, deadlineMs)));
     });
   });
 }
 
-async function execute(request: AgentRequest): Promise<AgentAnswer> {
+async function execute(request: AgentRequest, host: StoreHost): Promise<AgentAnswer> {
   const started = monotonicMs();
   const cpu = process.cpuUsage();
   let stdout = '';
@@ -113,7 +118,7 @@ async function execute(request: AgentRequest): Promise<AgentAnswer> {
       stdin: request.stdin,
       stdout: (text) => void (stdout += text),
       stderr: (text) => void (stderr += text),
-    });
+    }, host);
   } catch (err) {
     // runPlugin answers every error itself; this is a failure while closing the store, after the answer was made.
     stderr += `hereabouts agent: ${err instanceof Error ? err.message : String(err)}\n`;

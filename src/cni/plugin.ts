@@ -2,7 +2,7 @@
 // print one JSON document. Nothing is written before the request has been fully validated.
 import { parseNetworkConfig } from '../config/parse.ts';
 import type { NetworkConfig } from '../config/types.ts';
-import { openStore } from '../store/open.ts';
+import { openStore, type StoreHost } from '../store/open.ts';
 import type { Store } from '../store/store.ts';
 import { recordCall } from './call-stats.ts';
 import { readCniEnv, type CniEnv } from './env.ts';
@@ -24,7 +24,8 @@ export interface PluginIO {
   readonly stderr?: (text: string) => void;
 }
 
-export async function runPlugin(io: PluginIO = {}): Promise<number> {
+/** `host`: what a long-lived host (the node agent) keeps across the calls it runs; a plugin process passes none. */
+export async function runPlugin(io: PluginIO = {}, host?: StoreHost): Promise<number> {
   const started = process.hrtime.bigint();
   let outcome: 'ok' | number = 'ok';
   let version: CniVersion | undefined;
@@ -53,7 +54,7 @@ export async function runPlugin(io: PluginIO = {}): Promise<number> {
     });
     for (const note of config.notes ?? []) logger.debug(note);
     for (const warning of config.warnings) logger.warning(warning);
-    store = await openStore(config, { log: logger, env: processEnv });
+    store = await openStore(config, { log: logger, env: processEnv, ...(host === undefined ? {} : { host }) });
     return await runVerb({ env, config, store, logger, version }, out);
   } catch (err) {
     const cniVersion = version ?? bestEffortVersion(request);

@@ -6,7 +6,7 @@ import { request as httpsRequest } from 'node:https';
 import type { Socket } from 'node:net';
 import { TLSSocket } from 'node:tls';
 import { buildInfo } from '../build-info.ts';
-import { releaseAgent } from './connection-pool.ts';
+import { ConnectionPool } from './connection-pool.ts';
 import type { ApiEndpoint } from './kubeconfig.ts';
 import { mark, timingsEnabled } from './timings.ts';
 import type { TlsSessionStore } from './tls-session.ts';
@@ -47,15 +47,21 @@ export class ApiClient {
   lastHandshake: 'full' | 'resumed' | undefined;
   readonly #timeoutMs: number;
   readonly #sessions: TlsSessionStore | undefined;
+  readonly #connections: ConnectionPool;
   /** The stored TLS session, read once per process (undefined: none, or not read yet). */
   #session: Buffer | undefined;
   #sessionLoaded = false;
 
-  /** `tlsSessions`: keep the server's TLS session ticket there so that the next process resumes (tls-session.ts). */
-  constructor(endpoint: ApiEndpoint, options: { timeoutMs: number; tlsSessions?: TlsSessionStore }) {
+  /**
+   * `tlsSessions`: keep the server's TLS session ticket there so that the next process resumes (tls-session.ts).
+   * `connections`: the pool the endpoint's agent came from, which close() gives it back to (default: one that keeps
+   * none, so close() destroys the agent).
+   */
+  constructor(endpoint: ApiEndpoint, options: { timeoutMs: number; tlsSessions?: TlsSessionStore; connections?: ConnectionPool }) {
     this.endpoint = endpoint;
     this.#timeoutMs = options.timeoutMs;
     this.#sessions = options.tlsSessions;
+    this.#connections = options.connections ?? new ConnectionPool({ keep: false });
   }
 
   get namespace(): string {
@@ -143,7 +149,7 @@ export class ApiClient {
 
   /** Ends this call's use of the connection: closed in a plugin process, kept for the next call in the node agent. */
   close(): void {
-    releaseAgent(this.endpoint.agent);
+    this.#connections.release(this.endpoint.agent);
   }
 }
 

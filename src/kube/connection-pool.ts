@@ -3,6 +3,10 @@
 // lets the next call reuse the open, already-verified connection: no handshake. Credentials are not part of the
 // identity (the Authorization header is per request, read from the token file on every call), so a rotated token
 // takes effect at once; a rotated CA or client certificate is another identity, hence another agent.
+//
+// Whoever hosts the calls owns the pool and hands it down to where endpoints are made (kubeconfig.ts,
+// endpoint-cache.ts) and closed (api.ts): the node agent one keeping pool for its life, everyone else a pool that
+// keeps nothing. Nothing here is process-wide.
 import { createHash } from 'node:crypto';
 import type { Agent } from 'node:http';
 
@@ -15,14 +19,6 @@ export const IDLE_SOCKET_MS = 30_000;
 /** Identities kept at once; a rotation leaves the old one behind, evicted (and its sockets closed) when over. */
 const MAX_KEPT = 8;
 
-let kept: Map<string, Agent> | undefined;
-const shared = new WeakSet<Agent>();
-
-/** From now on, agents are kept across calls (the node agent calls this once at start). */
-export function keepConnections(): void {
-  kept ??= new Map();
-}
-
 /** What decides whom a connection trusts and how it authenticates (request options of node:https). */
 export interface TlsIdentity {
   readonly ca?: unknown;
@@ -34,39 +30,51 @@ export interface TlsIdentity {
   readonly servername?: unknown;
 }
 
-/** The agent for `server` and this TLS identity: a kept one when keeping, else `make()`'s. */
-export function agentFor(server: string, tls: TlsIdentity, make: () => Agent): Agent {
-  if (kept === undefined) return make();
-  const hash = createHash('sha256').update(server);
-  for (const part of [tls.ca, tls.cert, tls.key, tls.pfx, tls.passphrase, tls.rejectUnauthorized, tls.servername]) {
-    hash.update('\0');
-    if (part !== undefined) hash.update(typeof part === 'string' || Buffer.isBuffer(part) ? part : JSON.stringify(part));
-  }
-  const key = hash.digest('hex');
-  const found = kept.get(key);
-  if (found !== undefined) {
-    kept.delete(key); // most recently used last
-    kept.set(key, found);
-    return found;
-  }
-  const agent = make();
-  shared.add(agent);
-  kept.set(key, agent);
-  for (const [oldKey, old] of kept) {
-    if (kept.size <= MAX_KEPT) break;
-    kept.delete(oldKey);
-    shared.delete(old);
-    old.destroy();
-  }
-  return agent;
-}
+export class ConnectionPool {
+  /** The kept agents by identity, most recently used last; undefined: this pool keeps none. */
+  readonly #kept: Map<string, Agent> | undefined;
+  readonly #shared = new WeakSet<Agent>();
 
-/** Ends a call's use of `agent`: destroys it unless it is kept for the next call. */
-export function releaseAgent(agent: Agent): void {
-  if (!shared.has(agent)) agent.destroy();
-}
+  /** `keep`: agents are kept across calls (the node agent's pool); else each call's agent is its own. */
+  constructor(options: { readonly keep: boolean }) {
+    this.#kept = options.keep ? new Map() : undefined;
+  }
 
-/** How many agents are kept (tests). */
-export function keptAgents(): number {
-  return kept?.size ?? 0;
+  /** The agent for `server` and this TLS identity: a kept one when keeping, else `make()`'s. */
+  agentFor(server: string, tls: TlsIdentity, make: () => Agent): Agent {
+    const kept = this.#kept;
+    if (kept === undefined) return make();
+    const hash = createHash('sha256').update(server);
+    for (const part of [tls.ca, tls.cert, tls.key, tls.pfx, tls.passphrase, tls.rejectUnauthorized, tls.servername]) {
+      hash.update('\0');
+      if (part !== undefined) hash.update(typeof part === 'string' || Buffer.isBuffer(part) ? part : JSON.stringify(part));
+    }
+    const key = hash.digest('hex');
+    const found = kept.get(key);
+    if (found !== undefined) {
+      kept.delete(key); // most recently used last
+      kept.set(key, found);
+      return found;
+    }
+    const agent = make();
+    this.#shared.add(agent);
+    kept.set(key, agent);
+    for (const [oldKey, old] of kept) {
+      if (kept.size <= MAX_KEPT) break;
+      kept.delete(oldKey);
+      this.#shared.delete(old);
+      old.destroy();
+    }
+    return agent;
+  }
+
+  /** Ends a call's use of `agent`: destroys it unless this pool keeps it for the next call. */
+  release(agent: Agent): void {
+    if (!this.#shared.has(agent)) agent.destroy();
+  }
+
+  /** How many agents are kept (tests). */
+  keptAgents(): number {
+    return this.#kept?.size ?? 0;
+  }
 }

@@ -13,7 +13,7 @@ import { createHash } from 'node:crypto';
 import { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent, type AgentOptions, type RequestOptions } from 'node:https';
 import { join, resolve } from 'node:path';
-import { agentFor, IDLE_SOCKET_MS, releaseAgent } from './connection-pool.ts';
+import { ConnectionPool, IDLE_SOCKET_MS } from './connection-pool.ts';
 import type { ApiEndpoint } from './kubeconfig.ts';
 
 export const ENTRY_FORMAT = 1;
@@ -53,25 +53,26 @@ export interface CachedEndpoint {
 
 /** The slow path: resolves a kubeconfig through the Kubernetes client (kubeconfig.ts and endpoint-recipe.ts). */
 export interface Resolver {
-  load(path: string): Promise<ApiEndpoint>;
+  /** The endpoint, its agent from `connections`. */
+  load(path: string, connections: ConnectionPool): Promise<ApiEndpoint>;
   recipe(text: string, path: string, endpoint: ApiEndpoint): Promise<Recipe | undefined>;
 }
 
 /** The slow path: the kubeconfig through the client, under the trust options of the config that named it. */
 export function kubeconfigResolver(options: { readonly execCredentials: boolean; readonly followLinks: boolean }): Resolver {
   return {
-    async load(path) {
+    async load(path, connections) {
       const { loadEndpoint } = await import('./kubeconfig.ts');
-      return loadEndpoint(path, options);
+      return loadEndpoint(path, { ...options, connections });
     },
     recipe: defaultResolver.recipe,
   };
 }
 
 const defaultResolver: Resolver = {
-  async load(path) {
+  async load(path, connections) {
     const { loadEndpoint } = await import('./kubeconfig.ts');
-    return loadEndpoint(path);
+    return loadEndpoint(path, { connections });
   },
   async recipe(text, path, endpoint) {
     const { recipeOf } = await import('./endpoint-recipe.ts');
@@ -79,34 +80,42 @@ const defaultResolver: Resolver = {
   },
 };
 
-/**
- * The endpoint of `kubeconfig`, from the node cache under `cacheDir` when it is still valid. `scope` names whatever
- * else the slow path's answer depends on (e.g. how far the config that named this kubeconfig is trusted): entries
- * of different scopes never stand in for each other.
- */
+export interface CachedEndpointOptions {
+  /**
+   * Names whatever else the slow path's answer depends on (e.g. how far the config that named this kubeconfig is
+   * trusted): entries of different scopes never stand in for each other.
+   */
+  readonly scope?: string;
+  /** Where the endpoint's agent comes from (default: a pool that keeps none, so the agent is the endpoint's own). */
+  readonly connections?: ConnectionPool;
+}
+
+/** The endpoint of `kubeconfig`, from the node cache under `cacheDir` when it is still valid. */
 export async function loadEndpointCached(
   kubeconfig: string,
   cacheDir: string,
   resolver: Resolver = defaultResolver,
-  scope = '',
+  options: CachedEndpointOptions = {},
 ): Promise<CachedEndpoint> {
+  const scope = options.scope ?? '';
+  const connections = options.connections ?? new ConnectionPool({ keep: false });
   const read = readKubeconfig(kubeconfig);
-  if (read === undefined) return { endpoint: await resolver.load(kubeconfig), outcome: 'uncacheable' };
+  if (read === undefined) return { endpoint: await resolver.load(kubeconfig, connections), outcome: 'uncacheable' };
   const entryFile = join(cacheDir, CONNECTION_DIR, `${sha256(`${scope}\0${resolve(kubeconfig)}`).slice(0, 32)}.json`);
   const cached = readEntry(entryFile, read.identity);
   if (cached !== undefined) {
-    const endpoint = endpointOf(cached);
+    const endpoint = endpointOf(cached, connections);
     if (endpoint !== undefined) return { endpoint, outcome: 'hit' };
   }
-  const endpoint = await resolver.load(kubeconfig);
+  const endpoint = await resolver.load(kubeconfig, connections);
   const recipe = await resolver.recipe(read.text, kubeconfig, endpoint);
   // Cached only when the recipe rebuilds exactly what the client resolved.
-  const rebuilt = recipe === undefined ? undefined : endpointOf(recipe);
+  const rebuilt = recipe === undefined ? undefined : endpointOf(recipe, connections);
   if (recipe === undefined || rebuilt === undefined || !sameEndpoint(rebuilt, endpoint)) {
-    if (rebuilt !== undefined) releaseAgent(rebuilt.agent);
+    if (rebuilt !== undefined) connections.release(rebuilt.agent);
     return { endpoint, outcome: 'uncacheable' };
   }
-  releaseAgent(rebuilt.agent);
+  connections.release(rebuilt.agent);
   writeEntry(entryFile, { format: ENTRY_FORMAT, kubeconfig: resolve(kubeconfig), ...read.identity, recipe });
   return { endpoint, outcome: 'miss' };
 }
@@ -174,8 +183,11 @@ function writeEntry(file: string, doc: Record<string, unknown>): void {
   }
 }
 
-/** The endpoint a recipe describes; undefined when a file it names cannot be read (the slow path reports why). */
-export function endpointOf(recipe: Recipe): ApiEndpoint | undefined {
+/**
+ * The endpoint a recipe describes, its agent from `connections`; undefined when a file it names cannot be read (the
+ * slow path reports why).
+ */
+export function endpointOf(recipe: Recipe, connections: ConnectionPool): ApiEndpoint | undefined {
   try {
     const options: RequestOptions = { headers: {} };
     const material = (m: Material | undefined): Buffer | undefined =>
@@ -194,7 +206,7 @@ export function endpointOf(recipe: Recipe): ApiEndpoint | undefined {
       (options.headers as Record<string, string>)['Authorization'] = `Bearer ${token}`.trim();
     }
     const tls = tlsOf(options);
-    const agent = agentFor(recipe.server, tls, () =>
+    const agent = connections.agentFor(recipe.server, tls, () =>
       recipe.server.startsWith('http:')
         ? new HttpAgent({ keepAlive: true, maxSockets: 4, timeout: IDLE_SOCKET_MS })
         : new HttpsAgent({ keepAlive: true, maxSockets: 4, timeout: IDLE_SOCKET_MS, ...tls }),

@@ -14,7 +14,7 @@ import { ErrorKind, HereaboutsError } from '../errors.ts';
 import { readBounded } from '../fs/read-bounded.ts';
 import { UnsafeFileError } from '../fs/unsafe-file.ts';
 import { messageOf } from '../errors.ts';
-import { agentFor, IDLE_SOCKET_MS } from './connection-pool.ts';
+import { ConnectionPool, IDLE_SOCKET_MS } from './connection-pool.ts';
 
 /** Whereabouts' default when the current context names no namespace. */
 export const DEFAULT_NAMESPACE = 'kube-system';
@@ -42,6 +42,8 @@ export interface KubeconfigOptions {
   readonly label?: string;
   /** Use this context instead of the current one (the ops CLI's --context). */
   readonly context?: string;
+  /** Where the endpoint's agent comes from (default: a pool that keeps none, so the agent is the endpoint's own). */
+  readonly connections?: ConnectionPool;
 }
 
 /** The kubeconfig has no context of the name asked for. */
@@ -123,7 +125,8 @@ export async function endpointFromText(
   const headers = requestOptions.headers as Record<string, unknown>;
   if (typeof headers['Authorization'] === 'string') headers['Authorization'] = headers['Authorization'].trim();
   const server = cluster.server.replace(/\/+$/, '');
-  const agent = keepAliveAgent(server, requestOptions, { plainHttp: server.startsWith('http:'), proxied: Boolean(cluster.proxyUrl) });
+  const connections = options.connections ?? new ConnectionPool({ keep: false });
+  const agent = keepAliveAgent(server, requestOptions, { plainHttp: server.startsWith('http:'), proxied: Boolean(cluster.proxyUrl), connections });
   return { server, namespace, requestOptions: { ...requestOptions, agent }, agent };
 }
 
@@ -170,13 +173,13 @@ function whereInvalid(err: unknown): string {
 }
 
 /**
- * One keep-alive agent per process (kept across calls in the node agent, connection-pool.ts): an ADD with reservations makes two requests, and the second one then skips the
+ * One keep-alive agent per call (kept across calls by the node agent's pool, connection-pool.ts): an ADD with reservations makes two requests, and the second one then skips the
  * TLS handshake. Proxied and plain-HTTP clusters keep the agent client-node built for them.
  */
-function keepAliveAgent(server: string, options: RequestOptions, how: { plainHttp: boolean; proxied: boolean }): Agent {
+function keepAliveAgent(server: string, options: RequestOptions, how: { plainHttp: boolean; proxied: boolean; connections: ConnectionPool }): Agent {
   if ((how.plainHttp || how.proxied) && typeof options.agent === 'object') return options.agent;
   const { ca, cert, key, pfx, passphrase, rejectUnauthorized, servername } = options;
-  return agentFor(server, options, () => new HttpsAgent({
+  return how.connections.agentFor(server, options, () => new HttpsAgent({
     keepAlive: true,
     maxSockets: 4,
     timeout: IDLE_SOCKET_MS,

@@ -3,11 +3,16 @@
 import type { NetworkConfig } from '../config/types.ts';
 import type { Logger } from '../log/logger.ts';
 import type { Store } from './store.ts';
+import type { StoreHost } from './kubernetes/open.ts';
+
+export type { StoreHost } from './kubernetes/open.ts';
 
 export interface OpenStoreOptions {
   readonly log: Logger;
   /** The request's environment (NODENAME); default process.env. A node agent serves many, each with its own. */
   readonly env?: Readonly<Record<string, string | undefined>>;
+  /** What the host keeps across the calls it serves (the node agent); absent in a plugin process. */
+  readonly host?: StoreHost;
 }
 
 export async function openStore(config: NetworkConfig, options: OpenStoreOptions): Promise<Store> {

@@ -12,6 +12,7 @@ import type { Logger } from '../../src/log/logger.ts';
 import { parseNetworkConfig } from '../../src/config/parse.ts';
 import { NodeSlices } from '../../src/controller/slices/node-slices.ts';
 import type { ApiClient } from '../../src/kube/api.ts';
+import { WriteMemory } from '../../src/store/kubernetes/contention.ts';
 import { KubernetesStore } from '../../src/store/kubernetes/kubernetes-store.ts';
 import { controllerPass, defaultFlags, SimulatedInformers, type Resource } from './controller-pass.ts';
 import { FaultyApi, Killed, NO_FAULTS, type FaultCounts, type FaultSpec } from './faults.ts';
@@ -275,7 +276,7 @@ export class Cluster {
       counts: this.#o.counts,
       onKill: () => cpSync(dir, frozen, { recursive: true, filter: (src) => !src.endsWith('.lock') && !src.includes('.lock/') && !src.endsWith('.reclaim') }),
     });
-    const store = new KubernetesStore({ api, node: node.name, cacheDir: dir, reservations, log: quiet, budgetMs: 5_000, cleanupTimeoutMs: 2_000 });
+    const store = new KubernetesStore({ api, node: node.name, cacheDir: dir, reservations, log: quiet, budgetMs: 5_000, cleanupTimeoutMs: 2_000, memory: new WriteMemory() });
     try {
       return { ok: true, value: await fn(store) };
     } catch (error) {

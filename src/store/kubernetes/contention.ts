@@ -1,8 +1,9 @@
-// Which shared pools this process recently raced other writers on. A long-lived process (the node agent) serves
+// Which shared pools a writer recently raced other writers on. A long-lived process (the node agent) serves
 // many ADDs: once a pool showed contention, its next claims start spread over the range at once instead of first
 // re-discovering the race one reservation conflict at a time. A short-lived plugin process starts from what the
 // node cache kept of its predecessors' memory (ContentionMarks), so an uncontended pool keeps Whereabouts'
-// lowest-first order.
+// lowest-first order. The memory belongs to whoever hosts the commits (WriteMemory), never to the module.
+import { monotonicMs } from '../../clock.ts';
 
 /** How long a pool counts as contended after its last collision. */
 export const CONTENTION_MEMORY_MS = 60_000;
@@ -46,4 +47,36 @@ export class ContentionMemory {
 export interface ContentionMarks {
   readonly collidedUntil?: number;
   readonly busyUntil?: number;
+}
+
+/**
+ * What a host remembers of other writers across the commits it runs (commit.ts): the node agent keeps one for its
+ * life and hands it to every call it serves; a plugin process's store, and each PoolWriter, start from a fresh one.
+ */
+export class WriteMemory {
+  /** The shared pools this host collided on recently (a plugin process starts from the node cache's marks). */
+  readonly contention = new ContentionMemory();
+  /** The shared pools on which this host recently lost a write or an address to another writer. */
+  readonly busy = new ContentionMemory();
+
+  /**
+   * Takes in what the node cache kept of earlier processes' contention (a time beyond the memory's span counts as a
+   * fresh mark: a wall clock stepped back must not make a pool look contended for long).
+   */
+  remember(key: string, marks: ContentionMarks | undefined): void {
+    if (marks === undefined) return;
+    const now = Date.now();
+    const monotonic = monotonicMs();
+    if (marks.collidedUntil !== undefined && marks.collidedUntil > now) this.contention.mark(key, monotonic, marks.collidedUntil - now);
+    if (marks.busyUntil !== undefined && marks.busyUntil > now) this.busy.mark(key, monotonic, marks.busyUntil - now);
+  }
+
+  /** This host's contention memory of a pool, in wall-clock time for the node cache. */
+  marksOf(key: string): ContentionMarks {
+    const now = Date.now();
+    const monotonic = monotonicMs();
+    const collided = this.contention.remainingMs(key, monotonic);
+    const busyMs = this.busy.remainingMs(key, monotonic);
+    return { ...(collided > 0 ? { collidedUntil: now + collided } : {}), ...(busyMs > 0 ? { busyUntil: now + busyMs } : {}) };
+  }
 }

@@ -9,6 +9,7 @@ import type { Allocations, Plan, PoolRef, Store } from '../store.ts';
 import { KeyedQueue } from '../keyed-queue.ts';
 import type { ApiClient } from '../../kube/api.ts';
 import { toStoreError } from './api-errors.ts';
+import type { WriteMemory } from './contention.ts';
 import { NoSliceError, nodeSlicePools } from './node-slices.ts';
 import { fetchPool, updatePool, type WriteContext } from './pool-update.ts';
 
@@ -26,6 +27,8 @@ export interface KubernetesStoreOptions {
   readonly budgetMs?: number;
   /** Timeout of best-effort clean-up requests on the failure path. */
   readonly cleanupTimeoutMs?: number;
+  /** What the host remembers of other writers across its commits (CommitContext.memory). */
+  readonly memory: WriteMemory;
 }
 
 export interface ResolveOptions {
@@ -65,6 +68,7 @@ export class KubernetesStore implements Store {
       budgetMs: options.budgetMs ?? DEFAULT_BUDGET_MS,
       cleanupTimeoutMs: options.cleanupTimeoutMs ?? DEFAULT_CLEANUP_TIMEOUT_MS,
       log: options.log,
+      memory: options.memory,
     };
   }
 

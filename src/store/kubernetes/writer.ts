@@ -9,6 +9,7 @@ import type { IPAddress } from '../../ip/address.ts';
 import { isRecord } from '../../record.ts';
 import type { AllocationRecord, Plan, PoolRef, SliceVersion } from '../store.ts';
 import { commitPool, fetchPool, type CommitLog, type CommitOptions } from './commit.ts';
+import { WriteMemory } from './contention.ts';
 import { API_VERSION, getObject, objectPath, type ObjectVersion } from './objects.ts';
 import { rangeText, RETIRED_ANNOTATION, retiredValue, type PoolState } from './pool-object.ts';
 import { releaseReservation } from './reservations.ts';
@@ -35,6 +36,8 @@ export interface JudgedReservation extends ObjectVersion {
 
 export class PoolWriter {
   readonly #api: ApiClient;
+  /** This writer's own memory of other writers (CommitContext.memory): nothing is shared with a node's writers. */
+  readonly #memory = new WriteMemory();
 
   constructor(api: ApiClient) {
     this.#api = api;
@@ -51,7 +54,7 @@ export class PoolWriter {
    * in every pool (reservations go through releaseReservation or deleteReservation).
    */
   commit<T>(pool: PoolRef, plan: Plan<T>, options: WriterCommitOptions): Promise<T> {
-    const ctx = { api: this.#api, reservations: false, budgetMs: options.budgetMs, cleanupTimeoutMs: CLEANUP_TIMEOUT_MS, log: options.log };
+    const ctx = { api: this.#api, reservations: false, budgetMs: options.budgetMs, cleanupTimeoutMs: CLEANUP_TIMEOUT_MS, log: options.log, memory: this.#memory };
     const commitOptions: CommitOptions = options.beforeWrite === undefined ? {} : { beforeWrite: options.beforeWrite };
     return commitPool(ctx, pool, plan, commitOptions);
   }

@@ -9,6 +9,7 @@ import { after, before, test } from 'node:test';
 import { firstFree } from '../../../src/allocator/first-free.ts';
 import { ApiClient, type ApiRequest, type ApiResponse } from '../../../src/kube/api.ts';
 import { commitPool, type CommitContext } from '../../../src/store/kubernetes/commit.ts';
+import { WriteMemory } from '../../../src/store/kubernetes/contention.ts';
 import { loadEndpoint } from '../../../src/kube/kubeconfig.ts';
 import { getObject } from '../../../src/store/kubernetes/objects.ts';
 import { createObject, replaceObject } from '../../../src/store/kubernetes/resources.ts';
@@ -86,8 +87,11 @@ function recorded(client: ApiClient, interleave: () => Promise<void>, at: 'first
   return { seen };
 }
 
+/** One host's memory for every writer of this file (as one long-lived process's). */
+const memory = new WriteMemory();
+
 function context(client: ApiClient, log = memoryLogger()): CommitContext {
-  return { api: client, node: 'node-a', reservations: true, budgetMs: 20_000, cleanupTimeoutMs: 5_000, log };
+  return { api: client, node: 'node-a', reservations: true, budgetMs: 20_000, cleanupTimeoutMs: 5_000, log, memory };
 }
 
 /** What a Whereabouts writer does: PUT the whole pool conditional on the resourceVersion it read, no reservation. */

@@ -146,7 +146,7 @@ test('exec plugins are never cached: every call goes through kubeconfig.ts', asy
 test('entries of another scope (e.g. another trust level of the naming config) never stand in', async () => {
   const { file, cacheDir } = setup('      token: t');
   const outcome = async (scope: string) => {
-    const r = await loadEndpointCached(file, cacheDir, counting(), scope);
+    const r = await loadEndpointCached(file, cacheDir, counting(), { scope });
     r.endpoint.agent.destroy();
     return r.outcome;
   };

@@ -7,6 +7,7 @@ import { test } from 'node:test';
 import { firstFree } from '../../../../src/allocator/first-free.ts';
 import type { ApiRequest, ApiResponse } from '../../../../src/kube/api.ts';
 import { commitPool, type CommitContext } from '../../../../src/store/kubernetes/commit.ts';
+import { WriteMemory } from '../../../../src/store/kubernetes/contention.ts';
 import { RETIRED_ANNOTATION, decodePoolObject } from '../../../../src/store/kubernetes/pool-object.ts';
 import { getObject } from '../../../../src/store/kubernetes/objects.ts';
 import { createObject, mergePatch } from '../../../../src/store/kubernetes/resources.ts';
@@ -28,7 +29,7 @@ function setup(): { api: MemoryApiClient; ctx: CommitContext; writes: Array<{ co
     if (req.method === 'PATCH' && req.path.includes('/ippools/')) writes.push({ ...(req.contentType === undefined ? {} : { contentType: req.contentType }), status: res.status });
     return res;
   };
-  return { api, ctx: { api, node: 'n1', reservations: false, budgetMs: 5_000, cleanupTimeoutMs: 1_000, log: quiet }, writes };
+  return { api, ctx: { api, node: 'n1', reservations: false, budgetMs: 5_000, cleanupTimeoutMs: 1_000, log: quiet, memory: new WriteMemory() }, writes };
 }
 
 const plan = (pool: PoolRef): Plan<bigint> => (current, refused) => {
