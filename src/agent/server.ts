@@ -96,7 +96,8 @@ function serve(socket: Socket, agent: { readonly slots: Slots; readonly host: St
       if (clientGone || Date.now() >= request.giveUpAt) {
         socket.destroy();
         options.observe?.('dropped');
-        return options.log('dropped a request: its client went away before it started');
+        options.log('dropped a request: its client went away before it started');
+        return;
       }
       const deadlineMs = options.deadlineMs ?? 110_000;
       const answer = await withDeadline(execute(request, agent.host), deadlineMs);

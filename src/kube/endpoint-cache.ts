@@ -65,7 +65,7 @@ export function kubeconfigResolver(options: { readonly execCredentials: boolean;
       const { loadEndpoint } = await import('./kubeconfig.ts');
       return loadEndpoint(path, { ...options, connections });
     },
-    recipe: defaultResolver.recipe,
+    recipe: (text, path, endpoint) => defaultResolver.recipe(text, path, endpoint),
   };
 }
 

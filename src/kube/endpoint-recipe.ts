@@ -21,10 +21,9 @@ export function recipeOf(text: string, path: string, endpoint: ApiEndpoint): Rec
   const cluster = kc.getCurrentCluster();
   const user = kc.getCurrentUser();
   if (cluster === null || user === null || cluster.proxyUrl !== undefined) return undefined;
-  if (user.exec !== undefined && user.exec !== null) return undefined;
-  if (user.authProvider !== undefined && user.authProvider !== null) return undefined;
+  // Parsed YAML: a field may be null whatever the client's types say.
+  if (isSet(user.exec) || isSet(user.authProvider) || isSet(user.impersonateUser)) return undefined;
   if (user.username !== undefined || user.password !== undefined) return undefined;
-  if (user.impersonateUser !== undefined && user.impersonateUser !== null) return undefined;
   const material = (file: string | undefined, data: string | undefined): Material | undefined =>
     file !== undefined && file !== '' ? { file } : data !== undefined && data !== '' ? { data } : undefined;
   const ca = material(cluster.caFile, cluster.caData);
@@ -67,4 +66,8 @@ function readQuietly(file: string): string | undefined {
   } catch {
     return undefined;
   }
+}
+
+function isSet(value: unknown): boolean {
+  return value !== undefined && value !== null;
 }

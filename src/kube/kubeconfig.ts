@@ -103,12 +103,14 @@ export async function endpointFromText(
     [user?.certFile, 'client-certificate'],
     [user?.keyFile, 'client-key'],
   ] as const) {
-    if (file !== undefined && file !== null && file !== '') readKubeFile(file, `${path}: ${what}`, true);
+    // Parsed YAML: a path may be null whatever the client's types say.
+    const named: unknown = file;
+    if (typeof named === 'string' && named !== '') readKubeFile(named, `${path}: ${what}`, true);
   }
   if (cluster === null || typeof cluster.server !== 'string' || cluster.server === '') {
     throw new HereaboutsError(
       ErrorKind.InvalidConfig,
-      `${path}: current context ${JSON.stringify(kc.currentContext ?? '')} names no cluster with a server`,
+      `${path}: current context ${JSON.stringify((kc.currentContext as string | undefined) ?? '')} names no cluster with a server`,
     );
   }
   const context = kc.getContextObject(kc.currentContext);
