@@ -10,6 +10,11 @@ export interface AtomicWriteOptions {
   readonly tempPrefix?: string;
   /** Runs after the data is durable and before the rename (e.g. a lock's last ownership check). */
   readonly beforeCommit?: () => void;
+  /**
+   * false: a cache whose loss costs only speed (the kubeconfig's resolved endpoint, a TLS session ticket) skips both
+   * fsyncs; still never torn, since readers see the old file or the new one. Default true.
+   */
+  readonly durable?: boolean;
 }
 
 export function writeFileAtomic(file: string, data: string | Uint8Array, options: AtomicWriteOptions): void {
@@ -21,14 +26,14 @@ export function writeFileAtomic(file: string, data: string | Uint8Array, options
     try {
       fchmodSync(fd, options.mode); // the umask may have narrowed it; the mode is ours to state
       writeFileSync(fd, data);
-      fsyncSync(fd);
+      if (options.durable !== false) fsyncSync(fd);
     } finally {
       closeSync(fd);
     }
     options.beforeCommit?.();
     renameSync(temp, file);
     renamed = true;
-    fsyncDir(dirname(file));
+    if (options.durable !== false) fsyncDir(dirname(file));
   } finally {
     if (!renamed) removeQuietly(temp);
   }

@@ -8,13 +8,14 @@
 // cached: such kubeconfigs always go through kubeconfig.ts. Entries are 0600 files in a 0700 directory of the cache
 // (they may hold an inline token or key, as the kubeconfig itself does); one not owned by us or readable by others
 // is ignored.
-import { closeSync, constants, fstatSync, mkdirSync, openSync, readFileSync, readSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
+import { closeSync, constants, fstatSync, mkdirSync, openSync, readFileSync, readSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent, type AgentOptions, type RequestOptions } from 'node:https';
 import { join, resolve } from 'node:path';
 import { ConnectionPool, IDLE_SOCKET_MS } from './connection-pool.ts';
 import type { ApiEndpoint } from './kubeconfig.ts';
+import { writeFileAtomic } from '../fs/atomic-write.ts';
 
 export const ENTRY_FORMAT = 1;
 /** A kubeconfig (or a file it names) larger than this is not cached: kubeconfig.ts decides about it. */
@@ -167,19 +168,11 @@ function readEntry(file: string, identity: Identity): Recipe | undefined {
 }
 
 function writeEntry(file: string, doc: Record<string, unknown>): void {
-  const dir = join(file, '..');
-  const temp = `${file}.tmp-${process.pid}`;
   try {
-    mkdirSync(dir, { recursive: true, mode: 0o700 });
-    writeFileSync(temp, JSON.stringify(doc), { mode: 0o600, flag: 'wx' });
-    renameSync(temp, file);
+    mkdirSync(join(file, '..'), { recursive: true, mode: 0o700 });
+    writeFileAtomic(file, JSON.stringify(doc), { mode: 0o600, durable: false });
   } catch {
     // A cache that cannot be written costs speed, not correctness.
-    try {
-      unlinkSync(temp);
-    } catch {
-      // not created
-    }
   }
 }
 

@@ -4,10 +4,11 @@
 // a 0700 directory, ignored unless we own it and nobody else can read it. The file name hashes everything the
 // session is bound to (server, CA, client certificate and key, server name): other credentials never resume it.
 import { createHash } from 'node:crypto';
-import { closeSync, fstatSync, mkdirSync, openSync, readFileSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
+import { closeSync, fstatSync, mkdirSync, openSync, readFileSync } from 'node:fs';
 import type { RequestOptions } from 'node:https';
 import { join } from 'node:path';
 import { CONNECTION_DIR } from './endpoint-cache.ts';
+import { writeFileAtomic } from '../fs/atomic-write.ts';
 
 /** Upper bound of a ticket file we read (tickets are a few hundred bytes). */
 const MAX_SESSION_BYTES = 16 * 1024;
@@ -45,17 +46,11 @@ export class TlsSessionStore {
 
   /** Replaces the stored ticket; failures only cost the next process a full handshake. */
   save(session: Buffer): void {
-    const temp = `${this.file}.tmp-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
     try {
       mkdirSync(join(this.file, '..'), { recursive: true, mode: 0o700 });
-      writeFileSync(temp, session, { mode: 0o600, flag: 'wx' });
-      renameSync(temp, this.file);
+      writeFileAtomic(this.file, session, { mode: 0o600, durable: false });
     } catch {
-      try {
-        unlinkSync(temp);
-      } catch {
-        // not created
-      }
+      // The next process makes a full handshake.
     }
   }
 }
