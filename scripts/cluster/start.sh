@@ -36,8 +36,10 @@ NODE_NAME=hereabouts-node
 BRIDGES="hbc-cni0 hbc-mvl0 hbc-br1" # default network, macvlan master, bridge NAD
 OWNER=/run/hereabouts-cluster
 
+# The node's runtime and tools (Debian packages; a quick no-op when they are there).
+bash "$repo/scripts/setup.sh" cluster >&2
 for tool in containerd runc ctr unshare nsenter iptables ip flock; do
-  command -v "$tool" >/dev/null || { log "missing required tool: $tool (scripts/setup.sh installs it)"; exit 1; }
+  command -v "$tool" >/dev/null || { log "missing required tool: $tool (scripts/setup.sh cluster installs it)"; exit 1; }
 done
 if [[ -f $OWNER ]] && [[ $(<"$OWNER") != "$dir" ]] && [[ -d $(<"$OWNER") ]]; then
   log "another cluster runs from $(<"$OWNER"); stop it first (scripts/cluster/stop.sh $(<"$OWNER"))"
