@@ -5,7 +5,9 @@
 // whose forwarding is off, and for one where it is on, so that the values the demo starts from are known. The e2e
 // suites check the same around themselves (E2eWorld.close in harness.ts).
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
+import { once } from 'node:events';
+import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { forwardingChanges, readForwarding, type Forwarding } from '../support/host-sysctls.ts';
@@ -69,4 +71,31 @@ describe("the demo leaves the machine's forwarding sysctls as it found them", { 
       }
     });
   }
+
+  test('Ctrl-C after the first ADD: the demo stops, removes its namespaces and leaves forwarding as it was', async () => {
+    requireBinary();
+    const machine = new Netns('hab-fwd');
+    try {
+      const wrote = run(['sh', '-c', 'echo 0 >/proc/sys/net/ipv4/ip_forward'], machine.path);
+      assert.equal(wrote.status, 0, wrote.stderr);
+      const before = forwardingIn(machine.path);
+      // nsenter execs the demo: the signal reaches it, as a terminal's Ctrl-C would.
+      const child = spawn('nsenter', [`--net=${machine.path}`, '--', embeddedNode, join('scripts', 'demo.ts')], { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (b: Buffer) => {
+        stdout += b.toString();
+        if (/^ADD +web-a .* ok/m.test(stdout) && child.signalCode === null) child.kill('SIGINT');
+      });
+      child.stderr.on('data', (b: Buffer) => (stderr += b.toString()));
+      const [code] = (await once(child, 'close')) as [number | null];
+      assert.equal(code, 130, stdout + stderr);
+      assert.match(stderr, /demo interrupted \(SIGINT\)/);
+      assert.doesNotMatch(stdout, /demo finished/);
+      assert.deepEqual(readdirSync('/var/run/netns').filter((n) => n.startsWith('hab-demo-')), []);
+      assert.deepEqual(forwardingChanges(before, forwardingIn(machine.path)), []);
+    } finally {
+      machine.delete();
+    }
+  });
 });
