@@ -1,9 +1,10 @@
 // Walks through ADD, CHECK, idempotent re-ADD and DEL on the local store and prints what happened.
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { constants, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runCni, type CniOutcome } from '../test/support/cni.ts';
+import { readForwarding, restoreForwarding } from '../test/support/host-sysctls.ts';
 import { debianCniDir, requireBinary } from '../test/support/paths.ts';
 
 const bin = requireBinary();
@@ -14,6 +15,12 @@ mkdirSync(binDir);
 symlinkSync(bin, join(binDir, 'hereabouts'));
 const asRoot = process.getuid?.() === 0 && existsSync(join(debianCniDir, 'bridge'));
 const namespaces: string[] = [];
+// The bridge plugin runs in hab-demo-host, a namespace of ours: `isGateway` turns forwarding on there, not on this
+// machine. Should that ever change, what this machine had is put back on the way out (and the demo says so).
+const forwarding = asRoot ? readForwarding() : undefined;
+/** Set by Ctrl-C (or SIGTERM, SIGHUP): the demo stops after the plugin call under way, then cleans up. */
+let interrupted: NodeJS.Signals | undefined;
+class Interrupted extends Error {}
 
 const ipam = {
   type: 'hereabouts',
@@ -42,6 +49,7 @@ async function cni(command: 'ADD' | 'CHECK' | 'DEL', containerId: string, pod: s
   const out = asRoot
     ? await runCni(join(debianCniDir, 'bridge'), call, { ...conf, ...extra }, { inNetns: 'hab-demo-host' })
     : await runCni(bin, call, { ...conf, ...extra });
+  if (interrupted !== undefined) throw new Interrupted();
   const status = out.code === 0 ? 'ok' : `FAILED (exit ${out.code})`;
   console.log(`${command.padEnd(5)} ${pod.padEnd(6)} container ${containerId.padEnd(10)} ${status} ${summarise(out)}`);
   if (out.code !== 0) throw new Error(out.stdout + out.stderr);
@@ -95,9 +103,11 @@ function readFirstIp(out: CniOutcome): string | undefined {
   return (out.json?.['ips'] as Array<{ address: string }> | undefined)?.[0]?.address;
 }
 
-try {
-  await main();
-} finally {
+let cleanedUp = false;
+/** Leaves the machine as the demo found it: on success, on failure and on Ctrl-C alike. */
+function cleanUp(): void {
+  if (cleanedUp) return;
+  cleanedUp = true;
   for (const name of namespaces.reverse()) {
     try {
       ip('netns', 'delete', name);
@@ -106,4 +116,34 @@ try {
     }
   }
   rmSync(work, { recursive: true, force: true });
+  const changed = forwarding === undefined ? [] : restoreForwarding(forwarding);
+  if (changed.length > 0) console.error(`demo: put back this machine's forwarding sysctls: ${changed.join(', ')}`);
+}
+
+// A plugin call under way finishes first (a runtime's Ctrl-C reaches it too), so that nothing writes into what
+// cleanUp() removes; a second signal stops at once.
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+  process.on(signal, () => {
+    if (interrupted === undefined) {
+      interrupted = signal;
+      return;
+    }
+    cleanUp();
+    process.exit(128 + constants.signals[signal]);
+  });
+}
+
+try {
+  await main();
+} catch (err) {
+  // A Ctrl-C during a synchronous step (ip, the version call) kills that child before our handler runs.
+  const signal = (err as { signal?: unknown }).signal;
+  if (interrupted === undefined && (signal === 'SIGINT' || signal === 'SIGTERM' || signal === 'SIGHUP')) interrupted = signal;
+  if (!(err instanceof Interrupted) && interrupted === undefined) throw err;
+} finally {
+  cleanUp();
+}
+if (interrupted !== undefined) {
+  console.error(`demo interrupted (${interrupted}): network namespaces and files removed`);
+  process.exit(128 + constants.signals[interrupted]);
 }

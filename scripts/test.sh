@@ -3,7 +3,9 @@
 # plane for the integration tests, then every test kind. Extra arguments go to node's test runner.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+# What the main stages need, the multi-arch image checks of test/build/ (qemu-user, the arm64 Node), and the cluster
+# stage's runtime (test/build/ also imports the image into containerd): one apt-get round for the whole suite.
+bash scripts/setup.sh test image cluster
 echo "== type check"
 node_modules/.bin/tsc -p tsconfig.json
 echo "== lint (ESLint, typescript-eslint strict type-checked)"
@@ -40,7 +42,7 @@ bash scripts/control-plane/stop.sh "$cp_dir" >/dev/null 2>&1 || true
 # ~3.5 min warm.
 echo "== cluster: kubelet + containerd + Multus, kubectl apply -k deploy/ (scripts/cluster/)"
 if [ "$(id -u)" != 0 ] || ! command -v containerd >/dev/null 2>&1; then
-  echo "cluster: skipped (needs root and containerd; scripts/setup.sh installs it as root)"
+  echo "cluster: skipped (needs root and containerd; scripts/setup.sh cluster installs it as root)"
 else
   cluster_dir=$(mktemp -d "${TMPDIR:-/tmp}/hereabouts-cluster-XXXXXX")
   if timeout "${CLUSTER_START_TIMEOUT:-3600}" bash scripts/cluster/start.sh "$cluster_dir"; then

@@ -9,11 +9,12 @@
 # Writes <dir>/env (KUBECONFIG, KUBECTL, CTR, NODE_NAME, HOST_ROOT, ...) and <dir>/*.log.
 #
 # Nothing leaves the machine: the kubernetes Service ClusterIP (10.233.0.1) is an address on lo and
-# kube-apiserver listens on it at :443 (in-cluster clients need no kube-proxy, no NAT); ip_forward stays 0
-# and FORWARD drops anything routed from or to the cluster's bridges. Machine quirks handled here: runc
-# cannot lower oom_score_adj (restrict_oom_score_adj), no dummy driver (an empty bridge is the macvlan
-# master), bridge MACs are pinned (a bridge otherwise takes its lowest port MAC and pods lose their
-# gateway's ARP entry), a veth port gives it carrier, kubelet's kernel sysctls are put back once the node is Ready.
+# kube-apiserver listens on it at :443 (in-cluster clients need no kube-proxy, no NAT); FORWARD drops anything
+# routed from or to the cluster's bridges, and stop.sh puts back the forwarding sysctls the bridge plugin turns
+# on. Machine quirks handled here: runc cannot lower oom_score_adj (restrict_oom_score_adj), no dummy driver (an
+# empty bridge is the macvlan master), bridge MACs are pinned (a bridge otherwise takes its lowest port MAC and pods
+# lose their gateway's ARP entry), a veth port gives it carrier, kubelet's kernel sysctls are put back once the node
+# is Ready.
 #
 # Env: HEREABOUTS_CLUSTER_TIMEOUT (seconds to wait for the node to be Ready, default 120).
 set -euo pipefail
@@ -36,8 +37,10 @@ NODE_NAME=hereabouts-node
 BRIDGES="hbc-cni0 hbc-mvl0 hbc-br1" # default network, macvlan master, bridge NAD
 OWNER=/run/hereabouts-cluster
 
+# The node's runtime and tools (Debian packages; a quick no-op when they are there).
+bash "$repo/scripts/setup.sh" cluster >&2
 for tool in containerd runc ctr unshare nsenter iptables ip flock; do
-  command -v "$tool" >/dev/null || { log "missing required tool: $tool (scripts/setup.sh installs it)"; exit 1; }
+  command -v "$tool" >/dev/null || { log "missing required tool: $tool (scripts/setup.sh cluster installs it)"; exit 1; }
 done
 if [[ -f $OWNER ]] && [[ $(<"$OWNER") != "$dir" ]] && [[ -d $(<"$OWNER") ]]; then
   log "another cluster runs from $(<"$OWNER"); stop it first (scripts/cluster/stop.sh $(<"$OWNER"))"
@@ -66,6 +69,15 @@ t_build=$(date +%s.%N)
 
 # --- host state to put back: sysctls kubelet writes, host dirs the binds need.
 sysctl -n kernel.panic kernel.panic_on_oops vm.overcommit_memory | paste -sd' ' >"$dir/sysctl.saved"
+# The default network's bridge plugin (isGateway) turns IPv4 forwarding on in the machine's namespace, and with it
+# every interface's: stop.sh writes back each switch as it was (all and default first, which rewrite the others).
+(cd /proc/sys && for fam in ipv4 ipv6; do
+  [[ $fam != ipv4 ]] || echo "net/ipv4/ip_forward $(<net/ipv4/ip_forward)"
+  [[ -d net/$fam/conf ]] || continue
+  for f in net/$fam/conf/all/forwarding net/$fam/conf/default/forwarding net/$fam/conf/*/forwarding; do
+    [[ ! -e $f ]] || echo "$f $(<"$f")"
+  done
+done | awk '!seen[$1]++') >"$dir/forwarding.saved"
 : >"$dir/created-dirs"
 for d in etc/cni/net.d opt/cni/bin var/lib/cni run/netns run/containerd var/log var/log/containers var/log/pods run/hereabouts var/lib/hereabouts; do
   p=/$d

@@ -2,7 +2,8 @@
 # Tear down what scripts/cluster/start.sh <dir> made: kubelet, every process of the node's mount namespace
 # (containerd, shims, containers), the control plane, the cgroups, bridges (pod veths and network
 # namespaces go with their processes), the FORWARD rules, the address on lo, kubelet's chains, the host
-# dirs it created, the sysctls kubelet changed; then <dir> (KEEP=1 keeps it for its logs). Safe to repeat.
+# dirs it created, the sysctls kubelet and the bridge plugin changed; then <dir> (KEEP=1 keeps it for its
+# logs). Safe to repeat.
 set -euo pipefail
 [[ $# -eq 1 ]] || { echo "usage: $0 <dir>" >&2; exit 2; }
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -84,6 +85,13 @@ if [[ -f $dir/sysctl.saved ]]; then
   read -r panic oops overcommit <"$dir/sysctl.saved"
   sysctl -q -w kernel.panic="$panic" kernel.panic_on_oops="$oops" vm.overcommit_memory="$overcommit" || true
   rm -f "$dir/sysctl.saved"
+fi
+# Forwarding as the machine had it before the node's bridge plugin turned it on (interfaces gone since are skipped).
+if [[ -f $dir/forwarding.saved ]]; then
+  while read -r f v; do
+    if [[ -e /proc/sys/$f && $(<"/proc/sys/$f") != "$v" ]]; then echo "$v" >"/proc/sys/$f" || true; fi
+  done <"$dir/forwarding.saved"
+  rm -f "$dir/forwarding.saved"
 fi
 if [[ -f $dir/created-dirs ]]; then
   while read -r d; do rmdir "$d" 2>/dev/null || true; done <"$dir/created-dirs"

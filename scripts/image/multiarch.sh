@@ -16,6 +16,8 @@ ref=${2:-ghcr.io/hereabouts/hereabouts:$("$node" -p 'require(process.argv[1]).ve
 cache=${HEREABOUTS_CACHE:-$HOME/.cache/hereabouts}
 export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git -C "$repo" log -1 --format=%ct)}
 
+# qemu-user, arm64 binutils and skopeo (Debian packages, as root), then the arm64 Node and libraries (must be there).
+bash "$repo/scripts/setup.sh" image >&2
 "$repo/scripts/image/arm64-deps.sh"
 if [[ ${SKIP_BUILD:-} != 1 ]]; then
   (cd "$repo" && "$node" build/build.mjs && "$node" build/build.mjs --arch arm64) >&2

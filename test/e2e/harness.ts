@@ -1,9 +1,12 @@
 // Shared set-up for the end-to-end suites: a CNI_PATH holding our executable under both type names, a
-// temporary data_dir, and a "host" namespace in which Debian's plugins run (the root namespace is never touched).
+// temporary data_dir, and a "host" namespace in which Debian's plugins run (the root namespace is never touched:
+// close() checks the machine's forwarding sysctls, which the bridge plugin's isGateway turns on where it runs).
+import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runCni, type CniOutcome } from '../support/cni.ts';
+import { readForwarding, restoreForwarding } from '../support/host-sysctls.ts';
 import { Netns } from '../support/netns.ts';
 import { debianCniDir, requireBinary } from '../support/paths.ts';
 
@@ -18,6 +21,8 @@ export class E2eWorld {
   readonly dir = mkdtempSync(join(tmpdir(), 'hab-e2e-'));
   readonly binDir = join(this.dir, 'bin');
   readonly dataDir = join(this.dir, 'data');
+  /** The machine's forwarding sysctls before the suite: close() puts back any that changed, then fails. */
+  private readonly forwarding = readForwarding();
   readonly host = new Netns('hab-host');
   private readonly pods: Netns[] = [];
 
@@ -59,6 +64,8 @@ export class E2eWorld {
     for (const p of this.pods) p.delete();
     this.host.delete();
     rmSync(this.dir, { recursive: true, force: true });
+    const changed = restoreForwarding(this.forwarding);
+    assert.deepEqual(changed, [], `the suite changed the machine's forwarding sysctls (now put back): ${changed.join(', ')}`);
   }
 }
 

@@ -2,7 +2,7 @@
 // controller serves on /metrics, scraped from `hereabouts controller` running against the real API server, or that
 // a real node DaemonSet process serves (`hereabouts install --metrics-addr`, folding real plugin calls); the rules
 // pass `promtool check rules` and the alert unit tests of test/monitoring/alerts.test.yaml (Debian's promtool, which
-// scripts/setup.sh installs), and a structural check.
+// scripts/setup.sh test installs), and a structural check.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -68,7 +68,7 @@ function dashboardExprs(d: Dashboard): string[] {
   return exprs.map((e) => e.replaceAll('$__rate_interval', '5m'));
 }
 
-/** Debian's promtool (package prometheus, installed by scripts/setup.sh), or $HEREABOUTS_PROMTOOL. */
+/** Debian's promtool (package prometheus, installed by scripts/setup.sh test), or $HEREABOUTS_PROMTOOL. */
 function promtool(): string | undefined {
   const explicit = process.env['HEREABOUTS_PROMTOOL'];
   if (explicit !== undefined) return explicit;
@@ -115,7 +115,7 @@ test('the dashboard is well formed: unique panel ids, a Prometheus data source v
   }
 });
 
-test('promtool check rules and the alert unit tests pass', { skip: promtool() === undefined ? 'no promtool: scripts/setup.sh installs Debian\'s prometheus package' : false }, () => {
+test('promtool check rules and the alert unit tests pass', { skip: promtool() === undefined ? 'no promtool: scripts/setup.sh test installs Debian\'s prometheus package' : false }, () => {
   const bin = promtool()!;
   const rulesFile = join(repoRoot, 'deploy', 'helm', 'hereabouts', 'files', 'alerts.yaml');
   const check = spawnSync(bin, ['check', 'rules', rulesFile], { encoding: 'utf8' });
