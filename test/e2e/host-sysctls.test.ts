@@ -23,7 +23,12 @@ const helpers = join(repoRoot, 'test', 'support', 'host-sysctls.ts');
 function run(argv: readonly string[], netnsPath?: string): { status: number | null; stdout: string; stderr: string } {
   const [file, args] = netnsPath === undefined ? [argv[0] ?? '', argv.slice(1)] : ['nsenter', [`--net=${netnsPath}`, '--', ...argv]];
   const result = spawnSync(file, args, { cwd: repoRoot, encoding: 'utf8', timeout: 120_000 });
-  return { status: result.status, stdout: result.stdout, stderr: `${result.stderr}${result.error?.message ?? ''}` };
+  return { status: result.status, stdout: textOf(result.stdout), stderr: `${textOf(result.stderr)}${result.error?.message ?? ''}` };
+}
+
+/** A command that could not be spawned has null output, whatever the types say. */
+function textOf(output: string | null): string {
+  return output ?? '';
 }
 
 /** The forwarding sysctls as a process in that namespace sees them. */
