@@ -25,7 +25,8 @@ export function spawnAgent(bin: string, socketPath: string, extraArgs: readonly 
   const child = spawn(bin, ['agent', '--socket', socketPath, ...extraArgs], { env: { PATH: '/usr/bin:/bin', ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
   let text = '';
   child.stderr.on('data', (b: Buffer) => (text += b.toString()));
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  // 'close', not 'exit': the last lines of stderr may still be in the pipe when the process has exited.
+  const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
   return { child, log: () => text, exited, kill: (signal = 'SIGKILL') => void child.kill(signal) };
 }
 

@@ -146,6 +146,18 @@ export async function cacheHolds(cp: ControlPlane, path: string, resourceVersion
   await api(cp, 'GET', `${path}?resourceVersion=${encodeURIComponent(resourceVersion)}`);
 }
 
+/**
+ * Creates the object and returns once the API server's watch cache holds it. The plugin reads a NodeSlicePool from
+ * that cache, and a node's first read (`?resourceVersion=0`) takes whatever the cache has: within the watch's delay
+ * after the create, nothing yet.
+ */
+export async function createCached(ns: Namespace, plural: WhereaboutsPlural, object: Record<string, unknown>): Promise<Record<string, unknown>> {
+  const created = await ns.create(plural, object);
+  const { name, resourceVersion } = created['metadata'] as { name: string; resourceVersion: string };
+  await cacheHolds(ns.cp, ns.path(plural, name), resourceVersion);
+  return created;
+}
+
 export const WHEREABOUTS = '/apis/whereabouts.cni.cncf.io/v1alpha1';
 export const PLURALS = ['ippools', 'overlappingrangeipreservations', 'nodeslicepools'] as const;
 export type WhereaboutsPlural = (typeof PLURALS)[number];

@@ -43,7 +43,14 @@ export function startController(ns: Namespace, ...flags: string[]): Running {
   const child = spawn(bin, ['controller', '--kubeconfig', ns.kubeconfig, ...QUIET, ...flags], { stdio: ['ignore', 'ignore', 'pipe'], env: {} });
   let text = '';
   child.stderr.on('data', (b: Buffer) => (text += b.toString()));
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  // 'close', not 'exit': the last lines of stderr may still be in the pipe when the process has exited.
+  let closed = false;
+  const exited = new Promise<number | null>((resolve) =>
+    child.once('close', (code) => {
+      closed = true;
+      resolve(code);
+    }),
+  );
   return {
     child,
     log: () => text,
@@ -56,7 +63,7 @@ export function startController(ns: Namespace, ...flags: string[]): Running {
       for (;;) {
         const found = parseLines(text).filter(pred);
         if (found.length >= count) return found;
-        if (Date.now() > deadline || child.exitCode !== null) assert.fail(`${found.length} of ${count} matching log lines within ${timeoutMs} ms:\n${text}`);
+        if (Date.now() > deadline || closed) assert.fail(`${found.length} of ${count} matching log lines within ${timeoutMs} ms:\n${text}`);
         await sleep(50);
       }
     },

@@ -4,7 +4,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { freePort } from '../../support/free-port.ts';
 import { api, apiRequest, controlPlane, createNamespace, type Namespace } from '../../support/control-plane.ts';
-import { ago, allocation, createNad, createPod, createPool, createReservation, deleteAllPods, offsets, startController, type Running } from './harness.ts';
+import { ago, allocation, createNad, createPod, createPool, createReservation, deleteAllPods, eventually, offsets, startController, type Running } from './harness.ts';
 
 /** The value of one sample of the exposition text, undefined when absent. */
 function sample(text: string, name: string, labels: Record<string, string> = {}): number | undefined {
@@ -52,8 +52,15 @@ describe('controller metrics, health and pool status', () => {
 
   test('/metrics reports allocations, capacity and free per pool, orphans cleaned, slices and leadership', async () => {
     assert.deepEqual(await offsets(ns, '10.89.255.0-30'), ['1']);
-    const text = await (await fetch(`${metricsUrl}/metrics`)).text(); // after the first full pass (before())
     const small = { pool: '10.89.255.0-30', network: '', range: '10.89.255.0/30' };
+    // The gauges are read from the controller's caches, which see the first pass's own writes (the release, the
+    // NodeSlicePool) through their watches, a moment after the pass wrote them: scrape until they have.
+    let text = '';
+    const cachesCaughtUp = async (): Promise<boolean> => {
+      text = await (await fetch(`${metricsUrl}/metrics`)).text();
+      return sample(text, 'hereabouts_pool_allocations', small) === 1 && (sample(text, 'hereabouts_node_slices', { network: `${ns.name}-net`, state: 'assigned' }) ?? 0) >= 1;
+    };
+    assert.ok(await eventually(cachesCaughtUp, 10_000), text);
     assert.equal(sample(text, 'hereabouts_pool_allocations', small), 1);
     assert.equal(sample(text, 'hereabouts_pool_capacity', small), 2);
     assert.equal(sample(text, 'hereabouts_pool_free', small), 1);

@@ -48,6 +48,14 @@ describe('controller node slices', () => {
   };
   const condition = async (network: string, type: string) =>
     (((await pool(network))?.['status'] as { conditions?: Array<{ type: string; status: string; reason: string; message: string }> } | undefined)?.conditions ?? []).find((c) => c.type === type);
+  /**
+   * Waits for `count` passes that reconcile slices and began after this call (passes run one at a time and are
+   * numbered when they begin: the one after the highest number logged so far may have begun before).
+   */
+  const slicePasses = async (count: number) => {
+    const from = Math.max(0, ...controller.lines().map((l) => (typeof l['n'] === 'number' ? l['n'] : 0)));
+    await controller.waitForLines((l) => / pass done/.test(l.msg) && l['pass'] !== 'cleanup' && typeof l['n'] === 'number' && l['n'] > from + 1, count, 30_000);
+  };
 
   before(async () => {
     ns = await createNamespace(await controlPlane(), 'slc');
@@ -102,12 +110,16 @@ describe('controller node slices', () => {
     const uid = await createPod(ns, 'on-d', { phase: 'Running' });
     await createPool(ns, `${network}-${d}-${slice.replace('/', '-')}`, slice, { '1': allocation(ns, 'on-d', uid) });
     await api(ns.cp, 'DELETE', `/api/v1/nodes/${d}`);
-    await new Promise((r) => setTimeout(r, 2500)); // a full pass or more
+    // The controller saw the node leave, and passes came after that in which it could have freed the slice.
+    await controller.waitForLine((l) => l.msg.startsWith(`slice ${slice} of node ${d} in ${network} drains (NodeLeft)`), 10_000);
+    await slicePasses(2);
     assert.equal(await sliceOf(network, d), slice, 'a live pod still uses the slice');
     await deletePod(ns, 'on-d'); // its allocation goes (orphan cleanup), then the slice
     assert.ok(await eventually(async () => (await sliceOf(network, d)) === undefined, 10_000), controller.log());
     assert.ok((await entries(network)).some((e) => e.nodeName === '' && e.sliceRange === slice), 'the slice is free, not forgotten');
-    assert.ok((await ours()).some((e) => e.reason === 'SliceFreed' && e.message.startsWith(`freed ${d} ${slice}`)));
+    // The event is posted right after the NodeSlicePool is written: it may not be there yet when the write is.
+    const freed = async () => (await ours()).some((e) => e.reason === 'SliceFreed' && e.message.startsWith(`freed ${d} ${slice}`));
+    assert.ok(await eventually(freed, 10_000), controller.log());
   });
 
   test('NADs of one network that disagree are reported (events, condition) and change nothing', async () => {
@@ -118,12 +130,15 @@ describe('controller node slices', () => {
     const before = await entries(network);
     await createNad(ns, 'oddnet-2', { type: 'hereabouts', range: '10.87.0.0/16', node_slice_size: '/26', network_name: network });
     assert.ok(await eventually(async () => (await condition(network, 'ConfigConflict'))?.status === 'True', 10_000), controller.log());
-    await new Promise((r) => setTimeout(r, 500)); // the events of this pass
+    // The pass posts the NADs' events, writes the condition, then posts the NodeSlicePool's event: wait for that last
+    // one, or it could arrive after the count below is taken and look like a new event of a later pass.
+    const onPool = async () => (await ours()).some((ev) => ev.reason === 'NetworkConflict' && ev.involvedObject.kind === 'NodeSlicePool' && ev.involvedObject.name === network);
+    assert.ok(await eventually(onPool, 10_000), controller.log());
     assert.match((await condition(network, 'ConfigConflict'))!.message, /slices 10\.87\.0\.0\/16 by \/24 but .*oddnet-2 slices 10\.87\.0\.0\/16 by \/26; not changed until they agree/);
     const warnings = (await ours()).filter((ev) => ev.reason === 'NetworkConflict' && ev.type === 'Warning');
     assert.deepEqual([...new Set(warnings.filter((w) => w.involvedObject.kind === 'NetworkAttachmentDefinition').map((w) => w.involvedObject.name))].sort(), ['oddnet', 'oddnet-2']);
     await node('f');
-    await new Promise((r) => setTimeout(r, 2500));
+    await slicePasses(2);
     assert.deepEqual(await entries(network), before, 'no slice assigned or taken while the NADs disagree');
     const passes = controller.lines().filter((l) => / pass done/.test(l.msg)).length;
     const warningCount = (await ours()).filter((ev) => ev.reason === 'NetworkConflict').reduce((n, ev) => n + (ev.count ?? 1), 0);

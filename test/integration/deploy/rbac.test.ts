@@ -7,7 +7,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { copyFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { runCni } from '../../support/cni.ts';
-import { api, apiRequest, controlPlane, createNamespace, kubeconfigFor, type Namespace } from '../../support/control-plane.ts';
+import { api, apiRequest, controlPlane, createCached, createNamespace, kubeconfigFor, type Namespace } from '../../support/control-plane.ts';
 import { repoRoot, requireBinary } from '../../support/paths.ts';
 import { allowed, describeAccess, kubectlOf, type Access } from './kubectl.ts';
 
@@ -109,7 +109,7 @@ describe('deploy/ RBAC, applied for real', () => {
 
   test('a node token runs the plugin: node slice, a taken reservation skipped, STATUS, DEL; pods stay forbidden', async () => {
     const kubeconfig = await kubeconfigOf('hereabouts-node');
-    await ns.create('nodeslicepools', {
+    await createCached(ns, 'nodeslicepools', {
       apiVersion: `${WA}/v1alpha1`,
       kind: 'NodeSlicePool',
       metadata: { name: 'rbacnet' },

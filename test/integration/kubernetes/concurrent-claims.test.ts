@@ -102,6 +102,11 @@ async function whereaboutsCommit(name: string, offset: string, entry: Obj): Prom
   assert.equal(result.kind, 'patched');
 }
 
+/** Waits until the API server's watch cache holds the pool as it is now (the watch's delay behind etcd). */
+async function watchCacheHolds(name: string): Promise<void> {
+  await cacheHolds(ns.cp, ns.path('ippools', name), String(obj(obj(await getObject(other, 'ippools', name))['metadata'])['resourceVersion']));
+}
+
 async function allocationsOf(name: string): Promise<Obj> {
   return obj(obj(obj(await getObject(other, 'ippools', name))['spec'])['allocations']);
 }
@@ -116,7 +121,12 @@ async function createPool(name: string, range: string, allocations: Obj): Promis
 test('a claim planned before another writer wrote the pool is refused at once (422) and lands after one re-read from the watch cache', async () => {
   const pool = poolRef('10.91.0.0-24', '10.91.0.0/24');
   await createPool(pool.name, '10.91.0.0/24', { '1': { id: 'w1', podref: 'ns/w1', ifname: 'eth0' } });
-  const { seen } = recorded(api, () => whereaboutsCommit(pool.name, '10', { id: 'w10', podref: 'ns/w10', ifname: 'eth0' }));
+  // The watch cache holds the other writer's version before the stale write goes out: a cache that lags the PUT by
+  // more than the refused write's round trip has nothing newer to serve, and the re-read is then a quorum read.
+  const { seen } = recorded(api, async () => {
+    await whereaboutsCommit(pool.name, '10', { id: 'w10', podref: 'ns/w10', ifname: 'eth0' });
+    await watchCacheHolds(pool.name);
+  });
   const address = await commitPool(context(api), pool, firstFreePlan(pool, { containerId: 'a2', ifname: 'eth0', podRef: 'ns/a2' }));
   assert.equal(offsetOf(pool, address), 2n);
   const poolWrites = seen.filter((s) => s.resource === 'ippools' && s.method !== 'GET');
@@ -161,8 +171,7 @@ test('a writer that knows the pool from its node cache reads it from the watch c
   await createPool(pool.name, '10.94.0.0/24', { '1': { id: 'w1', podref: 'ns/w1', ifname: 'eth0' } });
   const cachedVersion = String(obj(obj(await getObject(other, 'ippools', pool.name))['metadata'])['resourceVersion']);
   await whereaboutsCommit(pool.name, '2', { id: 'w2', podref: 'ns/w2', ifname: 'eth0' }); // unseen by the node cache
-  const latest = String(obj(obj(await getObject(other, 'ippools', pool.name))['metadata'])['resourceVersion']);
-  await cacheHolds(ns.cp, ns.path('ippools', pool.name), latest); // the watch's delay is not what this test is about
+  await watchCacheHolds(pool.name); // the watch's delay is not what this test is about
   const { seen } = recorded(api, async () => {});
   const initial = { allocations: new Map([[networkOf(pool.range.cidr) + 1n, { containerId: 'w1', ifname: 'eth0', podRef: 'ns/w1' }]]), resourceVersion: cachedVersion, fresh: false };
   const address = await commitPool(context(api), pool, firstFreePlan(pool, { containerId: 'a3', ifname: 'eth0', podRef: 'ns/a3' }), { initial });
@@ -178,7 +187,7 @@ test('on a pool whose writes were just refused, a claim reads it again between i
   /** A Whereabouts write, and the watch cache holding it (the watch's delay is not what this test is about). */
   const landed = async (offset: string): Promise<void> => {
     await whereaboutsCommit(pool.name, offset, { id: `w${offset}`, podref: `ns/w${offset}`, ifname: 'eth0' });
-    await cacheHolds(ns.cp, ns.path('ippools', pool.name), String(obj(obj(await getObject(other, 'ippools', pool.name))['metadata'])['resourceVersion']));
+    await watchCacheHolds(pool.name);
   };
   const poolRequests = (seen: Seen[]) => seen.filter((s) => s.resource === 'ippools').map((s) => `${s.method}${s.query ?? ''} ${s.status}`);
 

@@ -8,7 +8,7 @@ import { formatIP, type Family } from '../../../src/ip/address.ts';
 import { networkOf, parseCidr } from '../../../src/ip/cidr.ts';
 import { openKubernetesStore, type OpenKubernetesOptions } from '../../../src/store/kubernetes/open.ts';
 import type { KubernetesStore } from '../../../src/store/kubernetes/kubernetes-store.ts';
-import type { Namespace } from '../../support/control-plane.ts';
+import { createCached, type Namespace } from '../../support/control-plane.ts';
 import { testNetwork, type TestNetworkOptions } from '../../support/memory-store.ts';
 
 export interface KubeNetworkOptions extends TestNetworkOptions {
@@ -133,7 +133,7 @@ export async function createNodeSlicePool(ns: Namespace, name: string, range: st
     if (nodeName !== '') slices.set(nodeName, sliceRange);
     return { nodeName, sliceRange };
   });
-  await ns.create('nodeslicepools', {
+  await createCached(ns, 'nodeslicepools', {
     apiVersion: 'whereabouts.cni.cncf.io/v1alpha1',
     kind: 'NodeSlicePool',
     metadata: { name },

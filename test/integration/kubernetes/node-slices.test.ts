@@ -11,7 +11,7 @@ import { release } from '../../../src/ipam/release.ts';
 import { formatIP } from '../../../src/ip/address.ts';
 import { poolPaths } from '../../../src/store/local/paths.ts';
 import { readSliceMemory } from '../../../src/store/kubernetes/slice-memory.ts';
-import { api, cacheHolds, controlPlane, createNamespace, type Namespace } from '../../support/control-plane.ts';
+import { api, cacheHolds, controlPlane, createCached, createNamespace, type Namespace } from '../../support/control-plane.ts';
 import { testRange } from '../../support/memory-store.ts';
 import { kubeNetwork, memoryLogger, openNode, poolView } from './harness.ts';
 import { HereaboutsError } from '../../../src/errors.ts';
@@ -26,7 +26,7 @@ before(async () => {
     ['plain', '10.61.0.0/24'],
   ] as const) {
     const base = range.slice(0, range.lastIndexOf('.'));
-    await ns.create('nodeslicepools', {
+    await createCached(ns, 'nodeslicepools', {
       apiVersion: 'whereabouts.cni.cncf.io/v1alpha1',
       kind: 'NodeSlicePool',
       metadata: { name },

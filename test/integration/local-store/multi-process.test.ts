@@ -63,7 +63,8 @@ function start(script: string, env: Record<string, string>): Child {
   const child: Child = {
     proc,
     output: '',
-    exited: new Promise((resolve) => proc.on('exit', (code) => resolve({ code, at: Date.now() }))),
+    // 'close', not 'exit': the last output ("claimed ...") may still be in the pipe when the process has exited.
+    exited: new Promise((resolve) => proc.on('close', (code) => resolve({ code, at: Date.now() }))),
   };
   proc.stdout.on('data', (chunk: Buffer) => (child.output += chunk.toString()));
   proc.stderr.on('data', (chunk: Buffer) => (child.output += chunk.toString()));
