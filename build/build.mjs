@@ -3,7 +3,17 @@
 // Usage: node build/build.mjs [--no-strip] [--arch x64|arm64] [--out <dir>]
 //   (default out: dist/ for x64, dist/linux-arm64/ for arm64; see build/target.mjs)
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { builtinExportNames, bundleClient, bundleMain, clientImports, gitCommit, packageVersion } from './bundle.mjs';
@@ -90,7 +100,13 @@ async function buildIn(work, { strip, target, dist }) {
     configFile: outputs.seaConfig,
     blobFile: outputs.blob,
   });
-  const stripNote = injectBlob({ node: target.node, blobFile: paths.blob, output: paths.executable, strip, stripCommand: target.strip });
+  const stripNote = injectBlob({
+    node: target.node,
+    blobFile: paths.blob,
+    output: paths.executable,
+    strip,
+    stripCommand: target.strip,
+  });
   const packaged = clock.lap();
 
   // Smoke test with an empty environment from another directory: the executable needs nothing but itself and libc.
@@ -127,7 +143,9 @@ async function buildIn(work, { strip, target, dist }) {
  */
 function relocateMap(file, work, dist) {
   const map = JSON.parse(readFileSync(file, 'utf8'));
-  map.sources = map.sources.map((source) => (source.startsWith('../') ? relative(dist, resolve(work, source)) : source));
+  map.sources = map.sources.map((source) =>
+    source.startsWith('../') ? relative(dist, resolve(work, source)) : source,
+  );
   writeFileSync(file, JSON.stringify(map));
 }
 

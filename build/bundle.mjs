@@ -64,7 +64,11 @@ export async function clientImports({ root, entry }) {
   });
   const code = result.outputFiles.map((file) => file.text).join('\n');
   const from = String.raw`from\s*"@kubernetes/client-node"`;
-  if (new RegExp(String.raw`import\s*\*\s*as\s*[\w$]+\s*${from}|import\s+[\w$]+\s*(,\s*\{[^}]*\})?\s*${from}|export\s*\*\s*(as\s*[\w$]+\s*)?${from}|(require|import)\("@kubernetes/client-node"\)`).test(code)) {
+  if (
+    new RegExp(
+      String.raw`import\s*\*\s*as\s*[\w$]+\s*${from}|import\s+[\w$]+\s*(,\s*\{[^}]*\})?\s*${from}|export\s*\*\s*(as\s*[\w$]+\s*)?${from}|(require|import)\("@kubernetes/client-node"\)`,
+    ).test(code)
+  ) {
     return undefined;
   }
   const names = new Set();

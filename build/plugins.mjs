@@ -37,7 +37,10 @@ export const hermeticStubs = {
         fallback.importer.test(args.importer) ? { path: args.path, namespace: 'unused-fallback' } : undefined,
       );
     }
-    build.onLoad({ filter: /.*/, namespace: 'unused-fallback' }, () => ({ contents: 'module.exports = {};', loader: 'js' }));
+    build.onLoad({ filter: /.*/, namespace: 'unused-fallback' }, () => ({
+      contents: 'module.exports = {};',
+      loader: 'js',
+    }));
   },
 };
 
@@ -97,7 +100,9 @@ export function lazyBuiltins(exportNames) {
     name: 'lazy-builtins',
     setup(build) {
       build.onResolve({ filter }, (args) =>
-        /[\\/]node_modules[\\/]/.test(args.importer) ? { path: args.path.replace(/^node:/, ''), namespace: 'lazy-builtin' } : undefined,
+        /[\\/]node_modules[\\/]/.test(args.importer)
+          ? { path: args.path.replace(/^node:/, ''), namespace: 'lazy-builtin' }
+          : undefined,
       );
       build.onLoad({ filter: /.*/, namespace: 'lazy-builtin' }, (args) => ({
         contents: lazyModuleSource(args.path, exportNames[args.path]),
@@ -118,4 +123,3 @@ for (const key of ${JSON.stringify(keys)}) {
 
 /** The modules lazyBuiltins defers; kept here so build.mjs can ask the embedded Node for their export names. */
 export const deferredBuiltins = ['zlib', 'dns'];
-

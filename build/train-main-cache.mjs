@@ -10,14 +10,21 @@ import { join } from 'node:path';
 
 const { compileMain, runMain } = createRequire(import.meta.url)('./main-loader.cjs');
 const [bundleFile, cacheFile] = process.argv.slice(2);
-if (bundleFile === undefined || cacheFile === undefined) throw new Error('usage: train-main-cache.mjs <bundle> <cache>');
+if (bundleFile === undefined || cacheFile === undefined)
+  throw new Error('usage: train-main-cache.mjs <bundle> <cache>');
 
 const work = mkdtempSync(join(tmpdir(), 'hereabouts-train-'));
 const conf = (cniVersion, extra = {}) => ({
   cniVersion,
   name: 'train',
   type: 'bridge',
-  ipam: { type: 'hereabouts', datastore: 'local', data_dir: join(work, 'data'), range: '10.250.0.0/24', gateway: '10.250.0.1' },
+  ipam: {
+    type: 'hereabouts',
+    datastore: 'local',
+    data_dir: join(work, 'data'),
+    range: '10.250.0.0/24',
+    gateway: '10.250.0.1',
+  },
   ...extra,
 });
 const runs = [
@@ -44,7 +51,16 @@ try {
     if (openSync(input, 'r') !== 0) throw new Error('could not put the request on fd 0');
     // HEREABOUTS_ALLOWED_DIRS: the runtime's trust policy admits the temporary data_dir (it allows only /var/lib/cni).
     // HEREABOUTS_AGENT_SOCKET '': in-process, even on a build machine whose own node agent listens on the default socket.
-    Object.assign(process.env, { HEREABOUTS_AGENT_SOCKET: '', HEREABOUTS_ALLOWED_DIRS: work, CNI_COMMAND: verb, CNI_CONTAINERID: 'training', CNI_NETNS: '/proc/self/ns/net', CNI_IFNAME: 'eth0', CNI_PATH: '/opt/cni/bin', CNI_ARGS: 'IgnoreUnknown=1;K8S_POD_NAMESPACE=train;K8S_POD_NAME=pod' });
+    Object.assign(process.env, {
+      HEREABOUTS_AGENT_SOCKET: '',
+      HEREABOUTS_ALLOWED_DIRS: work,
+      CNI_COMMAND: verb,
+      CNI_CONTAINERID: 'training',
+      CNI_NETNS: '/proc/self/ns/net',
+      CNI_IFNAME: 'eth0',
+      CNI_PATH: '/opt/cni/bin',
+      CNI_ARGS: 'IgnoreUnknown=1;K8S_POD_NAMESPACE=train;K8S_POD_NAME=pod',
+    });
     process.argv = [process.execPath];
     runMain(script, bundleFile);
     await new Promise((resolve) => setTimeout(resolve, 150)); // each verb finishes in a few ms

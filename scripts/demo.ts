@@ -44,8 +44,21 @@ function netns(name: string): string {
   return `/var/run/netns/${name}`;
 }
 
-async function cni(command: 'ADD' | 'CHECK' | 'DEL', containerId: string, pod: string, ns: string, extra: object = {}): Promise<CniOutcome> {
-  const call = { command, containerId, netns: ns, ifname: 'eth0', path: `${binDir}:${debianCniDir}`, args: `IgnoreUnknown=1;K8S_POD_NAMESPACE=demo;K8S_POD_NAME=${pod}` };
+async function cni(
+  command: 'ADD' | 'CHECK' | 'DEL',
+  containerId: string,
+  pod: string,
+  ns: string,
+  extra: object = {},
+): Promise<CniOutcome> {
+  const call = {
+    command,
+    containerId,
+    netns: ns,
+    ifname: 'eth0',
+    path: `${binDir}:${debianCniDir}`,
+    args: `IgnoreUnknown=1;K8S_POD_NAMESPACE=demo;K8S_POD_NAME=${pod}`,
+  };
   const out = asRoot
     ? await runCni(join(debianCniDir, 'bridge'), call, { ...conf, ...extra }, { inNetns: 'hab-demo-host' })
     : await runCni(bin, call, { ...conf, ...extra });
@@ -65,16 +78,25 @@ function showStore(): void {
   for (const network of readdirSync(dataDir)) {
     for (const file of readdirSync(join(dataDir, network))) {
       if (!file.endsWith('.json')) continue;
-      const pool = JSON.parse(readFileSync(join(dataDir, network, file), 'utf8')) as { range: string; allocations: Record<string, { podref: string; id: string }> };
+      const pool = JSON.parse(readFileSync(join(dataDir, network, file), 'utf8')) as {
+        range: string;
+        allocations: Record<string, { podref: string; id: string }>;
+      };
       const rows = Object.entries(pool.allocations).map(([off, a]) => `offset ${off} -> ${a.podref} (${a.id})`);
-      console.log(`      store ${network}/${file}: ${pool.range}, ${rows.length} allocation(s)${rows.length ? ': ' + rows.join('; ') : ''}`);
+      console.log(
+        `      store ${network}/${file}: ${pool.range}, ${rows.length} allocation(s)${rows.length ? ': ' + rows.join('; ') : ''}`,
+      );
     }
   }
 }
 
 async function main(): Promise<void> {
   console.log(`hereabouts demo: ${execFileSync(bin, ['version'], { encoding: 'utf8' }).trim()}`);
-  console.log(asRoot ? 'mode: root, Debian bridge plugin in network namespaces\n' : 'mode: not root, calling the plugin directly\n');
+  console.log(
+    asRoot
+      ? 'mode: root, Debian bridge plugin in network namespaces\n'
+      : 'mode: not root, calling the plugin directly\n',
+  );
   if (asRoot) {
     netns('hab-demo-host');
     ip('-n', 'hab-demo-host', 'link', 'set', 'lo', 'up');
@@ -138,7 +160,8 @@ try {
 } catch (err) {
   // A Ctrl-C during a synchronous step (ip, the version call) kills that child before our handler runs.
   const signal = (err as { signal?: unknown }).signal;
-  if (interrupted === undefined && (signal === 'SIGINT' || signal === 'SIGTERM' || signal === 'SIGHUP')) interrupted = signal;
+  if (interrupted === undefined && (signal === 'SIGINT' || signal === 'SIGTERM' || signal === 'SIGHUP'))
+    interrupted = signal;
   if (!(err instanceof Interrupted) && interrupted === undefined) throw err;
 } finally {
   cleanUp();

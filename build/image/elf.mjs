@@ -10,7 +10,8 @@ export const elfMachines = { amd64: 62, arm64: 183 };
  */
 export function readElf(file) {
   if (file.length < 64 || file.readUInt32BE(0) !== 0x7f454c46) throw new Error('not an ELF file');
-  if (file[4] !== 2 || file[5] !== 1) throw new Error(`ELF class ${file[4]}, data ${file[5]}: only 64-bit little-endian is read`);
+  if (file[4] !== 2 || file[5] !== 1)
+    throw new Error(`ELF class ${file[4]}, data ${file[5]}: only 64-bit little-endian is read`);
   const machine = file.readUInt16LE(18);
   const phoff = Number(file.readBigUInt64LE(32));
   const phentsize = file.readUInt16LE(54);

@@ -31,9 +31,12 @@ export function parseArgs(argv) {
       options.platforms.push({ arch: match[1], executable: resolve(match[2]), sysroot: resolve(match[3] ?? '/') });
     } else throw new Error(`unknown option ${flag}`);
   }
-  if (options.ref === undefined || options.platforms.length === 0) throw new Error('--ref and at least one --platform are required');
-  if (options.oci === undefined && options.archives === undefined) throw new Error('--oci or --archives (or both) is required');
-  if (new Set(options.platforms.map((p) => p.arch)).size !== options.platforms.length) throw new Error('a --platform is given twice');
+  if (options.ref === undefined || options.platforms.length === 0)
+    throw new Error('--ref and at least one --platform are required');
+  if (options.oci === undefined && options.archives === undefined)
+    throw new Error('--oci or --archives (or both) is required');
+  if (new Set(options.platforms.map((p) => p.arch)).size !== options.platforms.length)
+    throw new Error('a --platform is given twice');
   return options;
 }
 

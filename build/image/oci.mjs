@@ -52,7 +52,10 @@ export function imageIndex(images) {
   return json({
     schemaVersion: 2,
     mediaType: mediaTypes.index,
-    manifests: images.map((image) => ({ ...descriptor(mediaTypes.manifest, image.manifestJson), platform: platformOf(image.arch) })),
+    manifests: images.map((image) => ({
+      ...descriptor(mediaTypes.manifest, image.manifestJson),
+      platform: platformOf(image.arch),
+    })),
   });
 }
 
@@ -74,7 +77,10 @@ export function writeOciLayout(dir, ref, images) {
       schemaVersion: 2,
       mediaType: mediaTypes.index,
       manifests: [
-        { ...descriptor(mediaTypes.index, index), annotations: { 'io.containerd.image.name': ref, 'org.opencontainers.image.ref.name': tagOf(ref) } },
+        {
+          ...descriptor(mediaTypes.index, index),
+          annotations: { 'io.containerd.image.name': ref, 'org.opencontainers.image.ref.name': tagOf(ref) },
+        },
       ],
     }),
   );
@@ -97,6 +103,7 @@ export function dockerArchive(ref, image) {
 /** The tag of a reference ("registry/name:tag"; a port is not a tag). */
 export function tagOf(ref) {
   const colon = ref.lastIndexOf(':');
-  if (colon === -1 || ref.indexOf('/', colon) !== -1 || ref.includes('@')) throw new Error(`image reference needs a tag: ${ref}`);
+  if (colon === -1 || ref.indexOf('/', colon) !== -1 || ref.includes('@'))
+    throw new Error(`image reference needs a tag: ${ref}`);
   return ref.slice(colon + 1);
 }

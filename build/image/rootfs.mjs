@@ -45,11 +45,14 @@ export function rootfsEntries({ arch, executable, sysroot }) {
   if (elf.interpreter === undefined) throw new Error(`${executable} has no ELF interpreter (PT_INTERP)`);
   const entries = new Map();
   entries.set('hereabouts', { type: 'file', mode: 0o755, data: exe });
-  for (const [path, data] of sharedObjects(elf, arch, sysroot)) entries.set(path.slice(1), { type: 'file', mode: 0o755, data });
+  for (const [path, data] of sharedObjects(elf, arch, sysroot))
+    entries.set(path.slice(1), { type: 'file', mode: 0o755, data });
   entries.set('etc/passwd', {
     type: 'file',
     mode: 0o644,
-    data: Buffer.from('root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n'),
+    data: Buffer.from(
+      'root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n',
+    ),
   });
   entries.set('etc/group', { type: 'file', mode: 0o644, data: Buffer.from('root:x:0:\nnonroot:x:65532:\n') });
   entries.set('home/nonroot', { type: 'dir', mode: 0o755 });
@@ -72,7 +75,8 @@ function sharedObjects(elf, arch, sysroot) {
     const hit = librarySearchPath(arch)
       .map((dir) => ({ path: posix.join(dir, name), data: readIn(sysroot, posix.join(dir, name)) }))
       .find((candidate) => candidate.data !== undefined && readElf(candidate.data).machine === elfMachines[arch]);
-    if (hit === undefined) throw new Error(`${name} (${arch}) not found in ${sysroot} under ${librarySearchPath(arch).join(', ')}`);
+    if (hit === undefined)
+      throw new Error(`${name} (${arch}) not found in ${sysroot} under ${librarySearchPath(arch).join(', ')}`);
     found.set(hit.path, hit.data);
     queue.push(...readElf(hit.data).needed);
   }

@@ -24,7 +24,9 @@ export function tarArchive(entries, mtime) {
   for (const path of [...all.keys()].sort(compareBytes)) {
     const entry = all.get(path);
     const size = entry.type === 'file' ? entry.data.length : 0;
-    chunks.push(header(entry.type === 'dir' ? `${path}/` : path, entry.mode, size, mtime, entry.type === 'dir' ? '5' : '0'));
+    chunks.push(
+      header(entry.type === 'dir' ? `${path}/` : path, entry.mode, size, mtime, entry.type === 'dir' ? '5' : '0'),
+    );
     if (entry.type === 'file') {
       chunks.push(entry.data);
       if (size % block !== 0) chunks.push(Buffer.alloc(block - (size % block)));
@@ -40,7 +42,12 @@ function compareBytes(a, b) {
 }
 
 function checkPath(path) {
-  if (path === '' || path.startsWith('/') || path.endsWith('/') || path.split('/').some((p) => p === '' || p === '.' || p === '..')) {
+  if (
+    path === '' ||
+    path.startsWith('/') ||
+    path.endsWith('/') ||
+    path.split('/').some((p) => p === '' || p === '.' || p === '..')
+  ) {
     throw new Error(`tar: entry path must be relative and normalised, is ${JSON.stringify(path)}`);
   }
 }

@@ -11,7 +11,9 @@ import { parseArgs } from 'node:util';
 import { debianCniDir, embeddedNode, requireBinary } from '../../test/support/paths.ts';
 import { measure, type Case, type Command, type Summary } from './measure.ts';
 
-const { values: flags } = parseArgs({ options: { runs: { type: 'string', default: '40' }, warmup: { type: 'string', default: '3' } } });
+const { values: flags } = parseArgs({
+  options: { runs: { type: 'string', default: '40' }, warmup: { type: 'string', default: '3' } },
+});
 const runs = Number(flags.runs);
 const warmup = Number(flags.warmup);
 if (!Number.isInteger(runs) || runs < 10) throw new RangeError(`--runs ${flags.runs}: need an integer >= 10`);
@@ -31,7 +33,14 @@ function netns(name: string): string {
 }
 
 function cniEnv(command: string, netnsPath: string): Record<string, string> {
-  return { CNI_COMMAND: command, CNI_CONTAINERID: 'bench', CNI_NETNS: netnsPath, CNI_IFNAME: 'eth0', CNI_PATH: `${binDir}:${debianCniDir}`, CNI_ARGS: 'IgnoreUnknown=1;K8S_POD_NAMESPACE=bench;K8S_POD_NAME=pod' };
+  return {
+    CNI_COMMAND: command,
+    CNI_CONTAINERID: 'bench',
+    CNI_NETNS: netnsPath,
+    CNI_IFNAME: 'eth0',
+    CNI_PATH: `${binDir}:${debianCniDir}`,
+    CNI_ARGS: 'IgnoreUnknown=1;K8S_POD_NAMESPACE=bench;K8S_POD_NAME=pod',
+  };
 }
 
 /** One sample = ADD then DEL of the same attachment, so the pool never grows. */
@@ -51,25 +60,66 @@ function row(s: Summary, base?: Summary): string {
 function main(): void {
   const dataDir = join(work, 'data');
   const cases: Case[] = [];
-  const nodeTwice: Case = { label: 'node -e 0, twice (embedded Node)', sample: () => [0, 1].map(() => ({ file: embeddedNode, args: ['-e', '0'] })) };
+  const nodeTwice: Case = {
+    label: 'node -e 0, twice (embedded Node)',
+    sample: () => [0, 1].map(() => ({ file: embeddedNode, args: ['-e', '0'] })),
+  };
   const direct = addDel('hereabouts ADD+DEL, direct', bin, [], '/var/run/netns/none', {
-    cniVersion: '1.0.0', name: 'bench-direct', type: 'bridge', ipam: { type: 'hereabouts', datastore: 'local', data_dir: dataDir, range: '10.77.0.0/16' },
+    cniVersion: '1.0.0',
+    name: 'bench-direct',
+    type: 'bridge',
+    ipam: { type: 'hereabouts', datastore: 'local', data_dir: dataDir, range: '10.77.0.0/16' },
   });
-  const hostLocalDirect = addDel('host-local ADD+DEL, direct', join(debianCniDir, 'host-local'), [], '/var/run/netns/none', {
-    cniVersion: '1.0.0', name: 'bench-hl', type: 'bridge', ipam: { type: 'host-local', ranges: [[{ subnet: '10.78.0.0/16' }]], dataDir: join(work, 'hl') },
-  });
+  const hostLocalDirect = addDel(
+    'host-local ADD+DEL, direct',
+    join(debianCniDir, 'host-local'),
+    [],
+    '/var/run/netns/none',
+    {
+      cniVersion: '1.0.0',
+      name: 'bench-hl',
+      type: 'bridge',
+      ipam: { type: 'host-local', ranges: [[{ subnet: '10.78.0.0/16' }]], dataDir: join(work, 'hl') },
+    },
+  );
   cases.push(nodeTwice, direct, hostLocalDirect);
 
   if (asRoot) {
     netns('hab-bench-host');
     const podA = netns('hab-bench-a');
     const podB = netns('hab-bench-b');
-    const bridge = (name: string, br: string, ipam: object): object => ({ cniVersion: '1.0.0', name, type: 'bridge', bridge: br, ipMasq: false, ipam });
+    const bridge = (name: string, br: string, ipam: object): object => ({
+      cniVersion: '1.0.0',
+      name,
+      type: 'bridge',
+      bridge: br,
+      ipMasq: false,
+      ipam,
+    });
     cases.push(
-      addDel('bridge + hereabouts ADD+DEL', 'ip', ['netns', 'exec', 'hab-bench-host', join(debianCniDir, 'bridge')], podA,
-        bridge('bench-br-hab', 'habbench0', { type: 'hereabouts', datastore: 'local', data_dir: dataDir, range: '10.79.0.0/16' })),
-      addDel('bridge + host-local ADD+DEL', 'ip', ['netns', 'exec', 'hab-bench-host', join(debianCniDir, 'bridge')], podB,
-        bridge('bench-br-hl', 'habbench1', { type: 'host-local', ranges: [[{ subnet: '10.80.0.0/16' }]], dataDir: join(work, 'hl2') })),
+      addDel(
+        'bridge + hereabouts ADD+DEL',
+        'ip',
+        ['netns', 'exec', 'hab-bench-host', join(debianCniDir, 'bridge')],
+        podA,
+        bridge('bench-br-hab', 'habbench0', {
+          type: 'hereabouts',
+          datastore: 'local',
+          data_dir: dataDir,
+          range: '10.79.0.0/16',
+        }),
+      ),
+      addDel(
+        'bridge + host-local ADD+DEL',
+        'ip',
+        ['netns', 'exec', 'hab-bench-host', join(debianCniDir, 'bridge')],
+        podB,
+        bridge('bench-br-hl', 'habbench1', {
+          type: 'host-local',
+          ranges: [[{ subnet: '10.80.0.0/16' }]],
+          dataDir: join(work, 'hl2'),
+        }),
+      ),
     );
   } else {
     console.log('not root: bridge cases skipped (they need network namespaces)');

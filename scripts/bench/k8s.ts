@@ -10,7 +10,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { runCni, type CniOutcome } from '../../test/support/cni.ts';
-import { createNamespace, privateControlPlane, stopControlPlane, type Namespace } from '../../test/support/control-plane.ts';
+import {
+  createNamespace,
+  privateControlPlane,
+  stopControlPlane,
+  type Namespace,
+} from '../../test/support/control-plane.ts';
 import { hereaboutsBin, repoRoot } from '../../test/support/paths.ts';
 import { cniConf, createNodeSlicePool, limited, type ConfOptions } from '../../test/integration/kubernetes/harness.ts';
 
@@ -30,7 +35,8 @@ const concurrency = positive('concurrency');
 
 function positive(name: keyof typeof flags): number {
   const value = Number(flags[name]);
-  if (!Number.isInteger(value) || value < 1) throw new RangeError(`--${name} ${String(flags[name])}: need a positive integer`);
+  if (!Number.isInteger(value) || value < 1)
+    throw new RangeError(`--${name} ${String(flags[name])}: need a positive integer`);
   return value;
 }
 
@@ -65,7 +71,14 @@ function auditOffset(): number {
 function cni(ns: Namespace, command: 'ADD' | 'DEL', node: string, pod: string, conf: ConfOptions): Promise<CniOutcome> {
   return runCni(
     hereaboutsBin,
-    { command, containerId: `c-${pod}`, netns: `/var/run/netns/${pod}`, ifname: 'eth0', path: '/opt/cni/bin', args: `K8S_POD_NAMESPACE=default;K8S_POD_NAME=${pod}` },
+    {
+      command,
+      containerId: `c-${pod}`,
+      netns: `/var/run/netns/${pod}`,
+      ifname: 'eth0',
+      path: '/opt/cni/bin',
+      args: `K8S_POD_NAMESPACE=default;K8S_POD_NAME=${pod}`,
+    },
     quiet(cniConf(ns, node, conf)),
     { timeoutMs: 120_000, extraEnv: { NODENAME: node } },
   );
@@ -77,7 +90,8 @@ function quiet(conf: Record<string, unknown>): Record<string, unknown> {
 }
 
 function checked(outcome: CniOutcome, what: string): CniOutcome {
-  if (outcome.code !== 0) throw new Error(`${what} failed (exit ${outcome.code ?? outcome.signal}): ${outcome.stdout}${outcome.stderr}`);
+  if (outcome.code !== 0)
+    throw new Error(`${what} failed (exit ${outcome.code ?? outcome.signal}): ${outcome.stdout}${outcome.stderr}`);
   return outcome;
 }
 
@@ -88,7 +102,9 @@ interface Scenario {
 }
 
 function perOp(counts: Counts, ops: number): string {
-  const kinds = [...counts.byKind].sort(([a], [b]) => a.localeCompare(b)).map(([k, n]) => `${k} ${(n / ops).toFixed(2)}`);
+  const kinds = [...counts.byKind]
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([k, n]) => `${k} ${(n / ops).toFixed(2)}`);
   const reads = [...counts.byKind].filter(([k]) => /^(get|list|watch) /.test(k)).reduce((a, [, n]) => a + n, 0);
   const writes = counts.total - reads;
   return `${(writes / ops).toFixed(2)} writes, ${(reads / ops).toFixed(2)} reads  (${kinds.join(', ') || 'none'})`;
@@ -98,7 +114,12 @@ async function requestCounts(ns: Namespace, scenario: Scenario, index: number): 
   const name = `steady-${index}`;
   const range = `10.${100 + index}.0.0/16`;
   const node = 'bench-node';
-  const conf: ConfOptions = { name, range, enableOverlappingRanges: scenario.reservations, ...(scenario.slices ? { nodeSliceSize: '/24' } : {}) };
+  const conf: ConfOptions = {
+    name,
+    range,
+    enableOverlappingRanges: scenario.reservations,
+    ...(scenario.slices ? { nodeSliceSize: '/24' } : {}),
+  };
   if (scenario.slices) await createNodeSlicePool(ns, name, range, 24, [node]);
   checked(await cni(ns, 'ADD', node, `${name}-warm`, conf), 'warm-up ADD'); // creates the pool, fills the node cache
   let offset = auditOffset();
@@ -137,7 +158,9 @@ async function burstRun(ns: Namespace, reservations: boolean): Promise<void> {
   );
   const wall = performance.now() - started;
   const failed = outcomes.filter((o) => o.code !== 0);
-  const addresses = new Set(outcomes.map((o) => JSON.stringify((o.json?.['ips'] as unknown[] | undefined)?.[0] ?? null)));
+  const addresses = new Set(
+    outcomes.map((o) => JSON.stringify((o.json?.['ips'] as unknown[] | undefined)?.[0] ?? null)),
+  );
   const { counts } = countSince(offset);
   const sorted = [...latencies].sort((a, b) => a - b);
   console.log(
@@ -145,7 +168,9 @@ async function burstRun(ns: Namespace, reservations: boolean): Promise<void> {
       `${(wall / 1000).toFixed(1)} s, ${(burst / (wall / 1000)).toFixed(1)} ADD/s, p50 ${quantile(sorted, 0.5).toFixed(0)} ms, ` +
       `p99 ${quantile(sorted, 0.99).toFixed(0)} ms; ${failed.length} failed, ${addresses.size} distinct results`,
   );
-  console.log(`${''.padEnd(36)} per ADD: ${perOp(counts, burst)} (every ADD reads its NodeSlicePool, the first of each node its pool too)`);
+  console.log(
+    `${''.padEnd(36)} per ADD: ${perOp(counts, burst)} (every ADD reads its NodeSlicePool, the first of each node its pool too)`,
+  );
   if (failed.length > 0) console.log(`  first failure: ${failed[0]?.stdout}`);
 }
 
@@ -160,7 +185,9 @@ async function main(): Promise<void> {
   const cp = await privateControlPlane({ auditLog });
   try {
     const ns = await createNamespace(cp, 'bench');
-    console.log(`\nAPI requests per operation, steady state (${steady} sequential ADDs then DELs on one warm node), counted by kube-apiserver:`);
+    console.log(
+      `\nAPI requests per operation, steady state (${steady} sequential ADDs then DELs on one warm node), counted by kube-apiserver:`,
+    );
     const scenarios: Scenario[] = [
       { label: 'node slices, reservations off', slices: true, reservations: false },
       { label: 'node slices, reservations on', slices: true, reservations: true },

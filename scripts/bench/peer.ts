@@ -15,13 +15,32 @@
 //        [--cases single,slices,shared] (which parts to run; all by default)
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { cpus } from 'node:os';
-import { closeSync, existsSync, fstatSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, readSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import {
+  closeSync,
+  existsSync,
+  fstatSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  readSync,
+  rmSync,
+  unlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { formatIP } from '../../src/ip/address.ts';
 import { networkOf, parseCidr } from '../../src/ip/cidr.ts';
-import { createNamespace, privateControlPlane, stopControlPlane, type ControlPlane, type Namespace } from '../../test/support/control-plane.ts';
+import {
+  createNamespace,
+  privateControlPlane,
+  stopControlPlane,
+  type ControlPlane,
+  type Namespace,
+} from '../../test/support/control-plane.ts';
 import { debianCniDir, hereaboutsBin, repoRoot } from '../../test/support/paths.ts';
 import { createNodeSlicePool, limited } from '../../test/integration/kubernetes/harness.ts';
 import { controlPlaneCpuMs, processCpuMs, TICK_MS } from './proc-cpu.ts';
@@ -37,7 +56,9 @@ const { values: flags } = parseArgs({
   },
 });
 const parts = new Set(flags.cases.split(','));
-for (const c of parts) if (!['single', 'slices', 'shared'].includes(c)) throw new RangeError(`--cases ${flags.cases}: each of single, slices, shared`);
+for (const c of parts)
+  if (!['single', 'slices', 'shared'].includes(c))
+    throw new RangeError(`--cases ${flags.cases}: each of single, slices, shared`);
 const positive = (name: 'single' | 'burst' | 'nodes' | 'concurrency'): number => {
   const value = Number(flags[name]);
   if (!Number.isInteger(value) || value < 1) throw new RangeError(`--${name} ${flags[name]}: need a positive integer`);
@@ -71,7 +92,10 @@ interface Run {
 /** One process under the rusage helper: its wall and CPU time come from the kernel, not from this loop. */
 function measured(tools: Tools, file: string, env: Record<string, string>, input: string): Promise<Run> {
   return new Promise((resolve, reject) => {
-    const child = spawn(tools.rusage, [file], { env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin', ...env }, stdio: ['pipe', 'pipe', 'pipe', 'pipe'] });
+    const child = spawn(tools.rusage, [file], {
+      env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin', ...env },
+      stdio: ['pipe', 'pipe', 'pipe', 'pipe'],
+    });
     const out: Buffer[] = [];
     const err: Buffer[] = [];
     const report: Buffer[] = [];
@@ -88,7 +112,13 @@ function measured(tools: Tools, file: string, env: Record<string, string>, input
         return;
       }
       const r = JSON.parse(text) as { wallUs: number; userUs: number; sysUs: number; code: number };
-      resolve({ code: r.code, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8'), wallMs: r.wallUs / 1000, cpuMs: (r.userUs + r.sysUs) / 1000 });
+      resolve({
+        code: r.code,
+        stdout: Buffer.concat(out).toString('utf8'),
+        stderr: Buffer.concat(err).toString('utf8'),
+        wallMs: r.wallUs / 1000,
+        cpuMs: (r.userUs + r.sysUs) / 1000,
+      });
     });
     child.stdin.end(input);
   });
@@ -124,7 +154,12 @@ function request(plugin: Plugin, ns: Namespace, node: string, net: NetOptions): 
 function flatFile(ns: Namespace): string {
   const file = join(ns.dir, 'whereabouts.conf');
   if (!existsSync(file)) {
-    const flat = { datastore: 'kubernetes', kubernetes: { kubeconfig: ns.kubeconfig }, log_level: 'error', log_file: join(ns.dir, 'whereabouts.log') };
+    const flat = {
+      datastore: 'kubernetes',
+      kubernetes: { kubeconfig: ns.kubeconfig },
+      log_level: 'error',
+      log_file: join(ns.dir, 'whereabouts.log'),
+    };
     writeFileSync(file, JSON.stringify(flat), { mode: 0o600 });
   }
   return file;
@@ -158,7 +193,10 @@ async function agentFor(node: string): Promise<NodeAgent> {
   const known = agents.get(node);
   if (known !== undefined) return known;
   const socket = join(work, 'agents', node, 'agent.sock');
-  const child = spawn(hereaboutsBin, ['agent', '--socket', socket], { env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' }, stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(hereaboutsBin, ['agent', '--socket', socket], {
+    env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   let log = '';
   child.stderr.on('data', (b: Buffer) => (log += b.toString()));
   for (let i = 0; !log.includes('listening on'); i++) {
@@ -192,7 +230,10 @@ interface AuditEvent {
 let auditOffset = 0;
 /** Audit events since the last call, by plugin (User-Agent); reads only what was appended. */
 function auditSince(): Map<Plugin, AuditEvent[]> {
-  const out = new Map<Plugin, AuditEvent[]>([['hereabouts', []], ['whereabouts', []]]);
+  const out = new Map<Plugin, AuditEvent[]>([
+    ['hereabouts', []],
+    ['whereabouts', []],
+  ]);
   if (!existsSync(auditLog)) return out;
   const fd = openSync(auditLog, 'r');
   let text: string;
@@ -223,11 +264,15 @@ function byKind(events: readonly AuditEvent[], ops: number): string {
     const kind = `${e.verb ?? '?'} ${e.objectRef?.resource ?? '(none)'}${code === 409 || code === 422 ? ` (${code})` : ''}`;
     counts.set(kind, (counts.get(kind) ?? 0) + 1);
   }
-  return [...counts].sort(([a], [b]) => a.localeCompare(b)).map(([k, n]) => `${k} ${(n / ops).toFixed(2)}`).join(', ');
+  return [...counts]
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([k, n]) => `${k} ${(n / ops).toFixed(2)}`)
+    .join(', ');
 }
 
 /** 409 (a resourceVersion or name conflict) and 422 (a claim's JSON patch refused: the pool moved since it was read). */
-const refused = (events: readonly AuditEvent[]): AuditEvent[] => events.filter((e) => e.responseStatus?.code === 409 || e.responseStatus?.code === 422);
+const refused = (events: readonly AuditEvent[]): AuditEvent[] =>
+  events.filter((e) => e.responseStatus?.code === 409 || e.responseStatus?.code === 422);
 /** Conflicts per ADD, and by resource (a refused pool write, a reservation someone holds, a lease taken first). */
 function conflictsPerAdd(events: readonly AuditEvent[], adds: number): string {
   const all = refused(events);
@@ -238,7 +283,12 @@ function conflictsPerAdd(events: readonly AuditEvent[], adds: number): string {
   }
   const resources = [...byResource].sort(([a], [b]) => a.localeCompare(b));
   // One resource: its name; several: each one's share.
-  const split = resources.length === 1 ? ` (${resources[0]?.[0]})` : resources.length > 1 ? ` (${resources.map(([r, n]) => `${r} ${f(n / adds, 2)}`).join(', ')})` : '';
+  const split =
+    resources.length === 1
+      ? ` (${resources[0]?.[0]})`
+      : resources.length > 1
+        ? ` (${resources.map(([r, n]) => `${r} ${f(n / adds, 2)}`).join(', ')})`
+        : '';
   return `${f(all.length / adds, 2)}${split}`;
 }
 
@@ -263,15 +313,38 @@ function table(head: readonly string[], rows: ReadonlyArray<readonly string[]>):
 async function single(tools: Tools, spaces: Record<Plugin, Namespace>): Promise<void> {
   // Each plugin case has a pool of its own, so every pool grows alike (an IPPool write costs the API server more
   // the more entries it holds): Whereabouts' in its namespace, each hereabouts case in a range of its own.
-  const net = (second: number): NetOptions => ({ name: `single-${second}`, range: `10.${second}.0.0/16`, slices: false });
+  const net = (second: number): NetOptions => ({
+    name: `single-${second}`,
+    range: `10.${second}.0.0/16`,
+    slices: false,
+  });
   const hl = join(work, 'host-local');
-  const hlConf = JSON.stringify({ cniVersion: '0.4.0', name: 'bench-hl', type: 'bridge', ipam: { type: 'host-local', ranges: [[{ subnet: '10.61.0.0/16' }]], dataDir: hl } });
+  const hlConf = JSON.stringify({
+    cniVersion: '0.4.0',
+    name: 'bench-hl',
+    type: 'bridge',
+    ipam: { type: 'host-local', ranges: [[{ subnet: '10.61.0.0/16' }]], dataDir: hl },
+  });
   const hereabouts = (i: number, second: number) =>
-    measured(tools, hereaboutsBin, cniEnv('single-node', `hereabouts-s-${i}`, true), request('hereabouts', spaces.hereabouts, 'single-node', net(second))).then((r) => checked(r, 'hereabouts ADD'));
+    measured(
+      tools,
+      hereaboutsBin,
+      cniEnv('single-node', `hereabouts-s-${i}`, true),
+      request('hereabouts', spaces.hereabouts, 'single-node', net(second)),
+    ).then((r) => checked(r, 'hereabouts ADD'));
   const cases: Array<{ label: string; plugin?: Plugin; agent?: boolean; run: (round: number) => Promise<Run> }> = [
-    { label: '`node -e 0` (embedded Node)', run: () => measured(tools, embeddedNode, {}, '').then((r) => checked(r, 'node')) },
+    {
+      label: '`node -e 0` (embedded Node)',
+      run: () => measured(tools, embeddedNode, {}, '').then((r) => checked(r, 'node')),
+    },
     ...(existsSync(hostLocal)
-      ? [{ label: 'host-local ADD (Debian)', run: (i: number) => measured(tools, hostLocal, cniEnv('n', `hl-${i}`), hlConf).then((r) => checked(r, 'host-local ADD')) }]
+      ? [
+          {
+            label: 'host-local ADD (Debian)',
+            run: (i: number) =>
+              measured(tools, hostLocal, cniEnv('n', `hl-${i}`), hlConf).then((r) => checked(r, 'host-local ADD')),
+          },
+        ]
       : []),
     { label: 'hereabouts ADD (Kubernetes store)', plugin: 'hereabouts', run: (i: number) => hereabouts(i, 60) },
     {
@@ -281,7 +354,12 @@ async function single(tools: Tools, spaces: Record<Plugin, Namespace>): Promise<
       run: async (i: number) => {
         const agent = await agentFor('single-node');
         const env = { ...cniEnv('single-node', `hereabouts-a-${i}`, true), HEREABOUTS_AGENT_SOCKET: agent.socket };
-        return measured(tools, hereaboutsBin, env, request('hereabouts', spaces.hereabouts, 'single-node', net(62))).then((r) => checked(r, 'hereabouts ADD via agent'));
+        return measured(
+          tools,
+          hereaboutsBin,
+          env,
+          request('hereabouts', spaces.hereabouts, 'single-node', net(62)),
+        ).then((r) => checked(r, 'hereabouts ADD via agent'));
       },
     },
     {
@@ -304,7 +382,12 @@ async function single(tools: Tools, spaces: Record<Plugin, Namespace>): Promise<
       label: 'whereabouts ADD (Kubernetes store)',
       plugin: 'whereabouts',
       run: (i: number) =>
-        measured(tools, tools.whereabouts, cniEnv('single-node', `whereabouts-s-${i}`), request('whereabouts', spaces.whereabouts, 'single-node', net(60))).then((r) => checked(r, 'whereabouts ADD')),
+        measured(
+          tools,
+          tools.whereabouts,
+          cniEnv('single-node', `whereabouts-s-${i}`),
+          request('whereabouts', spaces.whereabouts, 'single-node', net(60)),
+        ).then((r) => checked(r, 'whereabouts ADD')),
     },
   ];
   const warmup = 2;
@@ -322,19 +405,45 @@ async function single(tools: Tools, spaces: Record<Plugin, Namespace>): Promise<
     }
   }
   const base = quantile(samples[0]?.map((r) => r.cpuMs) ?? [], 0.5);
-  console.log(`\n### One call at a time (${singleRounds} rounds, interleaved, after ${warmup} warm-up calls each; shared pool, reservations on)\n`);
+  console.log(
+    `\n### One call at a time (${singleRounds} rounds, interleaved, after ${warmup} warm-up calls each; shared pool, reservations on)\n`,
+  );
   table(
     ['', 'wall p50', 'wall p90', 'CPU p50', 'CPU / `node -e 0`', 'API requests per ADD'],
     cases.map((c, i) => {
       const runs = samples[i] ?? [];
-      const cpu = quantile(runs.map((r) => r.cpuMs), 0.5);
+      const cpu = quantile(
+        runs.map((r) => r.cpuMs),
+        0.5,
+      );
       const events = c.plugin === undefined ? undefined : (requests[i] ?? []);
-      const perAdd = events === undefined ? '' : `${f(events.length / singleRounds, 1)}: ${byKind(events, singleRounds)}`;
-      return [c.label, `${f(quantile(runs.map((r) => r.wallMs), 0.5))} ms`, `${f(quantile(runs.map((r) => r.wallMs), 0.9))} ms`, `${f(cpu)} ms`, `${f(cpu / base, 2)}x`, perAdd];
+      const perAdd =
+        events === undefined ? '' : `${f(events.length / singleRounds, 1)}: ${byKind(events, singleRounds)}`;
+      return [
+        c.label,
+        `${f(
+          quantile(
+            runs.map((r) => r.wallMs),
+            0.5,
+          ),
+        )} ms`,
+        `${f(
+          quantile(
+            runs.map((r) => r.wallMs),
+            0.9,
+          ),
+        )} ms`,
+        `${f(cpu)} ms`,
+        `${f(cpu / base, 2)}x`,
+        perAdd,
+      ];
     }),
   );
   const viaAgent = samples[cases.findIndex((c) => c.agent === true)] ?? [];
-  const clientCpu = quantile(viaAgent.map((r) => r.cpuMs), 0.5);
+  const clientCpu = quantile(
+    viaAgent.map((r) => r.cpuMs),
+    0.5,
+  );
   const perAdd = agentCpu / singleRounds;
   console.log(
     `\nThrough the node agent, per ADD: plugin process ${f(clientCpu)} ms CPU (p50) + agent ${f(perAdd)} ms CPU (mean, /proc/<pid>/stat over ` +
@@ -352,15 +461,29 @@ function breakdown(what: string, runs: readonly Run[]): void {
   for (const run of runs) {
     const line = run.stderr.split('\n').find((l) => l.startsWith('hereabouts-timings '));
     if (line === undefined) continue;
-    for (const step of JSON.parse(line.slice('hereabouts-timings '.length)) as Array<{ label: string; wallMs: number; cpuMs: number }>) {
+    for (const step of JSON.parse(line.slice('hereabouts-timings '.length)) as Array<{
+      label: string;
+      wallMs: number;
+      cpuMs: number;
+    }>) {
       const s = steps.get(step.label) ?? { wall: [], cpu: [] };
       s.wall.push(step.wallMs);
       s.cpu.push(step.cpuMs);
       steps.set(step.label, s);
     }
   }
-  console.log(`\nhereabouts ADD (${what}), where the time goes (HEREABOUTS_TIMINGS=1; medians; CPU of all threads as the process sees it, so the process teardown is not in it):\n`);
-  table(['step', 'wall p50', 'CPU p50', 'runs'], [...steps].map(([label, s]) => [label, `${f(quantile(s.wall, 0.5))} ms`, `${f(quantile(s.cpu, 0.5))} ms`, String(s.wall.length)]));
+  console.log(
+    `\nhereabouts ADD (${what}), where the time goes (HEREABOUTS_TIMINGS=1; medians; CPU of all threads as the process sees it, so the process teardown is not in it):\n`,
+  );
+  table(
+    ['step', 'wall p50', 'CPU p50', 'runs'],
+    [...steps].map(([label, s]) => [
+      label,
+      `${f(quantile(s.wall, 0.5))} ms`,
+      `${f(quantile(s.cpu, 0.5))} ms`,
+      String(s.wall.length),
+    ]),
+  );
 }
 
 /**
@@ -379,8 +502,20 @@ interface BurstResult {
   readonly cells: readonly string[];
 }
 
-async function burst(tools: Tools, cp: ControlPlane, plugin: Plugin, ns: Namespace, slices: boolean, index: number, withAgents = false): Promise<BurstResult> {
-  const net: NetOptions = { name: `burst-${slices ? 'slices' : 'shared'}${withAgents ? '-agent' : ''}`, range: `10.${70 + index}.0.0/16`, slices };
+async function burst(
+  tools: Tools,
+  cp: ControlPlane,
+  plugin: Plugin,
+  ns: Namespace,
+  slices: boolean,
+  index: number,
+  withAgents = false,
+): Promise<BurstResult> {
+  const net: NetOptions = {
+    name: `burst-${slices ? 'slices' : 'shared'}${withAgents ? '-agent' : ''}`,
+    range: `10.${70 + index}.0.0/16`,
+    slices,
+  };
   const nodes = Array.from({ length: burstNodes }, (_, i) => `node-${String(i).padStart(3, '0')}`);
   if (slices) await createNodeSlicePool(ns, net.name, net.range, 24, nodes);
   for (const node of nodes) mkdirSync(join(ns.dir, 'nodes', node), { recursive: true });
@@ -393,7 +528,10 @@ async function burst(tools: Tools, cp: ControlPlane, plugin: Plugin, ns: Namespa
     concurrency,
     Array.from({ length: burstSize }, (_, i) => () => {
       const node = nodes[i % burstNodes] ?? '';
-      const env = { ...cniEnv(node, `${plugin}-${net.name}-${i}`), ...(withAgents ? { HEREABOUTS_AGENT_SOCKET: nodeAgents[i % burstNodes]?.socket ?? '' } : {}) };
+      const env = {
+        ...cniEnv(node, `${plugin}-${net.name}-${i}`),
+        ...(withAgents ? { HEREABOUTS_AGENT_SOCKET: nodeAgents[i % burstNodes]?.socket ?? '' } : {}),
+      };
       return measured(tools, binary(plugin, tools), env, request(plugin, ns, node, net));
     }),
   );
@@ -402,14 +540,31 @@ async function burst(tools: Tools, cp: ControlPlane, plugin: Plugin, ns: Namespa
   const agentMs = agentsCpuMs(nodeAgents) - agents0;
   const events = auditSince().get(plugin) ?? [];
   const ok = runs.filter((r) => r.code === 0);
-  const ips = ok.map((r) => JSON.stringify((JSON.parse(r.stdout) as { ips?: Array<{ address?: string }> }).ips?.[0]?.address ?? null));
+  const ips = ok.map((r) =>
+    JSON.stringify((JSON.parse(r.stdout) as { ips?: Array<{ address?: string }> }).ips?.[0]?.address ?? null),
+  );
   const distinct = new Set(ips).size;
-  if (ok.length < runs.length) console.error(`${plugin} ${net.name}: ${runs.length - ok.length} failed; first: ${(runs.find((r) => r.code !== 0)?.stdout ?? '').slice(0, 500)}`);
+  if (ok.length < runs.length)
+    console.error(
+      `${plugin} ${net.name}: ${runs.length - ok.length} failed; first: ${(runs.find((r) => r.code !== 0)?.stdout ?? '').slice(0, 500)}`,
+    );
   return {
     label: `${plugin}${withAgents ? ' + node agents' : ''}, ${slices ? 'node slices' : 'shared pool'}`,
     cells: [
       f(ok.length / wallS),
-      `${f(quantile(runs.map((r) => r.wallMs), 0.5), 0)} / ${f(quantile(runs.map((r) => r.wallMs), 0.99), 0)} ms`,
+      `${f(
+        quantile(
+          runs.map((r) => r.wallMs),
+          0.5,
+        ),
+        0,
+      )} / ${f(
+        quantile(
+          runs.map((r) => r.wallMs),
+          0.99,
+        ),
+        0,
+      )} ms`,
       `${f(mean(runs.map((r) => r.cpuMs)))} ms`,
       withAgents ? `${f(agentMs / burstSize)} ms` : '',
       `${f(serverMs / burstSize)} ms`,
@@ -445,19 +600,32 @@ async function main(): Promise<void> {
     if (built.status !== 0) throw new Error('npm run build failed');
   }
   if (!existsSync(hereaboutsBin)) throw new Error(`${hereaboutsBin} is missing: run "npm run build"`);
-  const [whereabouts, rusage] = execFileSync('bash', [join(repoRoot, 'scripts', 'bench', 'build-tools.sh')], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }).trim().split('\n');
-  if (whereabouts === undefined || rusage === undefined) throw new Error('scripts/bench/build-tools.sh printed no binaries');
+  const [whereabouts, rusage] = execFileSync('bash', [join(repoRoot, 'scripts', 'bench', 'build-tools.sh')], {
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'inherit'],
+  })
+    .trim()
+    .split('\n');
+  if (whereabouts === undefined || rusage === undefined)
+    throw new Error('scripts/bench/build-tools.sh printed no binaries');
   const tools: Tools = { whereabouts, rusage };
   const load = () => readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
   const version = spawnSync(hereaboutsBin, ['version'], { encoding: 'utf8' }).stdout.trim();
   console.log(`## bench:peer — ${new Date().toISOString()}\n`);
   console.log(`machine: ${cpus().length} × ${cpus()[0]?.model ?? '?'}; load average at start ${load()}`);
-  console.log(`${version}; Whereabouts ${whereabouts.split('/').at(-2)?.replace('whereabouts-', '') ?? '?'} (built from its Go module)`);
+  console.log(
+    `${version}; Whereabouts ${whereabouts.split('/').at(-2)?.replace('whereabouts-', '') ?? '?'} (built from its Go module)`,
+  );
   const cp = await privateControlPlane({ auditLog });
   try {
-    const spaces = { hereabouts: await createNamespace(cp, 'peer-h'), whereabouts: await createNamespace(cp, 'peer-w') };
+    const spaces = {
+      hereabouts: await createNamespace(cp, 'peer-h'),
+      whereabouts: await createNamespace(cp, 'peer-w'),
+    };
     if (parts.has('single')) await single(tools, spaces);
-    console.log(`\n### Bursts: ${burstSize} ADDs from ${burstNodes} simulated nodes, ${concurrency} in flight (reservations on; load average ${load()})\n`);
+    console.log(
+      `\n### Bursts: ${burstSize} ADDs from ${burstNodes} simulated nodes, ${concurrency} in flight (reservations on; load average ${load()})\n`,
+    );
     const rows: BurstResult[] = [];
     let index = 0;
     for (const slices of [true, false]) {
@@ -465,13 +633,33 @@ async function main(): Promise<void> {
         index += 3; // each case keeps its ranges whichever others run
         continue;
       }
-      for (const plugin of ['hereabouts', 'whereabouts'] as const) rows.push(await burst(tools, cp, plugin, spaces[plugin], slices, index++));
+      for (const plugin of ['hereabouts', 'whereabouts'] as const)
+        rows.push(await burst(tools, cp, plugin, spaces[plugin], slices, index++));
       rows.push(await burst(tools, cp, 'hereabouts', spaces.hereabouts, slices, index++, true));
     }
-    table(['', 'ADD/s', 'p50 / p99', 'CPU per ADD (plugin process)', 'node agents\' CPU per ADD', 'apiserver+etcd CPU per ADD', 'API requests per ADD', 'conflicts per ADD (409, 422)', 'failed', 'duplicate results'], rows.map((r) => [r.label, ...r.cells]));
+    table(
+      [
+        '',
+        'ADD/s',
+        'p50 / p99',
+        'CPU per ADD (plugin process)',
+        "node agents' CPU per ADD",
+        'apiserver+etcd CPU per ADD',
+        'API requests per ADD',
+        'conflicts per ADD (409, 422)',
+        'failed',
+        'duplicate results',
+      ],
+      rows.map((r) => [r.label, ...r.cells]),
+    );
     console.log('\n### Audit: addresses held twice across all IPPools of each plugin (must be 0)\n');
-    const audits = await Promise.all((['hereabouts', 'whereabouts'] as const).map(async (p) => [p, await duplicates(spaces[p])] as const));
-    table(['', 'pools', 'addresses', 'duplicates'], audits.map(([p, a]) => [p, String(a.pools), String(a.addresses), String(a.duplicates)]));
+    const audits = await Promise.all(
+      (['hereabouts', 'whereabouts'] as const).map(async (p) => [p, await duplicates(spaces[p])] as const),
+    );
+    table(
+      ['', 'pools', 'addresses', 'duplicates'],
+      audits.map(([p, a]) => [p, String(a.pools), String(a.addresses), String(a.duplicates)]),
+    );
     console.log(`\nload average at end ${load()}`);
     if (audits.some(([, a]) => a.duplicates > 0)) process.exitCode = 1;
     for (const ns of Object.values(spaces)) await ns.cleanup();

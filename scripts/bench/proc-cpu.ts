@@ -9,7 +9,9 @@ export const TICK_MS = 1000 / Number(execFileSync('getconf', ['CLK_TCK'], { enco
 
 /** CPU time the process has used so far, in ms. */
 export function processCpuMs(pid: number | string): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /s, '').split(' ');
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    .replace(/^.*\) /s, '')
+    .split(' ');
   return (Number(fields[11]) + Number(fields[12])) * TICK_MS; // utime, stime
 }
 

@@ -36,7 +36,10 @@ function main(): void {
   console.log(`dist/hereabouts: ${(statSync(hereaboutsBin).size / 2 ** 20).toFixed(1)} MiB`);
   console.log(`host: ${runChecked({ file: hereaboutsBin, args: ['version'] }).trim()}, ${runs} runs per case`);
 
-  const baseline: Case = { label: 'node -e 0 (embedded Node)', sample: () => [{ file: embeddedNode, args: ['-e', '0'] }] };
+  const baseline: Case = {
+    label: 'node -e 0 (embedded Node)',
+    sample: () => [{ file: embeddedNode, args: ['-e', '0'] }],
+  };
   const version: Case = {
     label: 'hereabouts CNI VERSION',
     sample: () => [{ file: hereaboutsBin, env: { CNI_COMMAND: 'VERSION' }, input: '{"cniVersion":"1.0.0"}' }],
@@ -76,7 +79,10 @@ function main(): void {
 
 function build(): void {
   const started = process.hrtime.bigint();
-  const result = spawnSync(process.execPath, [join(repoRoot, 'build', 'build.mjs')], { cwd: repoRoot, encoding: 'utf8' });
+  const result = spawnSync(process.execPath, [join(repoRoot, 'build', 'build.mjs')], {
+    cwd: repoRoot,
+    encoding: 'utf8',
+  });
   if (result.status !== 0) throw new Error(`build failed:\n${result.stdout}${result.stderr}`);
   const ms = Number((process.hrtime.bigint() - started) / 1_000_000n);
   console.log(`build: ${(ms / 1000).toFixed(1)} s (node build/build.mjs, wall clock)`);

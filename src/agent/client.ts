@@ -5,7 +5,14 @@
 import { connect, type Socket } from 'node:net';
 import { writeFd } from '../fs/fd-write.ts';
 import { readStdinFd } from '../cni/stdin-fd.ts';
-import { decodeAnswerFrame, encodeRequest, forwardedEnv, FrameReader, MAX_ANSWER_BYTES, type AgentAnswer } from './frame.ts';
+import {
+  decodeAnswerFrame,
+  encodeRequest,
+  forwardedEnv,
+  FrameReader,
+  MAX_ANSWER_BYTES,
+  type AgentAnswer,
+} from './frame.ts';
 import { unansweredJson } from './unanswered.ts';
 
 /** How long the client waits for the answer unless HEREABOUTS_AGENT_TIMEOUT_MS says otherwise. */
@@ -25,13 +32,22 @@ export async function callAgent(socketPath: string, env: NodeJS.ProcessEnv): Pro
   try {
     stdin = readStdinFd();
   } catch (err) {
-    return { fallback: true, stdin: () => { throw err; } };
+    return {
+      fallback: true,
+      stdin: () => {
+        throw err;
+      },
+    };
   }
   const socket = await connected(socketPath);
   if (socket === undefined) return { fallback: true, stdin: () => stdin }; // nothing was sent
   const linked = { wallMs: sinceStartMs(), cpuMs: cpuMs() };
   const timeoutMs = answerTimeout(env['HEREABOUTS_AGENT_TIMEOUT_MS']);
-  const answer = await exchange(socket, encodeRequest({ env: forwardedEnv(env), stdin, giveUpAt: Date.now() + timeoutMs }), timeoutMs);
+  const answer = await exchange(
+    socket,
+    encodeRequest({ env: forwardedEnv(env), stdin, giveUpAt: Date.now() + timeoutMs }),
+    timeoutMs,
+  );
   if (typeof answer === 'string') {
     writeFd(1, unansweredJson(stdin, answer));
     return 1;
@@ -95,15 +111,31 @@ function answerTimeout(value: string | undefined): number {
 }
 
 /** HEREABOUTS_TIMINGS=1: the same line as the in-process plugin prints, with the agent's share as its own step. */
-function printTimings(started: { wallMs: number; cpuMs: number }, connected: { wallMs: number; cpuMs: number }, answer: AgentAnswer): void {
+function printTimings(
+  started: { wallMs: number; cpuMs: number },
+  connected: { wallMs: number; cpuMs: number },
+  answer: AgentAnswer,
+): void {
   const now = { wallMs: sinceStartMs(), cpuMs: cpuMs() };
   const agentWall = answer.wallMs ?? 0;
   const round = (ms: number): number => Math.round(ms * 10) / 10;
   const parts = [
     { label: 'process start, stdin', wallMs: round(started.wallMs), cpuMs: round(started.cpuMs) },
-    { label: 'connect to the node agent', wallMs: round(connected.wallMs - started.wallMs), cpuMs: round(connected.cpuMs - started.cpuMs) },
-    { label: 'in the node agent (the agent\'s wall and CPU)', wallMs: round(agentWall), cpuMs: round(answer.cpuMs ?? 0) },
-    { label: 'round trip, waiting (this process)', wallMs: round(now.wallMs - connected.wallMs - agentWall), cpuMs: round(now.cpuMs - connected.cpuMs) },
+    {
+      label: 'connect to the node agent',
+      wallMs: round(connected.wallMs - started.wallMs),
+      cpuMs: round(connected.cpuMs - started.cpuMs),
+    },
+    {
+      label: "in the node agent (the agent's wall and CPU)",
+      wallMs: round(agentWall),
+      cpuMs: round(answer.cpuMs ?? 0),
+    },
+    {
+      label: 'round trip, waiting (this process)',
+      wallMs: round(now.wallMs - connected.wallMs - agentWall),
+      cpuMs: round(now.cpuMs - connected.cpuMs),
+    },
   ];
   writeFd(2, `hereabouts-timings ${JSON.stringify(parts)}\n`);
 }

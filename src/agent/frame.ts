@@ -60,9 +60,12 @@ export function decodeRequestFrame(body: Buffer): AgentRequest {
   }
   if (typeof header !== 'object' || header === null) throw new RangeError('request header is not an object');
   const { v, env, giveUpAt } = header as { v?: unknown; env?: unknown; giveUpAt?: unknown };
-  if (v !== PROTOCOL_VERSION) throw new RangeError(`request protocol version ${JSON.stringify(v)} is not ${PROTOCOL_VERSION}`);
-  if (typeof env !== 'object' || env === null || Array.isArray(env)) throw new RangeError('request env is not an object');
-  if (typeof giveUpAt !== 'number' || !Number.isFinite(giveUpAt)) throw new RangeError('request giveUpAt is not a time');
+  if (v !== PROTOCOL_VERSION)
+    throw new RangeError(`request protocol version ${JSON.stringify(v)} is not ${PROTOCOL_VERSION}`);
+  if (typeof env !== 'object' || env === null || Array.isArray(env))
+    throw new RangeError('request env is not an object');
+  if (typeof giveUpAt !== 'number' || !Number.isFinite(giveUpAt))
+    throw new RangeError('request giveUpAt is not a time');
   const clean: Record<string, string> = {};
   for (const [name, value] of Object.entries(env)) {
     if (typeof value !== 'string') throw new RangeError(`request env ${JSON.stringify(name)} is not a string`);

@@ -27,8 +27,10 @@ export async function runAgent(argv: readonly string[]): Promise<number> {
   }
   const maxConcurrent = Number(values['max-concurrent']);
   const deadlineSeconds = Number(values['deadline-seconds']);
-  if (!Number.isInteger(maxConcurrent) || maxConcurrent <= 0) return fail(`--max-concurrent ${JSON.stringify(values['max-concurrent'])} must be a positive integer`);
-  if (!Number.isFinite(deadlineSeconds) || deadlineSeconds <= 0) return fail(`--deadline-seconds ${JSON.stringify(values['deadline-seconds'])} must be a positive number`);
+  if (!Number.isInteger(maxConcurrent) || maxConcurrent <= 0)
+    return fail(`--max-concurrent ${JSON.stringify(values['max-concurrent'])} must be a positive integer`);
+  if (!Number.isFinite(deadlineSeconds) || deadlineSeconds <= 0)
+    return fail(`--deadline-seconds ${JSON.stringify(values['deadline-seconds'])} must be a positive number`);
   const log = (msg: string): void => void process.stderr.write(`${new Date().toISOString()} agent: ${msg}\n`);
   let agent: RunningAgent;
   try {

@@ -9,7 +9,14 @@ import { writeError } from '../cni/output.ts';
 import { runPlugin } from '../cni/plugin.ts';
 import { monotonicMs } from '../clock.ts';
 import type { StoreHost } from '../store/open.ts';
-import { decodeRequestFrame, encodeAnswer, FrameReader, MAX_REQUEST_BYTES, type AgentAnswer, type AgentRequest } from './frame.ts';
+import {
+  decodeRequestFrame,
+  encodeAnswer,
+  FrameReader,
+  MAX_REQUEST_BYTES,
+  type AgentAnswer,
+  type AgentRequest,
+} from './frame.ts';
 import { prepareSocketPath, restrictSocket } from './socket-file.ts';
 import { unansweredJson } from './unanswered.ts';
 
@@ -64,7 +71,11 @@ function listen(server: Server, path: string): Promise<void> {
   });
 }
 
-function serve(socket: Socket, agent: { readonly slots: Slots; readonly host: StoreHost }, options: AgentOptions): void {
+function serve(
+  socket: Socket,
+  agent: { readonly slots: Slots; readonly host: StoreHost },
+  options: AgentOptions,
+): void {
   const reader = new FrameReader(MAX_REQUEST_BYTES);
   let received = false;
   let clientGone = false;
@@ -114,12 +125,15 @@ async function execute(request: AgentRequest, host: StoreHost): Promise<AgentAns
   let stderr = '';
   let code: number;
   try {
-    code = await runPlugin({
-      env: request.env,
-      stdin: request.stdin,
-      stdout: (text) => void (stdout += text),
-      stderr: (text) => void (stderr += text),
-    }, host);
+    code = await runPlugin(
+      {
+        env: request.env,
+        stdin: request.stdin,
+        stdout: (text) => void (stdout += text),
+        stderr: (text) => void (stderr += text),
+      },
+      host,
+    );
   } catch (err) {
     // runPlugin answers every error itself; this is a failure while closing the store, after the answer was made.
     stderr += `hereabouts agent: ${err instanceof Error ? err.message : String(err)}\n`;

@@ -15,7 +15,8 @@ export function unansweredJson(stdin: Buffer, why: string): string {
     cniVersion: bestEffortVersion(request),
     code: CniCode.TryAgainLater,
     msg: `node agent did not answer: ${why}`,
-    details: 'the node agent may still complete the call; retrying the same ADD is safe (ADD is idempotent per container and interface)',
+    details:
+      'the node agent may still complete the call; retrying the same ADD is safe (ADD is idempotent per container and interface)',
   };
   return `${JSON.stringify(doc)}\n`;
 }

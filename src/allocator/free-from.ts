@@ -13,7 +13,12 @@ const PROBES = 64;
  * The first free address at or after the allocatable address at `fraction` of the range (0 <= fraction < 1),
  * within a few probes; else the lowest free address. Undefined only when the range is exhausted.
  */
-export function freeFrom(range: RangeConfig, taken: Allocations, refused: ReadonlySet<bigint>, fraction: number): bigint | undefined {
+export function freeFrom(
+  range: RangeConfig,
+  taken: Allocations,
+  refused: ReadonlySet<bigint>,
+  fraction: number,
+): bigint | undefined {
   if (!(fraction >= 0 && fraction < 1)) throw new RangeError(`fraction ${fraction} is not in [0, 1)`);
   const allocatable = allocatableOf(range);
   if (allocatable.count === 0n) return undefined;

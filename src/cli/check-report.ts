@@ -41,7 +41,8 @@ export interface CheckReport {
 export function checkReport(inv: Inventory, judging: Judging): CheckReport {
   const problems: Problem[] = [];
   let allocations = 0;
-  if (inv.pods === undefined) problems.push({ kind: 'pods-not-listed', message: 'pods cannot be listed: orphans and nodes are not checked' });
+  if (inv.pods === undefined)
+    problems.push({ kind: 'pods-not-listed', message: 'pods cannot be listed: orphans and nodes are not checked' });
   const byNetwork = new Map<string, string[]>(); // "<network>|<address>" -> pools holding it
   for (const pool of inv.pools) {
     const { view } = pool;
@@ -59,45 +60,88 @@ export function checkReport(inv: Inventory, judging: Judging): CheckReport {
       }
       const node = record.node ?? podOf(inv, record)?.node;
       if (pool.node !== undefined && node !== undefined && node !== pool.node) {
-        problems.push({ kind: 'outside-node-slice', ...at, message: `${text} in IPPool ${view.name}, the node slice of ${pool.node}, is held by ${record.podRef || 'a container'} on node ${node}` });
+        problems.push({
+          kind: 'outside-node-slice',
+          ...at,
+          message: `${text} in IPPool ${view.name}, the node slice of ${pool.node}, is held by ${record.podRef || 'a container'} on node ${node}`,
+        });
       }
       const verdict = allocationVerdict(inv, pool, address, record, judging.policy);
       if (verdict.now !== undefined) {
-        problems.push({ kind: 'orphan', ...at, reason: verdict.now, message: `${text} in IPPool ${view.name} is an orphan of ${record.podRef} (${verdict.now}): the controller releases it` });
+        problems.push({
+          kind: 'orphan',
+          ...at,
+          reason: verdict.now,
+          message: `${text} in IPPool ${view.name} is an orphan of ${record.podRef} (${verdict.now}): the controller releases it`,
+        });
       }
       const reservation = reservationState(inv, pool, ip, record);
       if (reservation.state === 'other-attachment' && reservation.reservation !== undefined) {
-        problems.push({ kind: 'reservation-mismatch', ...at, reservation: reservation.reservation.name, message: `${text} in IPPool ${view.name} is ${record.podRef}'s, but reservation ${reservation.reservation.name} names ${reservation.reservation.podRef || '(no pod)'}` });
+        problems.push({
+          kind: 'reservation-mismatch',
+          ...at,
+          reservation: reservation.reservation.name,
+          message: `${text} in IPPool ${view.name} is ${record.podRef}'s, but reservation ${reservation.reservation.name} names ${reservation.reservation.podRef || '(no pod)'}`,
+        });
       }
     }
   }
   for (const [key, pools] of byNetwork) {
     if (pools.length < 2) continue;
     const [network, address] = key.split('|') as [string, string];
-    problems.push({ kind: 'duplicate-address', address, message: `${address} is allocated in ${pools.length} pools of network ${network === '' ? '(unnamed)' : network}: ${pools.join(', ')}` });
+    problems.push({
+      kind: 'duplicate-address',
+      address,
+      message: `${address} is allocated in ${pools.length} pools of network ${network === '' ? '(unnamed)' : network}: ${pools.join(', ')}`,
+    });
   }
   // The controller's rule for what to re-create, without its grace for records that carry no time (it has no
   // history here): a record younger than the grace may still be waiting for its reservation.
   const views = inv.pools.map((p) => p.view);
-  const missing = missingReservations(views, inv.reservations.values(), { graceMs: 0, nowMs: inv.nowMs, monotonicNowMs: 0, firstMissing: new Map() });
+  const missing = missingReservations(views, inv.reservations.values(), {
+    graceMs: 0,
+    nowMs: inv.nowMs,
+    monotonicNowMs: 0,
+    firstMissing: new Map(),
+  });
   for (const m of missing) {
     const at = views.find((v) => v.name === m.pool)?.allocatedAt.get(m.address);
     if (at !== undefined && inv.nowMs - at < judging.reservationGraceMs) continue;
-    problems.push({ kind: 'allocation-without-reservation', pool: m.pool, address: m.ip, reservation: m.name, podRef: m.record.podRef, message: `${m.ip} in IPPool ${m.pool} has no reservation ${m.name}: an overlapping range could hand it out again (the controller re-creates it)` });
+    problems.push({
+      kind: 'allocation-without-reservation',
+      pool: m.pool,
+      address: m.ip,
+      reservation: m.name,
+      podRef: m.record.podRef,
+      message: `${m.ip} in IPPool ${m.pool} has no reservation ${m.name}: an overlapping range could hand it out again (the controller re-creates it)`,
+    });
   }
   const held = heldAddresses(views);
   for (const r of inv.reservations.values()) {
     if (r.addresses.length === 0 || r.addresses.some((a) => held.has(a))) continue;
     if (inv.nowMs - r.createdAtMs < judging.reservationGraceMs) continue; // a writer reserves before its pool write
-    problems.push({ kind: 'reservation-without-allocation', reservation: r.name, address: r.addresses.join(' or '), ...(r.podRef === '' ? {} : { podRef: r.podRef }), message: `reservation ${r.name} of ${r.podRef || '(no pod)'} holds ${r.addresses.join(' or ')}, which no pool allocates: the address is blocked in overlapping ranges` });
+    problems.push({
+      kind: 'reservation-without-allocation',
+      reservation: r.name,
+      address: r.addresses.join(' or '),
+      ...(r.podRef === '' ? {} : { podRef: r.podRef }),
+      message: `reservation ${r.name} of ${r.podRef || '(no pod)'} holds ${r.addresses.join(' or ')}, which no pool allocates: the address is blocked in overlapping ranges`,
+    });
   }
   problems.sort((a, b) => PROBLEM_KINDS.indexOf(a.kind) - PROBLEM_KINDS.indexOf(b.kind));
-  return { namespace: inv.namespace, pools: inv.pools.length, allocations, reservations: inv.reservations.size, problems };
+  return {
+    namespace: inv.namespace,
+    pools: inv.pools.length,
+    allocations,
+    reservations: inv.reservations.size,
+    problems,
+  };
 }
 
 export function formatCheck(report: CheckReport): string {
   let out = `namespace ${report.namespace}: ${report.pools} pool(s), ${report.allocations} allocation(s), ${report.reservations} reservation(s): `;
   out += report.problems.length === 0 ? 'consistent\n' : `${report.problems.length} problem(s)\n`;
-  if (report.problems.length > 0) out += columns([['PROBLEM', 'DETAILS'], ...report.problems.map((p) => [p.kind, p.message])]);
+  if (report.problems.length > 0)
+    out += columns([['PROBLEM', 'DETAILS'], ...report.problems.map((p) => [p.kind, p.message])]);
   return out;
 }

@@ -52,7 +52,12 @@ export interface Parsed {
 }
 
 /** The command's flags; throws UsageError naming what is wrong (an unknown flag, a missing argument, -o yaml). */
-export function parseCommand(command: string, argv: readonly string[], options: Options, positionals: readonly string[]): Parsed {
+export function parseCommand(
+  command: string,
+  argv: readonly string[],
+  options: Options,
+  positionals: readonly string[],
+): Parsed {
   let parsed;
   try {
     parsed = parseArgs({ args: [...argv], options: { ...COMMON, ...options }, allowPositionals: true, strict: true });
@@ -63,10 +68,13 @@ export function parseCommand(command: string, argv: readonly string[], options: 
   const help = values['help'] === true;
   if (!help && parsed.positionals.length !== positionals.length) {
     const expected = positionals.length === 0 ? 'no arguments' : positionals.join(' ');
-    throw new UsageError(`${command} takes ${expected}, got ${parsed.positionals.length === 0 ? 'none' : parsed.positionals.map((p) => JSON.stringify(p)).join(' ')}`);
+    throw new UsageError(
+      `${command} takes ${expected}, got ${parsed.positionals.length === 0 ? 'none' : parsed.positionals.map((p) => JSON.stringify(p)).join(' ')}`,
+    );
   }
   const output = values['output'];
-  if (output !== 'table' && output !== 'json') throw new UsageError(`-o ${JSON.stringify(output)} must be table or json`);
+  if (output !== 'table' && output !== 'json')
+    throw new UsageError(`-o ${JSON.stringify(output)} must be table or json`);
   for (const flag of ['kubeconfig', 'context', 'namespace']) {
     if (values[flag] === '') throw new UsageError(`--${flag} may not be empty`);
   }
@@ -95,17 +103,23 @@ async function endpointOf(flags: CommonFlags, env: NodeJS.ProcessEnv): Promise<A
   const fromEnv = env['KUBECONFIG']?.split(':').find((p) => p !== '');
   const home = join(env['HOME'] ?? homedir(), '.kube', 'config');
   try {
-    if (flags.kubeconfig !== undefined) return await loadEndpoint(flags.kubeconfig, { label: '--kubeconfig', ...context });
+    if (flags.kubeconfig !== undefined)
+      return await loadEndpoint(flags.kubeconfig, { label: '--kubeconfig', ...context });
     if (fromEnv !== undefined) return await loadEndpoint(fromEnv, { label: '$KUBECONFIG', ...context });
     if (existsSync(home)) return await loadEndpoint(home, { label: 'kubeconfig', ...context });
     if ((env['KUBERNETES_SERVICE_HOST'] ?? '') === '') {
-      throw new Error(`no kubeconfig: no --kubeconfig, no $KUBECONFIG, no ${home}, and not in a cluster (KUBERNETES_SERVICE_HOST is unset)`);
+      throw new Error(
+        `no kubeconfig: no --kubeconfig, no $KUBECONFIG, no ${home}, and not in a cluster (KUBERNETES_SERVICE_HOST is unset)`,
+      );
     }
   } catch (err) {
     if (err instanceof NoSuchContextError) throw new UsageError(`--context: ${err.message}`);
     throw err;
   }
-  if (flags.context !== undefined) throw new UsageError('--context needs a kubeconfig (--kubeconfig, $KUBECONFIG or ~/.kube/config); in a cluster there is none');
+  if (flags.context !== undefined)
+    throw new UsageError(
+      '--context needs a kubeconfig (--kubeconfig, $KUBECONFIG or ~/.kube/config); in a cluster there is none',
+    );
   return inClusterEndpoint({ label: '' });
 }
 
@@ -115,7 +129,9 @@ export async function runCommand(name: string, body: () => Promise<number>): Pro
     return await body();
   } catch (err) {
     if (err instanceof UsageError) {
-      process.stderr.write(`hereabouts ${name}: ${err.message}\n(hereabouts ${name} --help lists the arguments and flags)\n`);
+      process.stderr.write(
+        `hereabouts ${name}: ${err.message}\n(hereabouts ${name} --help lists the arguments and flags)\n`,
+      );
       return EXIT.usage;
     }
     const details = err instanceof HereaboutsError && err.details !== '' ? ` (${err.details})` : '';

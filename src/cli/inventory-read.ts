@@ -37,7 +37,10 @@ export async function listPods(api: ApiClient): Promise<Map<string, PodInfo> | u
   const pods = new Map<string, PodInfo>();
   let token = '';
   do {
-    const res = await api.send({ method: 'GET', path: `/api/v1/pods?limit=500${token === '' ? '' : `&continue=${encodeURIComponent(token)}`}` });
+    const res = await api.send({
+      method: 'GET',
+      path: `/api/v1/pods?limit=500${token === '' ? '' : `&continue=${encodeURIComponent(token)}`}`,
+    });
     if (res.status === 403) return undefined;
     if (res.status !== 200) throw new Error(`list pods: ${statusText(res)}`);
     const body = res.body as { items?: unknown[]; metadata?: { continue?: string } };
@@ -55,7 +58,10 @@ export async function listPods(api: ApiClient): Promise<Map<string, PodInfo> | u
 export async function readPod(api: ApiClient, podRef: string): Promise<PodInfo | null> {
   const [namespace, name] = podRef.split('/', 2) as [string, string | undefined];
   if (name === undefined || name === '' || namespace === '') return null;
-  const res = await api.send({ method: 'GET', path: `/api/v1/namespaces/${encodeURIComponent(namespace)}/pods/${encodeURIComponent(name)}` });
+  const res = await api.send({
+    method: 'GET',
+    path: `/api/v1/namespaces/${encodeURIComponent(namespace)}/pods/${encodeURIComponent(name)}`,
+  });
   if (res.status === 404) return null;
   if (res.status !== 200) throw new Error(`get pod ${podRef}: ${statusText(res)}`);
   return podInfo(res.body) ?? null;
@@ -63,7 +69,10 @@ export async function readPod(api: ApiClient, podRef: string): Promise<PodInfo |
 
 /** The network names the NADs of the cluster declare; none when they cannot be listed (no CRD, no access). */
 async function nadNames(api: ApiClient): Promise<string[]> {
-  const res = await api.send({ method: 'GET', path: '/apis/k8s.cni.cncf.io/v1/network-attachment-definitions?limit=500' });
+  const res = await api.send({
+    method: 'GET',
+    path: '/apis/k8s.cni.cncf.io/v1/network-attachment-definitions?limit=500',
+  });
   if (res.status !== 200) return [];
   const items = (res.body as { items?: unknown[] }).items ?? [];
   return items.flatMap((item) => networkNamesOf(item));

@@ -7,7 +7,12 @@ import type { PodView } from '../controller/orphans/pod-view.ts';
 import { poolIdentity as identity, sliceOwners } from '../controller/pools/identity.ts';
 import { poolView, type PoolView } from '../controller/pools/view.ts';
 import { reservedAddresses } from '../controller/reservations/orphaned.ts';
-import { nodeSlicePoolView, reservationView, type NodeSlicePoolView, type ReservationView } from '../controller/runtime/views.ts';
+import {
+  nodeSlicePoolView,
+  reservationView,
+  type NodeSlicePoolView,
+  type ReservationView,
+} from '../controller/runtime/views.ts';
 import { reservationName } from '../config/names.ts';
 import type { AllocationRecord } from '../store/store.ts';
 import { recordOf } from '../record.ts';
@@ -74,14 +79,29 @@ export function buildInventory(listed: Listed): Inventory {
   for (const item of listed.reservations) {
     const spec = recordOf(recordOf(item)['spec']);
     const view = reservationView(item);
-    reservations.set(view.name, { ...view, containerId: str(spec['containerid']), ifname: str(spec['ifname']), addresses: reservedAddresses(view.name, networkNames) });
+    reservations.set(view.name, {
+      ...view,
+      containerId: str(spec['containerid']),
+      ifname: str(spec['ifname']),
+      addresses: reservedAddresses(view.name, networkNames),
+    });
   }
-  return { namespace: listed.namespace, nowMs: listed.nowMs, pools, reservations, slices, pods: listed.pods, networkNames };
+  return {
+    namespace: listed.namespace,
+    nowMs: listed.nowMs,
+    pools,
+    reservations,
+    slices,
+    pods: listed.pods,
+    networkNames,
+  };
 }
 
 /** The pools whose range contains the address (of network `network` when given). */
 export function poolsContaining(inv: Inventory, ip: IPAddress, network?: string): PoolInfo[] {
-  return inv.pools.filter((p) => p.view.range !== undefined && contains(p.view.range, ip) && (network === undefined || p.network === network));
+  return inv.pools.filter(
+    (p) => p.view.range !== undefined && contains(p.view.range, ip) && (network === undefined || p.network === network),
+  );
 }
 
 /** The name of the reservation an address of this pool has (undefined when the pool's network is unknown). */
@@ -92,12 +112,19 @@ export function reservationNameFor(pool: PoolInfo, ip: IPAddress): string | unde
 export type ReservationState = 'agrees' | 'other-attachment' | 'missing' | 'unknown';
 
 /** Whether the address's reservation names the same pod (and container, when it records one) as the pool's record. */
-export function reservationState(inv: Inventory, pool: PoolInfo, ip: IPAddress, record: AllocationRecord): { name?: string; state: ReservationState; reservation?: ReservationInfo } {
+export function reservationState(
+  inv: Inventory,
+  pool: PoolInfo,
+  ip: IPAddress,
+  record: AllocationRecord,
+): { name?: string; state: ReservationState; reservation?: ReservationInfo } {
   const name = reservationNameFor(pool, ip);
   if (name === undefined) return { state: 'unknown' };
   const reservation = inv.reservations.get(name);
   if (reservation === undefined) return { name, state: 'missing' };
-  const same = reservation.podRef === record.podRef && (reservation.containerId === '' || reservation.containerId === record.containerId);
+  const same =
+    reservation.podRef === record.podRef &&
+    (reservation.containerId === '' || reservation.containerId === record.containerId);
   return { name, state: same ? 'agrees' : 'other-attachment', reservation };
 }
 
@@ -128,5 +155,9 @@ export function columns(rows: readonly (readonly string[])[]): string {
   const [first] = rows;
   if (first === undefined) return '';
   const widths = first.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length)));
-  return rows.map((r) => r.map((cell, i) => (i === r.length - 1 ? cell : cell.padEnd(widths[i] ?? 0))).join('  ')).join('\n') + '\n';
+  return (
+    rows
+      .map((r) => r.map((cell, i) => (i === r.length - 1 ? cell : cell.padEnd(widths[i] ?? 0))).join('  '))
+      .join('\n') + '\n'
+  );
 }

@@ -51,7 +51,8 @@ export function podState(inv: Inventory, podRef: string, podUid: string | undefi
   const pod = inv.pods.get(podRef);
   if (pod === undefined) return { state: podRef.includes('/') ? 'gone' : 'unknown' };
   const base = { uid: pod.view.uid, ...(pod.node === undefined ? {} : { node: pod.node }) };
-  if (podUid !== undefined && podUid !== '' && pod.view.uid !== '' && podUid !== pod.view.uid) return { state: 'recreated', ...base };
+  if (podUid !== undefined && podUid !== '' && pod.view.uid !== '' && podUid !== pod.view.uid)
+    return { state: 'recreated', ...base };
   return { state: pod.view.terminating ? `${pod.view.phase}, terminating` : pod.view.phase, ...base };
 }
 
@@ -78,14 +79,23 @@ export function ipReport(inv: Inventory, ip: IPAddress, network?: string): IpRep
       ...(node === undefined ? {} : { node }),
       pod,
       ...(allocatedAt === undefined ? {} : { since: new Date(allocatedAt).toISOString() }),
-      reservation: { name: reservation.name ?? null, state: reservation.state, ...(reservation.reservation === undefined ? {} : { podRef: reservation.reservation.podRef }) },
+      reservation: {
+        name: reservation.name ?? null,
+        state: reservation.state,
+        ...(reservation.reservation === undefined ? {} : { podRef: reservation.reservation.podRef }),
+      },
     });
   }
   const reservations: StrayReservation[] = [];
   for (const r of inv.reservations.values()) {
     if (accounted.has(r.name) || !r.addresses.includes(address)) continue;
     if (network !== undefined && r.name !== reservationName(ip, network === '' ? undefined : network)) continue;
-    reservations.push({ name: r.name, podRef: r.podRef, containerId: r.containerId, createdAt: new Date(r.createdAtMs).toISOString() });
+    reservations.push({
+      name: r.name,
+      podRef: r.podRef,
+      containerId: r.containerId,
+      createdAt: new Date(r.createdAtMs).toISOString(),
+    });
   }
   return { address, namespace: inv.namespace, ...(network === undefined ? {} : { network }), holders, reservations };
 }
@@ -98,11 +108,17 @@ const REASON: Record<ReservationState, string> = {
 };
 
 export function formatIpReport(report: IpReport, nowMs: number): string {
-  const where = report.network === undefined ? '' : ` of network ${report.network === '' ? '(unnamed)' : report.network}`;
+  const where =
+    report.network === undefined ? '' : ` of network ${report.network === '' ? '(unnamed)' : report.network}`;
   let out = '';
-  if (report.holders.length === 0) out += `${report.address} is not allocated in any IPPool${where} in namespace ${report.namespace}\n`;
+  if (report.holders.length === 0)
+    out += `${report.address} is not allocated in any IPPool${where} in namespace ${report.namespace}\n`;
   for (const h of report.holders) {
-    const pod = [h.pod.state, h.pod.uid === undefined ? undefined : `uid ${h.pod.uid}`, h.pod.node === undefined ? undefined : `on ${h.pod.node}`];
+    const pod = [
+      h.pod.state,
+      h.pod.uid === undefined ? undefined : `uid ${h.pod.uid}`,
+      h.pod.node === undefined ? undefined : `on ${h.pod.node}`,
+    ];
     out += `${report.address} is held by ${h.podRef === '' ? '(no pod)' : h.podRef} in IPPool ${h.pool}\n`;
     const lines: Array<[string, string]> = [
       ['network', h.network === null ? '?' : h.network === '' ? '(unnamed)' : h.network],
@@ -111,7 +127,10 @@ export function formatIpReport(report: IpReport, nowMs: number): string {
       ['node', h.node ?? '-'],
       ['container', `${h.containerId === '' ? '-' : h.containerId}, interface ${h.ifname === '' ? '-' : h.ifname}`],
       ['since', h.since === undefined ? 'not recorded' : `${h.since} (${age(Date.parse(h.since), nowMs)} ago)`],
-      ['reservation', `${h.reservation.name ?? '?'}: ${REASON[h.reservation.state]}${h.reservation.state === 'other-attachment' ? ` (${h.reservation.podRef ?? ''})` : ''}`],
+      [
+        'reservation',
+        `${h.reservation.name ?? '?'}: ${REASON[h.reservation.state]}${h.reservation.state === 'other-attachment' ? ` (${h.reservation.podRef ?? ''})` : ''}`,
+      ],
     ];
     for (const [key, value] of lines) out += `  ${key.padEnd(12)} ${value}\n`;
   }

@@ -15,7 +15,9 @@ ${COMMON_HELP}`;
 
 export function runIp(argv: readonly string[]): Promise<number> {
   return runCommand('ip', async () => {
-    const { flags, values, positionals, help } = parseCommand('ip', argv, { network: { type: 'string' } }, ['<address>']);
+    const { flags, values, positionals, help } = parseCommand('ip', argv, { network: { type: 'string' } }, [
+      '<address>',
+    ]);
     if (help) {
       process.stdout.write(usage);
       return EXIT.ok;

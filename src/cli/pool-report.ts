@@ -3,7 +3,16 @@
 import { formatCidr } from '../ip/cidr.ts';
 import { formatIP } from '../ip/address.ts';
 import type { OrphanReason } from '../controller/orphans/orphans.ts';
-import { age, columns, inTime, podOf, reservationState, type Inventory, type PoolInfo, type ReservationState } from './inventory.ts';
+import {
+  age,
+  columns,
+  inTime,
+  podOf,
+  reservationState,
+  type Inventory,
+  type PoolInfo,
+  type ReservationState,
+} from './inventory.ts';
 import { podState, type PodState } from './ip-report.ts';
 import { allocationVerdict, type Judging } from './orphans-report.ts';
 
@@ -46,9 +55,12 @@ export function poolReport(inv: Inventory, pool: PoolInfo, judging: Judging): Po
       const node = record.node ?? podOf(inv, record)?.node;
       const reservation = reservationState(inv, pool, ip, record);
       const verdict = allocationVerdict(inv, pool, address, record, judging.policy);
-      const orphan = verdict.now !== undefined
-        ? { reason: verdict.now }
-        : verdict.later === undefined ? undefined : { reason: verdict.later.reason, releasableAt: new Date(verdict.later.atMs).toISOString() };
+      const orphan =
+        verdict.now !== undefined
+          ? { reason: verdict.now }
+          : verdict.later === undefined
+            ? undefined
+            : { reason: verdict.later.reason, releasableAt: new Date(verdict.later.atMs).toISOString() };
       rows.push({
         address: formatIP(ip),
         podRef: record.podRef,
@@ -56,7 +68,12 @@ export function poolReport(inv: Inventory, pool: PoolInfo, judging: Judging): Po
         ifname: record.ifname,
         ...(node === undefined ? {} : { node }),
         pod: podState(inv, record.podRef, record.podUid),
-        ...(allocatedAt === undefined ? {} : { since: new Date(allocatedAt).toISOString(), ageSeconds: Math.max(0, Math.floor((inv.nowMs - allocatedAt) / 1000)) }),
+        ...(allocatedAt === undefined
+          ? {}
+          : {
+              since: new Date(allocatedAt).toISOString(),
+              ageSeconds: Math.max(0, Math.floor((inv.nowMs - allocatedAt) / 1000)),
+            }),
         reservation: { name: reservation.name ?? null, state: reservation.state },
         ...(orphan === undefined ? {} : { orphan }),
       });
@@ -78,15 +95,30 @@ export function poolReport(inv: Inventory, pool: PoolInfo, judging: Judging): Po
 
 export function formatPool(report: PoolReport, nowMs: number): string {
   const network = report.network === null ? '?' : report.network === '' ? '(unnamed)' : report.network;
-  let out = `IPPool ${report.name}: range ${report.range}, network ${network}${report.node === undefined ? '' : `, node slice of ${report.node}`}; ` +
+  let out =
+    `IPPool ${report.name}: range ${report.range}, network ${network}${report.node === undefined ? '' : `, node slice of ${report.node}`}; ` +
     `${report.used} used of ${report.capacity}, ${report.free} free\n`;
   const short = (id: string): string => (id.length > 12 ? id.slice(0, 12) : id === '' ? '-' : id);
   const orphan = (r: AllocationRow): string =>
-    r.orphan === undefined ? '-' : r.orphan.releasableAt === undefined ? `${r.orphan.reason} (now)` : `${r.orphan.reason} (${inTime(Date.parse(r.orphan.releasableAt), nowMs)})`;
+    r.orphan === undefined
+      ? '-'
+      : r.orphan.releasableAt === undefined
+        ? `${r.orphan.reason} (now)`
+        : `${r.orphan.reason} (${inTime(Date.parse(r.orphan.releasableAt), nowMs)})`;
   if (report.allocations.length > 0) {
     out += columns([
       ['ADDRESS', 'POD', 'POD STATE', 'NODE', 'AGE', 'CONTAINER', 'IFNAME', 'RESERVATION', 'ORPHAN'],
-      ...report.allocations.map((r) => [r.address, r.podRef === '' ? '-' : r.podRef, r.pod.state, r.node ?? '-', age(r.since === undefined ? undefined : Date.parse(r.since), nowMs), short(r.containerId), r.ifname || '-', r.reservation.state, orphan(r)]),
+      ...report.allocations.map((r) => [
+        r.address,
+        r.podRef === '' ? '-' : r.podRef,
+        r.pod.state,
+        r.node ?? '-',
+        age(r.since === undefined ? undefined : Date.parse(r.since), nowMs),
+        short(r.containerId),
+        r.ifname || '-',
+        r.reservation.state,
+        orphan(r),
+      ]),
     ]);
   }
   for (const problem of report.problems) out += `warning: ${problem}\n`;

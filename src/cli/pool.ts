@@ -13,7 +13,9 @@ ${POLICY_HELP}${COMMON_HELP}`;
 
 export function runPool(argv: readonly string[]): Promise<number> {
   return runCommand('pool', async () => {
-    const { flags, values, positionals, help } = parseCommand('pool', withBareBooleans(argv), POLICY_OPTIONS, ['<name>']);
+    const { flags, values, positionals, help } = parseCommand('pool', withBareBooleans(argv), POLICY_OPTIONS, [
+      '<name>',
+    ]);
     if (help) {
       process.stdout.write(usage);
       return EXIT.ok;

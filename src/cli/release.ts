@@ -29,10 +29,19 @@ ${COMMON_HELP}`;
 export interface ReleaseReport {
   readonly address: string;
   readonly network: string;
-  readonly released: ReadonlyArray<{ readonly pool: string; readonly podRef: string; readonly containerId: string; readonly ifname: string }>;
+  readonly released: ReadonlyArray<{
+    readonly pool: string;
+    readonly podRef: string;
+    readonly containerId: string;
+    readonly ifname: string;
+  }>;
   /** Pools where the address was not released, and why. */
   readonly skipped: ReadonlyArray<{ readonly pool: string; readonly why: string }>;
-  readonly reservation: { readonly name: string; readonly outcome: 'deleted' | 'kept' | 'gone' | 'still-held'; readonly why?: string };
+  readonly reservation: {
+    readonly name: string;
+    readonly outcome: 'deleted' | 'kept' | 'gone' | 'still-held';
+    readonly why?: string;
+  };
   /** Set when nothing was done because a live pod holds the address. */
   readonly refused?: string;
 }
@@ -41,7 +50,8 @@ export interface ReleaseReport {
 export function liveReason(record: AllocationRecord, pod: PodInfo | null): string | undefined {
   if (pod === null) return undefined;
   const { view } = pod;
-  if (record.podUid !== undefined && record.podUid !== '' && view.uid !== '' && record.podUid !== view.uid) return undefined;
+  if (record.podUid !== undefined && record.podUid !== '' && view.uid !== '' && record.podUid !== view.uid)
+    return undefined;
   if (view.phase !== 'Running' && view.phase !== 'Pending') return undefined;
   if (view.sandboxGone) return undefined;
   return `pod ${record.podRef} is ${view.phase}${pod.node === undefined ? '' : ` on ${pod.node}`} with its sandbox present`;
@@ -49,14 +59,22 @@ export function liveReason(record: AllocationRecord, pod: PodInfo | null): strin
 
 export function runRelease(argv: readonly string[]): Promise<number> {
   return runCommand('release', async () => {
-    const { flags, values, positionals, help } = parseCommand('release', argv, { network: { type: 'string' }, force: { type: 'boolean', default: false } }, ['<address>']);
+    const { flags, values, positionals, help } = parseCommand(
+      'release',
+      argv,
+      { network: { type: 'string' }, force: { type: 'boolean', default: false } },
+      ['<address>'],
+    );
     if (help) {
       process.stdout.write(usage);
       return EXIT.ok;
     }
     const ip = addressArgument(positionals[0] ?? '');
     const network = values['network'];
-    if (typeof network !== 'string') throw new UsageError('--network is required: the network_name of the pools (--network "" for pools named without one)');
+    if (typeof network !== 'string')
+      throw new UsageError(
+        '--network is required: the network_name of the pools (--network "" for pools named without one)',
+      );
     const api = await connect(flags);
     try {
       const report = await release(api, ip, network, values['force'] === true);
@@ -93,59 +111,130 @@ export async function release(api: ApiClient, ip: IPAddress, network: string, fo
   // Liveness first, for every holder: nothing is written when any of them is refused.
   const pods = new Map<string, PodInfo | null>();
   for (const podRef of new Set(judged.map((j) => j.record.podRef))) pods.set(podRef, await readPod(api, podRef));
-  const live = judged.map((j) => liveReason(j.record, pods.get(j.record.podRef) ?? null)).filter((r) => r !== undefined);
+  const live = judged
+    .map((j) => liveReason(j.record, pods.get(j.record.podRef) ?? null))
+    .filter((r) => r !== undefined);
   const [firstJudged] = judged;
   if (firstJudged === undefined) return releaseStray(api, base, name, force);
   if (live.length > 0 && !force) {
-    return { ...base, released: [], skipped: [], reservation: { name, outcome: 'kept' }, refused: `${live.join('; ')}: --force releases it anyway` };
+    return {
+      ...base,
+      released: [],
+      skipped: [],
+      reservation: { name, outcome: 'kept' },
+      refused: `${live.join('; ')}: --force releases it anyway`,
+    };
   }
   const released: Array<ReleaseReport['released'][number]> = [];
   const skipped: Array<ReleaseReport['skipped'][number]> = [];
   // Reservations are settled below, once every pool is written (the writer's commit leaves them alone).
   const writer = new PoolWriter(api);
   for (const { pool, record } of judged) {
-    const outcome = await writer.commit(refOf(pool, network), (current) => {
-      const now = current.get(ip.value);
-      if (now === undefined) return { change: null, value: 'already free' };
-      if (!sameRecord(now, record)) return { change: null, value: `re-allocated meanwhile to ${now.podRef || 'a container'} (container ${now.containerId}): not released` };
-      return { change: { release: [ip.value] }, value: 'released' };
-    }, { budgetMs: 10_000, log: stderrLog });
-    if (outcome === 'released') released.push({ pool: pool.view.name, podRef: record.podRef, containerId: record.containerId, ifname: record.ifname });
+    const outcome = await writer.commit(
+      refOf(pool, network),
+      (current) => {
+        const now = current.get(ip.value);
+        if (now === undefined) return { change: null, value: 'already free' };
+        if (!sameRecord(now, record))
+          return {
+            change: null,
+            value: `re-allocated meanwhile to ${now.podRef || 'a container'} (container ${now.containerId}): not released`,
+          };
+        return { change: { release: [ip.value] }, value: 'released' };
+      },
+      { budgetMs: 10_000, log: stderrLog },
+    );
+    if (outcome === 'released')
+      released.push({
+        pool: pool.view.name,
+        podRef: record.podRef,
+        containerId: record.containerId,
+        ifname: record.ifname,
+      });
     else skipped.push({ pool: pool.view.name, why: outcome });
   }
   // The reservation stays while any pool of the network still holds the address (read now, not from the listing).
   for (const pool of pools) {
     const state = await writer.read(refOf(pool, network), stderrLog);
     const holder = state.allocations.get(ip.value);
-    if (holder !== undefined) return { ...base, released, skipped, reservation: { name, outcome: 'still-held', why: `IPPool ${pool.view.name} holds ${address} for ${holder.podRef || 'a container'}` } };
+    if (holder !== undefined)
+      return {
+        ...base,
+        released,
+        skipped,
+        reservation: {
+          name,
+          outcome: 'still-held',
+          why: `IPPool ${pool.view.name} holds ${address} for ${holder.podRef || 'a container'}`,
+        },
+      };
   }
   // The attachment whose reservation may go: the one released (or the one judged, when another writer freed it first).
   const owner = judged.find((j) => j.pool.view.name === released[0]?.pool) ?? firstJudged;
   const outcome = await writer.releaseReservation(refOf(owner.pool, network), ip, owner.record);
-  return { ...base, released, skipped, reservation: { name, outcome, ...(outcome === 'kept' ? { why: 'it names another attachment' } : {}) } };
+  return {
+    ...base,
+    released,
+    skipped,
+    reservation: { name, outcome, ...(outcome === 'kept' ? { why: 'it names another attachment' } : {}) },
+  };
 }
 
 /** No pool of the network holds the address: its reservation alone (if any) goes, unless a live pod still holds it. */
-async function releaseStray(api: ApiClient, base: { address: string; network: string }, name: string, force: boolean): Promise<ReleaseReport> {
+async function releaseStray(
+  api: ApiClient,
+  base: { address: string; network: string },
+  name: string,
+  force: boolean,
+): Promise<ReleaseReport> {
   const object = await getObject(api, 'overlappingrangeipreservations', name);
   const version = versionOf(object);
-  if (object === undefined || version === undefined) return { ...base, released: [], skipped: [], reservation: { name, outcome: 'gone', why: 'no pool of the network holds the address and it has no reservation' } };
+  if (object === undefined || version === undefined)
+    return {
+      ...base,
+      released: [],
+      skipped: [],
+      reservation: { name, outcome: 'gone', why: 'no pool of the network holds the address and it has no reservation' },
+    };
   const spec = (object as { spec?: { podref?: unknown; podUid?: unknown } }).spec ?? {};
   const podRef = typeof spec.podref === 'string' ? spec.podref : '';
-  const record: AllocationRecord = { podRef, containerId: '', ifname: '', ...(typeof spec.podUid === 'string' ? { podUid: spec.podUid } : {}) };
+  const record: AllocationRecord = {
+    podRef,
+    containerId: '',
+    ifname: '',
+    ...(typeof spec.podUid === 'string' ? { podUid: spec.podUid } : {}),
+  };
   const live = liveReason(record, await readPod(api, podRef));
-  if (live !== undefined && !force) return { ...base, released: [], skipped: [], reservation: { name, outcome: 'kept' }, refused: `${live}: --force deletes its reservation anyway` };
+  if (live !== undefined && !force)
+    return {
+      ...base,
+      released: [],
+      skipped: [],
+      reservation: { name, outcome: 'kept' },
+      refused: `${live}: --force deletes its reservation anyway`,
+    };
   const result = await new PoolWriter(api).deleteReservation({ name, ...version });
-  return { ...base, released: [], skipped: [], reservation: { name, outcome: result === 'deleted' ? 'deleted' : result === 'gone' ? 'gone' : 'kept', ...(result === 'conflict' ? { why: 'it changed since it was read' } : {}) } };
+  return {
+    ...base,
+    released: [],
+    skipped: [],
+    reservation: {
+      name,
+      outcome: result === 'deleted' ? 'deleted' : result === 'gone' ? 'gone' : 'kept',
+      ...(result === 'conflict' ? { why: 'it changed since it was read' } : {}),
+    },
+  };
 }
 
 export function formatRelease(r: ReleaseReport): string {
   const network = r.network === '' ? '(unnamed)' : r.network;
   if (r.refused !== undefined) return `refused to release ${r.address} of network ${network}: ${r.refused}\n`;
   let out = '';
-  for (const x of r.released) out += `released ${r.address} from IPPool ${x.pool} (was ${x.podRef || 'no pod'}, container ${x.containerId}, interface ${x.ifname})\n`;
+  for (const x of r.released)
+    out += `released ${r.address} from IPPool ${x.pool} (was ${x.podRef || 'no pod'}, container ${x.containerId}, interface ${x.ifname})\n`;
   for (const x of r.skipped) out += `IPPool ${x.pool}: ${r.address} ${x.why}\n`;
-  if (r.released.length === 0 && r.skipped.length === 0 && r.reservation.outcome !== 'deleted') out += `${r.address} is not allocated in any IPPool of network ${network}\n`;
+  if (r.released.length === 0 && r.skipped.length === 0 && r.reservation.outcome !== 'deleted')
+    out += `${r.address} is not allocated in any IPPool of network ${network}\n`;
   const what: Record<ReleaseReport['reservation']['outcome'], string> = {
     deleted: 'deleted',
     kept: 'kept',

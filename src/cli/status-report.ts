@@ -68,7 +68,8 @@ export function buildReport(
   const pools = ippools.map((item) => poolRow(item, pods, owners, judge)).sort((a, b) => a.name.localeCompare(b.name));
   const warnings: string[] = [];
   if (pods === undefined) warnings.push('pods could not be listed: orphans are not counted');
-  if (pools.length === 0) warnings.push(`no IPPools in namespace ${namespace} (the plugin's kubeconfig context namespace; try --namespace)`);
+  if (pools.length === 0)
+    warnings.push(`no IPPools in namespace ${namespace} (the plugin's kubeconfig context namespace; try --namespace)`);
   for (const p of pools) warnings.push(...p.problems);
   return { namespace, pools, slices: slices.sort((a, b) => a.network.localeCompare(b.network)), warnings };
 }
@@ -110,15 +111,35 @@ function poolRow(item: unknown, pods: LivePods, owners: ReadonlyMap<string, stri
   try {
     cidr = masked(parseCidr(rangeText));
   } catch {
-    return { ...base, range: rangeText, capacity: null, used: 0, free: null, orphans: null, problems: [`IPPool ${name}: spec.range ${JSON.stringify(rangeText)} is not a CIDR`] };
+    return {
+      ...base,
+      range: rangeText,
+      capacity: null,
+      used: 0,
+      free: null,
+      orphans: null,
+      problems: [`IPPool ${name}: spec.range ${JSON.stringify(rangeText)} is not a CIDR`],
+    };
   }
   const problems: string[] = [];
   let allocations;
   try {
-    allocations = decodeAllocations(spec['allocations'] ?? {}, cidr, { where: `IPPool ${name}`, warn: (m) => problems.push(m), strict: false });
+    allocations = decodeAllocations(spec['allocations'] ?? {}, cidr, {
+      where: `IPPool ${name}`,
+      warn: (m) => problems.push(m),
+      strict: false,
+    });
   } catch (err) {
     if (!(err instanceof HereaboutsError)) throw err;
-    return { ...base, range: formatCidr(cidr), capacity: null, used: 0, free: null, orphans: null, problems: [err.message] };
+    return {
+      ...base,
+      range: formatCidr(cidr),
+      capacity: null,
+      used: 0,
+      free: null,
+      orphans: null,
+      problems: [err.message],
+    };
   }
   let orphans: number | null = null;
   if (pods !== undefined) {
@@ -126,19 +147,39 @@ function poolRow(item: unknown, pods: LivePods, owners: ReadonlyMap<string, stri
     const createdAt = createdTimes(spec['allocations'], cidr);
     for (const [address, record] of allocations) {
       const ip = formatIP({ family: cidr.family, value: address });
-      if (orphanReason(record, ip, pods.get(record.podRef), judge.policy, judge.nowMs, createdAt.get(address)) !== undefined) orphans++;
+      if (
+        orphanReason(record, ip, pods.get(record.podRef), judge.policy, judge.nowMs, createdAt.get(address)) !==
+        undefined
+      )
+        orphans++;
     }
   }
   const span = usableSpan(cidr);
   const range: RangeConfig = { cidr, start: span.first, end: span.last, exclude: [] };
-  return { ...base, range: formatCidr(cidr), capacity: capacity(range), used: allocations.size, free: freeCount(range, allocations), orphans, problems };
+  return {
+    ...base,
+    range: formatCidr(cidr),
+    capacity: capacity(range),
+    used: allocations.size,
+    free: freeCount(range, allocations),
+    orphans,
+    problems,
+  };
 }
 
 /** Aligned columns: the pools, then the node-slice pools, then warnings. */
 export function formatTable(report: StatusReport): string {
   const rows = [
     ['POOL', 'RANGE', 'CAPACITY', 'USED', 'FREE', 'ORPHANS', 'NODE'],
-    ...report.pools.map((p) => [p.name, p.range, p.capacity?.toString() ?? '?', String(p.used), p.free?.toString() ?? '?', p.orphans === null ? '?' : String(p.orphans), p.node ?? '-']),
+    ...report.pools.map((p) => [
+      p.name,
+      p.range,
+      p.capacity?.toString() ?? '?',
+      String(p.used),
+      p.free?.toString() ?? '?',
+      p.orphans === null ? '?' : String(p.orphans),
+      p.node ?? '-',
+    ]),
   ];
   let out = `namespace ${report.namespace}: ${report.pools.length} pool(s)\n${columns(rows)}`;
   if (report.slices.length > 0) {

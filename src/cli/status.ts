@@ -28,7 +28,8 @@ export function runStatus(argv: readonly string[]): Promise<number> {
         listAll(api, objectPath(api.namespace, 'nodeslicepools')),
         listPods(api),
       ]);
-      const views = pods === undefined ? undefined : new Map<string, PodView>([...pods].map(([ref, info]) => [ref, info.view]));
+      const views =
+        pods === undefined ? undefined : new Map<string, PodView>([...pods].map(([ref, info]) => [ref, info.view]));
       const report = buildReport(api.namespace, ippools, slices, views);
       process.stdout.write(flags.output === 'json' ? toJson(report) : formatTable(report));
       return 0;

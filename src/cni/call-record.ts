@@ -49,7 +49,8 @@ export function formatRecord(r: CallRecord): string {
   return `#1 ${r.verb} ${outcome} ${micros} ${networkOf(r.network)}\n`;
 }
 
-const RECORD = /^1 (ADD|DEL|CHECK|GC|STATUS|VERSION|unknown) (ok|\d{1,4}) (\d{1,15}) (-|[a-zA-Z0-9][a-zA-Z0-9_.-]{0,252})$/;
+const RECORD =
+  /^1 (ADD|DEL|CHECK|GC|STATUS|VERSION|unknown) (ok|\d{1,4}) (\d{1,15}) (-|[a-zA-Z0-9][a-zA-Z0-9_.-]{0,252})$/;
 
 /** The record in one line (without its newline), or undefined for a torn or foreign line. */
 export function parseRecord(line: string): CallRecord | undefined {

@@ -16,7 +16,10 @@ export interface CallOutcome {
 }
 
 /** Appends the call; returns why it could not (for a debug log line), or undefined. */
-export function recordCall(call: CallOutcome, env: Readonly<Record<string, string | undefined>> = process.env): string | undefined {
+export function recordCall(
+  call: CallOutcome,
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): string | undefined {
   const dir = env[STATS_DIR_ENV] ?? DEFAULT_STATS_DIR;
   if (dir === '' || !dir.startsWith('/')) return undefined;
   const record: CallRecord = {

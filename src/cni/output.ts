@@ -35,7 +35,11 @@ export function writeResult(obj: object, options: OutputOptions = {}): number {
 
 /** Ends a successful verb: ADD and VERSION print their payload, the other verbs print nothing. */
 export function writeSuccess(verb: 'ADD' | 'VERSION', payload: object, options?: OutputOptions): number;
-export function writeSuccess(verb: 'DEL' | 'CHECK' | 'GC' | 'STATUS', payload?: undefined, options?: OutputOptions): number;
+export function writeSuccess(
+  verb: 'DEL' | 'CHECK' | 'GC' | 'STATUS',
+  payload?: undefined,
+  options?: OutputOptions,
+): number;
 export function writeSuccess(verb: CniVerb, payload?: object, options: OutputOptions = {}): number {
   const prints = verb === 'ADD' || verb === 'VERSION';
   if (prints !== (payload !== undefined)) {

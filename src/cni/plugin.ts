@@ -69,7 +69,10 @@ export async function runPlugin(io: PluginIO = {}, host?: StoreHost): Promise<nu
     } finally {
       // Every call, whether this process hosts one or many, is counted once, after its answer is final.
       const durationMs = Number(process.hrtime.bigint() - started) / 1e6;
-      const why = recordCall({ verb: processEnv['CNI_COMMAND'], outcome, network: request?.['name'], durationMs }, processEnv);
+      const why = recordCall(
+        { verb: processEnv['CNI_COMMAND'], outcome, network: request?.['name'], durationMs },
+        processEnv,
+      );
       if (why !== undefined) logger.debug(why);
     }
   }

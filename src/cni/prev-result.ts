@@ -36,7 +36,10 @@ export function parsePrevResult(prev: unknown, cniVersion: CniVersion): PrevResu
   if (ipsValue === undefined) return { cniVersion: version, ips: [] };
   if (!Array.isArray(ipsValue)) throw configError(`prevResult.ips must be a list, got ${describeValue(ipsValue)}`);
   const hasVersionField = compareVersions(version, '1.0.0') < 0;
-  return { cniVersion: version, ips: ipsValue.map((ip, i) => parseIPConfig(ip, `prevResult.ips[${i}]`, hasVersionField)) };
+  return {
+    cniVersion: version,
+    ips: ipsValue.map((ip, i) => parseIPConfig(ip, `prevResult.ips[${i}]`, hasVersionField)),
+  };
 }
 
 function parseIPConfig(value: unknown, key: string, hasVersionField: boolean): PrevResultIP {
@@ -89,4 +92,3 @@ function parseIPConfig(value: unknown, key: string, hasVersionField: boolean): P
 function isIndex(value: unknown): value is number {
   return typeof value === 'number' && Number.isInteger(value) && value >= 0;
 }
-

@@ -51,9 +51,10 @@ export function renderResult(result: IpamResult, cniVersion: CniVersion): Result
     address: formatCidr(ip.address),
     ...(ip.gateway === undefined ? {} : { gateway: formatIP(ip.gateway) }),
   }));
-  const routes = result.routes.map(
-    (r): RouteJson => ({ dst: formatCidr(r.dst), ...(r.gw === undefined ? {} : { gw: formatIP(r.gw) }) }),
-  );
+  const routes = result.routes.map((r): RouteJson => ({
+    dst: formatCidr(r.dst),
+    ...(r.gw === undefined ? {} : { gw: formatIP(r.gw) }),
+  }));
   const dns = result.dns === undefined ? undefined : renderDns(result.dns);
   return {
     cniVersion,

@@ -98,7 +98,10 @@ function requestedVersion(conf: Readonly<Record<string, unknown>>): string | und
   const list = conf['cniVersions'];
   if (list === undefined) return undefined;
   if (!Array.isArray(list)) {
-    throw new CniError(CniCode.DecodeFailure, `cniVersions must be a list of version strings, got ${describeValue(list)}`);
+    throw new CniError(
+      CniCode.DecodeFailure,
+      `cniVersions must be a list of version strings, got ${describeValue(list)}`,
+    );
   }
   const versions = list.map((v, i) => checkedVersion(v, `cniVersions[${i}]`));
   if (versions.length === 0) return undefined;

@@ -33,11 +33,13 @@ export function checkObjectNames(config: NamedConfig): void {
     if (!config.reservations) return;
     for (const value of [range.start, range.end]) {
       const reservation = reservationName({ family: range.cidr.family, value }, networkName);
-      if (!isDnsSubdomain(reservation)) throw nameError(key, range, `OverlappingRangeIPReservation name ${describeValue(reservation)}`);
+      if (!isDnsSubdomain(reservation))
+        throw nameError(key, range, `OverlappingRangeIPReservation name ${describeValue(reservation)}`);
     }
     if (networkName === undefined && range.cidr.family === 6 && range.start < LEADING_COLONS_BELOW) {
       const mappedOnly = range.start >= V4_MAPPED && range.end <= V4_MAPPED_LAST;
-      if (!mappedOnly) throw nameError(key, range, 'OverlappingRangeIPReservation names of its addresses below ::1:0:0 ("--…")');
+      if (!mappedOnly)
+        throw nameError(key, range, 'OverlappingRangeIPReservation names of its addresses below ::1:0:0 ("--…")');
     }
   });
   if (config.nodeSlices) {

@@ -4,20 +4,24 @@ import { configError } from '../errors.ts';
 import { describeValue } from '../log/quote.ts';
 import { bitsOf, ipEquals, type IPAddress } from '../ip/address.ts';
 import { addressOf } from '../ip/cidr.ts';
-import { cidrAt, ipAt, objectAt, optionalBoolean, optionalCount, optionalIP, optionalList, optionalObject, optionalString, stringList, type Json } from './fields.ts';
+import {
+  cidrAt,
+  ipAt,
+  objectAt,
+  optionalBoolean,
+  optionalCount,
+  optionalIP,
+  optionalList,
+  optionalObject,
+  optionalString,
+  stringList,
+  type Json,
+} from './fields.ts';
 import { loadFlatFileAt, loadStandardFlatFile, mergeFlat, readFileIfPresent, type ReadFile } from './flatfile.ts';
 import { checkObjectNames } from './object-names.ts';
 import { buildRanges } from './ranges.ts';
 import { allowedPath, checkPathText, policyOf, rejectInlinePolicy, type PathUse, type TrustPolicy } from './trust.ts';
-import type {
-  DatastoreConfig,
-  DnsConfig,
-  IpamConfig,
-
-  NetworkConfig,
-  RouteConfig,
-  StaticAddress,
-} from './types.ts';
+import type { DatastoreConfig, DnsConfig, IpamConfig, NetworkConfig, RouteConfig, StaticAddress } from './types.ts';
 import { isRecord } from '../record.ts';
 import type { PluginLogLevel } from '../log/logger.ts';
 
@@ -87,7 +91,10 @@ export function parseNetworkConfig(request: Json, options: ParseOptions): Networ
         '(at most 63, each "."-separated part starting and ending alphanumeric): it prefixes Kubernetes object names',
     );
   }
-  const nodeSliceSize = sliceSize(ipam, ranges.map((r) => r.cidr));
+  const nodeSliceSize = sliceSize(
+    ipam,
+    ranges.map((r) => r.cidr),
+  );
   checkTimings(ipam);
   const enableOverlappingRanges = optionalBoolean(ipam, 'enable_overlapping_ranges', 'ipam.') ?? true;
   checkObjectNames({
@@ -162,7 +169,8 @@ function datastoreOf(ipam: Json, sources: Sources): DatastoreConfig {
     throw configError(`ipam.datastore ${describeValue(kind)} is not "kubernetes" or "local"`);
   }
   const kubernetes = optionalObject(ipam, 'kubernetes', 'ipam.');
-  const kubeconfig = kubernetes === undefined ? undefined : pathKey(kubernetes, sources, 'kubeconfig', 'config', 'kubernetes');
+  const kubeconfig =
+    kubernetes === undefined ? undefined : pathKey(kubernetes, sources, 'kubeconfig', 'config', 'kubernetes');
   if (kubeconfig === undefined) {
     // Never fall back to the local store here: a node-local pool would silently hand out cluster-wide duplicates.
     throw configError(
@@ -171,7 +179,8 @@ function datastoreOf(ipam: Json, sources: Sources): DatastoreConfig {
     );
   }
   const inlineK8s = sources.inline['kubernetes'];
-  const inlineKubeconfig = isRecord(inlineK8s) && optionalString(inlineK8s, 'kubeconfig', 'ipam.kubernetes.') !== undefined;
+  const inlineKubeconfig =
+    isRecord(inlineK8s) && optionalString(inlineK8s, 'kubeconfig', 'ipam.kubernetes.') !== undefined;
   return {
     kind,
     kubeconfig,
@@ -185,7 +194,8 @@ function logLevelOf(ipam: Json): PluginLogLevel {
   const level = optionalString(ipam, 'log_level', 'ipam.');
   if (level === undefined) return 'error';
   const known = LOG_LEVELS.find((l) => l === level.toLowerCase());
-  if (known === undefined) throw configError(`ipam.log_level ${describeValue(level)} is not one of ${LOG_LEVELS.join(', ')}`);
+  if (known === undefined)
+    throw configError(`ipam.log_level ${describeValue(level)} is not one of ${LOG_LEVELS.join(', ')}`);
   return known;
 }
 

@@ -52,7 +52,9 @@ export function buildRanges(ipam: Json, gateway: IPAddress | undefined): RangesO
 /** Two prefixes overlap exactly when one contains the other's network address. */
 function overlaps(a: Cidr, b: Cidr): boolean {
   if (a.family !== b.family) return false;
-  return contains(a, { family: b.family, value: networkOf(b) }) || contains(b, { family: a.family, value: networkOf(a) });
+  return (
+    contains(a, { family: b.family, value: networkOf(b) }) || contains(b, { family: a.family, value: networkOf(a) })
+  );
 }
 
 function buildRange(obj: Json, path: string, gateway: IPAddress | undefined, warnings: string[]): RangeConfig {
@@ -85,7 +87,8 @@ function buildRange(obj: Json, path: string, gateway: IPAddress | undefined, war
 }
 
 function parseRange(value: unknown, key: string): ParsedRange {
-  if (typeof value !== 'string') throw configError(`${key} must be a CIDR or A-B/len string, got ${describeValue(value)}`);
+  if (typeof value !== 'string')
+    throw configError(`${key} must be a CIDR or A-B/len string, got ${describeValue(value)}`);
   try {
     return parseRangeText(value);
   } catch (err) {

@@ -95,8 +95,12 @@ export function allowedPath(policy: TrustPolicy, use: PathUse, key: string, valu
  * lead outside it. lstat each existing component between the allowed directory and the file (metadata only).
  */
 function noLinkBelow(dirs: readonly string[], key: string, value: string): void {
-  const dir = dirs.filter((d) => value.startsWith(d === '/' ? '/' : `${d}/`)).sort((a, b) => b.length - a.length)[0] ?? '/';
-  const parts = value.slice(dir.length).split('/').filter((p) => p !== '');
+  const dir =
+    dirs.filter((d) => value.startsWith(d === '/' ? '/' : `${d}/`)).sort((a, b) => b.length - a.length)[0] ?? '/';
+  const parts = value
+    .slice(dir.length)
+    .split('/')
+    .filter((p) => p !== '');
   let current = dir === '/' ? '' : dir;
   for (const part of parts.slice(0, -1)) {
     current = `${current}/${part}`;
@@ -114,7 +118,8 @@ function noLinkBelow(dirs: readonly string[], key: string, value: string): void 
 export function checkPathText(value: string, key: string): void {
   if (!value.startsWith('/')) throw configError(`${key} ${describeValue(value)} must be an absolute path`);
   // eslint-disable-next-line no-control-regex
-  if (/[\u0000-\u001f\u007f]/.test(value)) throw configError(`${key} ${describeValue(value)} contains a control character`);
+  if (/[\u0000-\u001f\u007f]/.test(value))
+    throw configError(`${key} ${describeValue(value)} contains a control character`);
   const parts = value.split('/').slice(1);
   if (parts.some((p, i) => p === '.' || p === '..' || (p === '' && i < parts.length - 1))) {
     throw configError(`${key} ${describeValue(value)} must be a normalised path (no ".", ".." or "//")`);
@@ -123,7 +128,8 @@ export function checkPathText(value: string, key: string): void {
 }
 
 function dirList(value: unknown, key: string): string[] {
-  if (!Array.isArray(value)) throw configError(`${key} must be a list of absolute directories, got ${describeValue(value)}`);
+  if (!Array.isArray(value))
+    throw configError(`${key} must be a list of absolute directories, got ${describeValue(value)}`);
   return value.map((dir: unknown, i) => {
     if (typeof dir !== 'string') throw configError(`${key}[${i}] must be a string, got ${describeValue(dir)}`);
     return absoluteDir(dir, `${key}[${i}]`);

@@ -38,7 +38,6 @@ export interface StaticAddress {
   readonly gateway?: IPAddress;
 }
 
-
 export type DatastoreConfig =
   | { readonly kind: 'local'; readonly dataDir: string }
   | {

@@ -55,20 +55,25 @@ export class Controller {
     this.#flags = flags;
     this.#log = log;
     const policy = flags.policy;
-    this.caches = new Caches(api, {
-      pods: (kind, _key, pod, before) => {
-        if (kind === 'deleted') return this.request('cleanup', DELETION_DELAY_MS);
-        // A pod that by its own state just stopped needing its addresses (the same rule the pass applies).
-        const now = Date.now();
-        const releasable = (p: PodView | undefined): boolean => p !== undefined && podReleaseReason(p, policy, now) !== undefined;
-        if (releasable(pod) && !releasable(before)) this.request('cleanup', DELETION_DELAY_MS);
+    this.caches = new Caches(
+      api,
+      {
+        pods: (kind, _key, pod, before) => {
+          if (kind === 'deleted') return this.request('cleanup', DELETION_DELAY_MS);
+          // A pod that by its own state just stopped needing its addresses (the same rule the pass applies).
+          const now = Date.now();
+          const releasable = (p: PodView | undefined): boolean =>
+            p !== undefined && podReleaseReason(p, policy, now) !== undefined;
+          if (releasable(pod) && !releasable(before)) this.request('cleanup', DELETION_DELAY_MS);
+        },
+        nodes: (kind) => kind !== 'updated' && this.request('slices', 300),
+        nads: () => this.request('slices', 300),
+        nodeSlicePools: (kind) => kind === 'deleted' && this.request('slices', 300),
+        // A draining slice is released once its pool empties: look again when a pool changes, while one waits.
+        pools: () => this.#slicesWaitingForEmptyPools() && this.request('slices', 1000),
       },
-      nodes: (kind) => kind !== 'updated' && this.request('slices', 300),
-      nads: () => this.request('slices', 300),
-      nodeSlicePools: (kind) => kind === 'deleted' && this.request('slices', 300),
-      // A draining slice is released once its pool empties: look again when a pool changes, while one waits.
-      pools: () => this.#slicesWaitingForEmptyPools() && this.request('slices', 1000),
-    }, log);
+      log,
+    );
     this.#elector = new LeaderElector(this.#api, {
       namespace: flags.leader.namespace ?? api.namespace,
       name: flags.leader.name,
@@ -126,13 +131,17 @@ export class Controller {
   async runOnce(waitMs: number): Promise<boolean> {
     const started = process.uptime();
     const deadline = monotonicMs() + waitMs;
-    while ((this.notReady() !== undefined || !this.leading) && monotonicMs() < deadline) await new Promise((r) => setTimeout(r, 50));
+    while ((this.notReady() !== undefined || !this.leading) && monotonicMs() < deadline)
+      await new Promise((r) => setTimeout(r, 50));
     if (this.notReady() !== undefined || !this.leading) {
       this.#log.warning(`--once: nothing done: ${this.notReady() ?? 'the lease is held by another replica'}`);
       return false;
     }
     const counts = Object.fromEntries(this.caches.all.map((i) => [i.resource, i.items.size]));
-    this.#log.info('caches synced and lease held', { seconds: Number((process.uptime() - started).toFixed(3)), ...counts });
+    this.#log.info('caches synced and lease held', {
+      seconds: Number((process.uptime() - started).toFixed(3)),
+      ...counts,
+    });
     await this.#run('full');
     return true;
   }
@@ -145,16 +154,19 @@ export class Controller {
       if (delayMs > 0) return;
       clearTimeout(waiting);
     }
-    this.#delayed.set(kind, setTimeout(() => {
-      this.#delayed.delete(kind);
-      // A full pass waiting in the queue does what a partial one would.
-      if (this.#queued.has(kind) || this.#queued.has('full')) return;
-      this.#queued.add(kind);
-      this.#queue = this.#queue.then(() => {
-        this.#queued.delete(kind);
-        return this.#run(kind);
-      });
-    }, delayMs));
+    this.#delayed.set(
+      kind,
+      setTimeout(() => {
+        this.#delayed.delete(kind);
+        // A full pass waiting in the queue does what a partial one would.
+        if (this.#queued.has(kind) || this.#queued.has('full')) return;
+        this.#queued.add(kind);
+        this.#queue = this.#queue.then(() => {
+          this.#queued.delete(kind);
+          return this.#run(kind);
+        });
+      }, delayMs),
+    );
   }
 
   async #run(kind: PassKind): Promise<void> {
@@ -176,8 +188,20 @@ export class Controller {
       const memory = process.memoryUsage();
       const mib = (bytes: number): number => Math.round(bytes / 2 ** 20);
       const maxRssMiB = Math.round(process.resourceUsage().maxRSS / 1024);
-      const fields = { rssMiB: mib(memory.rss), maxRssMiB, heapUsedMiB: mib(memory.heapUsed), heapTotalMiB: mib(memory.heapTotal), externalMiB: mib(memory.external) };
-      this.#log.info(`${kind} pass done in ${seconds.toFixed(3)} s`, { pass: kind, n, seconds: Number(seconds.toFixed(3)), ...fields, ...summary });
+      const fields = {
+        rssMiB: mib(memory.rss),
+        maxRssMiB,
+        heapUsedMiB: mib(memory.heapUsed),
+        heapTotalMiB: mib(memory.heapTotal),
+        externalMiB: mib(memory.external),
+      };
+      this.#log.info(`${kind} pass done in ${seconds.toFixed(3)} s`, {
+        pass: kind,
+        n,
+        seconds: Number(seconds.toFixed(3)),
+        ...fields,
+        ...summary,
+      });
     } catch (err) {
       this.metrics.pass(kind, 0, false);
       this.#log.error(`${kind} pass failed: ${messageOf(err)}`, { pass: kind, n });
@@ -208,22 +232,37 @@ export class Controller {
       await reportReleases(result.released, c.pools.items, this.#events, this.#api.namespace);
       await reportRecreated(result.reservationsRecreated, c.pools.items, this.#events, this.#api.namespace);
       Object.assign(summary, {
-        pods: c.pods.items.size, pools: c.pools.items.size, released: result.released.length, reservationsDeleted: result.reservationsDeleted.length,
-        reservationsRecreated: result.reservationsRecreated.length, podsRead: result.podsRead, ...result.timings,
+        pods: c.pods.items.size,
+        pools: c.pools.items.size,
+        released: result.released.length,
+        reservationsDeleted: result.reservationsDeleted.length,
+        reservationsRecreated: result.reservationsRecreated.length,
+        podsRead: result.podsRead,
+        ...result.timings,
       });
     }
     if (kind !== 'cleanup') {
       const report = await this.#slices.reconcile({
-        nads: c.nads.items, nodes: c.nodes.items, nodeSlicePools: c.nodeSlicePools.items, pools: c.pools.items,
-        leading, log: this.#log, events: this.#events,
+        nads: c.nads.items,
+        nodes: c.nodes.items,
+        nodeSlicePools: c.nodeSlicePools.items,
+        pools: c.pools.items,
+        leading,
+        log: this.#log,
+        events: this.#events,
       });
       this.#starved = report.starved;
-      Object.assign(summary, { slicesAssigned: report.assigned.length, slicesFreed: report.freed.length, networkConflicts: report.conflicts.length });
+      Object.assign(summary, {
+        slicesAssigned: report.assigned.length,
+        slicesFreed: report.freed.length,
+        networkConflicts: report.conflicts.length,
+      });
     }
     if (kind === 'full' && this.#flags.poolStatus) {
       // A pool written by this pass is described by the next one (its cached version is already stale).
       const pools = [...c.pools.items.values()].filter((p) => !released.has(p.name));
-      const onExhausted = (view: PoolView): Promise<void> => reportExhausted(view, { nads: c.nads.items.values(), events: this.#events, namespace: this.#api.namespace });
+      const onExhausted = (view: PoolView): Promise<void> =>
+        reportExhausted(view, { nads: c.nads.items.values(), events: this.#events, namespace: this.#api.namespace });
       summary['statusWritten'] = await writePoolStatuses(this.#api, pools, { leading, log: this.#log, onExhausted });
     }
     return summary;
@@ -232,7 +271,8 @@ export class Controller {
   #slicesWaitingForEmptyPools(): boolean {
     const nodes = this.caches.nodes.items;
     for (const pool of this.caches.nodeSlicePools.items.values()) {
-      if (pool.draining.length > 0 || pool.entries.some((e) => e.nodeName !== '' && !nodes.has(e.nodeName))) return true;
+      if (pool.draining.length > 0 || pool.entries.some((e) => e.nodeName !== '' && !nodes.has(e.nodeName)))
+        return true;
     }
     return false;
   }

@@ -60,7 +60,12 @@ export function judge(seen: Exclude<Seen, { kind: 'gone' }>, timing: StaleTiming
  * Removes the lock file `path` if it is still the stale one `seen`, holding an exclusive claim named after it so
  * that no other reclaimer acts at the same time. True when the caller may try to lock again at once.
  */
-export function removeIfStill(path: string, seen: Exclude<Seen, { kind: 'gone' }>, timing: StaleTiming, depth: number): boolean {
+export function removeIfStill(
+  path: string,
+  seen: Exclude<Seen, { kind: 'gone' }>,
+  timing: StaleTiming,
+  depth: number,
+): boolean {
   const claim = join(dirname(path), `.${basename(path)}.reclaim-${identityOf(seen)}`);
   if (!createExclusive(claim, encodeOwner(newOwner()))) {
     // Someone else reclaims this lock; if that reclaimer died midway, its claim goes the same way.
@@ -122,16 +127,15 @@ export function removeTemp(path: string): void {
   }
 }
 
-
 export function unlinkQuietly(path: string): void {
   try {
     unlinkSync(path);
   } catch (err) {
-    if (errnoOf(err) !== 'ENOENT') throw new HereaboutsError(ErrorKind.Io, `cannot remove ${path}: ${messageOf(err)}`, { cause: err });
+    if (errnoOf(err) !== 'ENOENT')
+      throw new HereaboutsError(ErrorKind.Io, `cannot remove ${path}: ${messageOf(err)}`, { cause: err });
   }
 }
 
 export function describe(seen: Exclude<Seen, { kind: 'gone' }>): string {
   return seen.kind === 'owner' ? describeOwner(seen.owner) : 'a lock without an owner record';
 }
-

@@ -68,7 +68,8 @@ export function decodeOwner(text: string): LockOwner | undefined {
   }
   if (typeof doc !== 'object' || doc === null) return undefined;
   const { pid, start, pidns, boot, token } = doc as Record<string, unknown>;
-  if (typeof pid !== 'number' || !Number.isSafeInteger(pid) || pid <= 0 || typeof token !== 'string' || token === '') return undefined;
+  if (typeof pid !== 'number' || !Number.isSafeInteger(pid) || pid <= 0 || typeof token !== 'string' || token === '')
+    return undefined;
   if (!isOptionalString(start) || !isOptionalString(pidns) || !isOptionalString(boot)) return undefined;
   return {
     pid,
@@ -104,10 +105,12 @@ export function liveness(owner: LockOwner, options: LivenessOptions = {}): Liven
     return { state: 'unknown', why: `cannot read /proc/${owner.pid}/stat (${errnoOf(err) ?? 'unparsable'})` };
   }
   if (stat === 'gone') {
-    if (options.pidsMayBeHidden === true) return { state: 'unknown', why: `pid ${owner.pid} of another user is not visible` };
+    if (options.pidsMayBeHidden === true)
+      return { state: 'unknown', why: `pid ${owner.pid} of another user is not visible` };
     return { state: 'dead', why: `pid ${owner.pid} has exited` };
   }
-  if (stat.start !== owner.start) return { state: 'dead', why: `pid ${owner.pid} has exited (the pid now belongs to another process)` };
+  if (stat.start !== owner.start)
+    return { state: 'dead', why: `pid ${owner.pid} has exited (the pid now belongs to another process)` };
   if (stat.state === 'Z' || stat.state === 'X') return { state: 'dead', why: `pid ${owner.pid} has exited (zombie)` };
   return { state: 'alive' };
 }

@@ -18,7 +18,16 @@ import { ErrorKind, HereaboutsError } from '../errors.ts';
 import { monotonicMs, sleep } from '../clock.ts';
 import { messageOf } from '../errors.ts';
 import { errnoOf } from './unsafe-file.ts';
-import { describe, identityOf, inspect, judge, removeIfStill, removeTemp, tempBeside, unlinkQuietly } from './lock-files.ts';
+import {
+  describe,
+  identityOf,
+  inspect,
+  judge,
+  removeIfStill,
+  removeTemp,
+  tempBeside,
+  unlinkQuietly,
+} from './lock-files.ts';
 import { encodeOwner, newOwner, type LockOwner } from './lock-owner.ts';
 
 /** Where the lock lives: a file path beside what it protects. */
@@ -68,9 +77,13 @@ export async function acquireLock(paths: LockPath, timing: LockTiming, options: 
         announced = true;
       }
       if (monotonicMs() >= deadline) {
-        throw new HereaboutsError(ErrorKind.Unavailable, `timed out after ${timing.timeoutMs} ms waiting for the lock ${paths.lock}`, {
-          details: `held by ${outcome.holder}; retry the request`,
-        });
+        throw new HereaboutsError(
+          ErrorKind.Unavailable,
+          `timed out after ${timing.timeoutMs} ms waiting for the lock ${paths.lock}`,
+          {
+            details: `held by ${outcome.holder}; retry the request`,
+          },
+        );
       }
       await sleep(jitteredDelay(attempt, deadline));
     }
@@ -124,18 +137,22 @@ class Attempts {
       if (seen.kind === 'gone') continue;
       const identity = identityOf(seen);
       const last = this.#lastAlive;
-      if (last?.identity === identity && monotonicMs() - last.atMs < RECHECK_ALIVE_MS) return { kind: 'busy', holder: last.holder };
+      if (last?.identity === identity && monotonicMs() - last.atMs < RECHECK_ALIVE_MS)
+        return { kind: 'busy', holder: last.holder };
       const verdict = judge(seen, timing);
       if (verdict.kind === 'live') {
         this.#lastAlive = { identity, atMs: monotonicMs(), holder: verdict.holder };
         return { kind: 'busy', holder: verdict.holder };
       }
       if (verdict.kind === 'stale-by-age') {
-        options.log?.warning(`lock ${paths.lock}: ${verdict.why}; taking it over after ${timing.staleMs} ms without a refresh`);
+        options.log?.warning(
+          `lock ${paths.lock}: ${verdict.why}; taking it over after ${timing.staleMs} ms without a refresh`,
+        );
       } else {
         options.log?.debug(`lock ${paths.lock}: ${verdict.why}; taking it over`);
       }
-      if (!removeIfStill(paths.lock, seen, timing, 0)) return { kind: 'busy', holder: `a reclaimer of ${describe(seen)}` };
+      if (!removeIfStill(paths.lock, seen, timing, 0))
+        return { kind: 'busy', holder: `a reclaimer of ${describe(seen)}` };
     }
     return { kind: 'busy', holder: 'other processes (it changed hands while we looked)' };
   }
@@ -154,7 +171,9 @@ class Attempts {
       return true;
     } catch (err) {
       if (errnoOf(err) === 'EEXIST') return false;
-      throw new HereaboutsError(ErrorKind.Io, `cannot create lock ${this.paths.lock}: ${messageOf(err)}`, { cause: err });
+      throw new HereaboutsError(ErrorKind.Io, `cannot create lock ${this.paths.lock}: ${messageOf(err)}`, {
+        cause: err,
+      });
     }
   }
 }
@@ -170,9 +189,13 @@ function heldLock(paths: LockPath, owner: LockOwner, timing: LockTiming): HeldLo
   return {
     assertHeld() {
       if (!ours()) {
-        throw new HereaboutsError(ErrorKind.Unavailable, `lost the lock ${paths.lock} while holding it; nothing was written`, {
-          details: 'another process took the lock over; retry the request',
-        });
+        throw new HereaboutsError(
+          ErrorKind.Unavailable,
+          `lost the lock ${paths.lock} while holding it; nothing was written`,
+          {
+            details: 'another process took the lock over; retry the request',
+          },
+        );
       }
     },
     async release() {

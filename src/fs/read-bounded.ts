@@ -29,8 +29,7 @@ export function readBoundedIfPresent(path: string, options: ReadBoundedOptions =
 
 export function readBounded(path: string, options: ReadBoundedOptions = {}): Buffer {
   const maxBytes = options.maxBytes ?? DEFAULT_MAX_BYTES;
-  const flags =
-    constants.O_RDONLY | constants.O_NONBLOCK | (options.followLinks === true ? 0 : constants.O_NOFOLLOW);
+  const flags = constants.O_RDONLY | constants.O_NONBLOCK | (options.followLinks === true ? 0 : constants.O_NOFOLLOW);
   let fd: number;
   try {
     fd = openSync(path, flags);
@@ -60,7 +59,10 @@ export function readBounded(path: string, options: ReadBoundedOptions = {}): Buf
   } catch (err) {
     if (err instanceof UnsafeFileError) throw err;
     const code = errnoOf(err);
-    throw new UnsafeFileError(path, `cannot be read (${code ?? 'error'})`, { cause: err, ...(code === undefined ? {} : { code }) });
+    throw new UnsafeFileError(path, `cannot be read (${code ?? 'error'})`, {
+      cause: err,
+      ...(code === undefined ? {} : { code }),
+    });
   } finally {
     closeSync(fd);
   }

@@ -26,7 +26,10 @@ function judgeDir(path: string, st: Stats): void {
   const euid = process.geteuid?.() ?? st.uid;
   if (st.uid !== euid) throw new UnsafeFileError(path, `is owned by uid ${st.uid}, not by this process (uid ${euid})`);
   if ((st.mode & 0o022) !== 0) {
-    throw new UnsafeFileError(path, `is writable by group or others (mode ${(st.mode & 0o7777).toString(8).padStart(4, '0')})`);
+    throw new UnsafeFileError(
+      path,
+      `is writable by group or others (mode ${(st.mode & 0o7777).toString(8).padStart(4, '0')})`,
+    );
   }
 }
 
@@ -61,7 +64,10 @@ function makeDir(path: string, mode: number, withParents: boolean): void {
   } catch (err) {
     if (errnoOf(err) !== 'EEXIST') {
       const code = errnoOf(err);
-      throw new UnsafeFileError(path, `cannot be created: ${reasonOf(err)}`, { cause: err, ...(code === undefined ? {} : { code }) });
+      throw new UnsafeFileError(path, `cannot be created: ${reasonOf(err)}`, {
+        cause: err,
+        ...(code === undefined ? {} : { code }),
+      });
     }
   }
   checkOwnDir(path);

@@ -29,8 +29,13 @@ export class AgentKeeper {
     this.#starting = true;
     try {
       const { serveNodeAgent } = await import('../agent/main.ts');
-      const observe = this.#observer === undefined ? {} : { observe: (result: AgentCallResult) => this.#observer?.agentCall(result) };
-      this.#agent = await serveNodeAgent({ socketPath: this.#socketPath, log: (msg) => this.#log(`agent: ${msg}`), ...observe });
+      const observe =
+        this.#observer === undefined ? {} : { observe: (result: AgentCallResult) => this.#observer?.agentCall(result) };
+      this.#agent = await serveNodeAgent({
+        socketPath: this.#socketPath,
+        log: (msg) => this.#log(`agent: ${msg}`),
+        ...observe,
+      });
       this.#observer?.agentUp(true);
       this.#failures.succeeded();
     } catch (err) {

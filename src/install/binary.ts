@@ -1,7 +1,19 @@
 // The plugin executable in the host's CNI bin dir. Copied to a temp file beside the target, made executable, fsynced,
 // then renamed over it: kubelet never execs a half-written plugin, and a copy that is running at that moment keeps
 // its old inode (writing in place would fail with ETXTBSY).
-import { closeSync, constants, copyFileSync, fchmodSync, fsyncSync, linkSync, openSync, readdirSync, renameSync, statSync, unlinkSync } from 'node:fs';
+import {
+  closeSync,
+  constants,
+  copyFileSync,
+  fchmodSync,
+  fsyncSync,
+  linkSync,
+  openSync,
+  readdirSync,
+  renameSync,
+  statSync,
+  unlinkSync,
+} from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { fsyncDir } from '../fs/atomic-write.ts';
 import { errnoOf } from '../fs/unsafe-file.ts';
@@ -93,7 +105,12 @@ export function binaryChanged(installed: InstalledBinary): boolean {
     if (errnoOf(err) === 'ENOENT') return true;
     throw err;
   }
-  return now.dev !== installed.dev || now.ino !== installed.ino || now.size !== installed.size || now.mtimeMs !== installed.mtimeMs;
+  return (
+    now.dev !== installed.dev ||
+    now.ino !== installed.ino ||
+    now.size !== installed.size ||
+    now.mtimeMs !== installed.mtimeMs
+  );
 }
 
 function stampOf(path: string): InstalledBinary {
@@ -106,6 +123,7 @@ function removeTemp(temp: string, cause: unknown): void {
   try {
     unlinkSync(temp);
   } catch (err) {
-    if (errnoOf(err) !== 'ENOENT') throw new AggregateError([cause, err], `cannot install ${temp}, nor remove it`, { cause: err });
+    if (errnoOf(err) !== 'ENOENT')
+      throw new AggregateError([cause, err], `cannot install ${temp}, nor remove it`, { cause: err });
   }
 }

@@ -81,5 +81,9 @@ export function checkFlatConfig(flat: DesiredFile): void {
   // As the plugin finds it: at the first standard location (so its trust-policy keys are read as the operator's).
   const request = { cniVersion: '1.0.0', name: 'install-check', ipam: { type: 'hereabouts', range: '192.0.2.0/30' } };
   const at = FLAT_FILE_PATHS[0];
-  parseNetworkConfig(request, { cniVersion: '1.0.0', env: {}, readFile: (path) => (path === at ? flat.content : undefined) });
+  parseNetworkConfig(request, {
+    cniVersion: '1.0.0',
+    env: {},
+    readFile: (path) => (path === at ? flat.content : undefined),
+  });
 }

@@ -50,7 +50,8 @@ export function desiredFiles(sa: ServiceAccount, options: HostFilesOptions): Des
     { path: join(dir, FILES.flat), content: renderFlatConfig(join(hostDir, FILES.kubeconfig), options.flatExtra) },
   ];
   if (options.nodeName !== undefined) files.push({ path: join(dir, FILES.nodename), content: `${options.nodeName}\n` });
-  if (options.whereaboutsKubeconfig) files.push({ path: join(options.confDir, WHEREABOUTS_KUBECONFIG), content: kubeconfig });
+  if (options.whereaboutsKubeconfig)
+    files.push({ path: join(options.confDir, WHEREABOUTS_KUBECONFIG), content: kubeconfig });
   return files;
 }
 

@@ -103,21 +103,35 @@ export async function runInstall(argv: readonly string[]): Promise<number> {
     if (flat !== undefined) checkFlatConfig(flat);
   } catch (err) {
     if (!(err instanceof HereaboutsError)) throw err;
-    process.stderr.write(`hereabouts install: --log-level/--log-file make a flat config the plugin would reject: ${err.message}\n`);
+    process.stderr.write(
+      `hereabouts install: --log-level/--log-file make a flat config the plugin would reject: ${err.message}\n`,
+    );
     return 2;
   }
   const [primary, ...aliases] = plan.targets as [string, ...string[]];
   // Age-based, not by pid: during a rolling update the other installer (another pod, another pid namespace) may be
   // writing its copy into the same directory.
-  for (const path of sweepTemps(dirname(primary), plan.targets.map((t) => basename(t)), Date.now())) log(`removed ${path} (left by a killed copy)`);
-  const installed: InstalledBinary[] = [installBinary(plan.source, primary), ...aliases.map((alias) => linkBinary(primary, alias))];
+  for (const path of sweepTemps(
+    dirname(primary),
+    plan.targets.map((t) => basename(t)),
+    Date.now(),
+  ))
+    log(`removed ${path} (left by a killed copy)`);
+  const installed: InstalledBinary[] = [
+    installBinary(plan.source, primary),
+    ...aliases.map((alias) => linkBinary(primary, alias)),
+  ];
   log(`installed ${plan.targets.join(', ')}`);
   for (const path of syncFiles(first, plan.hostFiles.confDir)) log(`wrote ${path}`);
   if (plan.once) return 0;
 
   // Loaded here, not for --once: the metrics library is only for the long-running pod.
   const { startNodeSide } = await import('./node-side.ts');
-  const nodeSide = await startNodeSide({ ...plan.nodeSide, intervalMs: plan.intervalMs, log: (level, msg) => logger[level](msg) });
+  const nodeSide = await startNodeSide({
+    ...plan.nodeSide,
+    intervalMs: plan.intervalMs,
+    log: (level, msg) => logger[level](msg),
+  });
   const agent = new AgentKeeper(values['agent-socket'], log, nodeSide.metrics);
   await agent.ensure();
   const code = await keep({
@@ -126,7 +140,8 @@ export async function runInstall(argv: readonly string[]): Promise<number> {
     warn: (msg) => logger.warning(msg),
     check: () => {
       void agent.ensure();
-      for (const path of syncFiles(desired(), plan.hostFiles.confDir)) log(`rewrote ${path} (token, CA or file changed)`);
+      for (const path of syncFiles(desired(), plan.hostFiles.confDir))
+        log(`rewrote ${path} (token, CA or file changed)`);
       // The aliases are links to the primary: a new primary means new links (written over in place, it is both).
       const primaryChanged = binaryChanged(installed[0] as InstalledBinary);
       installed.forEach((copy, i) => {
@@ -150,7 +165,8 @@ function planOf(values: Flags, env: NodeJS.ProcessEnv, warn: (msg: string) => vo
   const counts = { 'log-max-bytes': 0, 'stats-max-bytes': 0, 'metrics-max-networks': 0 };
   for (const name of ['log-max-bytes', 'stats-max-bytes', 'metrics-max-networks'] as const) {
     const n = Number(values[name]);
-    if (!Number.isSafeInteger(n) || n <= 0) return `--${name} ${JSON.stringify(values[name])} must be a positive whole number`;
+    if (!Number.isSafeInteger(n) || n <= 0)
+      return `--${name} ${JSON.stringify(values[name])} must be a positive whole number`;
     counts[name] = n;
   }
   if (values['metrics-addr'] !== '') {
@@ -205,7 +221,12 @@ function planOf(values: Flags, env: NodeJS.ProcessEnv, warn: (msg: string) => vo
  * fs.watch: kubelet updates a projected volume by swapping a symlink (`..data`), which a watch on the files misses,
  * and a few small reads per interval cost nothing.
  */
-function keep(options: { intervalMs: number; log: (msg: string) => void; warn: (msg: string) => void; check: () => void }): Promise<number> {
+function keep(options: {
+  intervalMs: number;
+  log: (msg: string) => void;
+  warn: (msg: string) => void;
+  check: () => void;
+}): Promise<number> {
   return new Promise((resolve) => {
     // A projected volume may be mid-update; the next tick retries.
     const failures = new RetryLog(options.warn);

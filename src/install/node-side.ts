@@ -34,7 +34,10 @@ export interface NodeSide {
 
 export async function startNodeSide(options: NodeSideOptions): Promise<NodeSide> {
   const metrics = new NodeMetrics({ maxNetworks: options.maxNetworks });
-  const folder = new StatsFolder({ dir: options.statsDir, maxBytes: options.statsMaxBytes, drainMs: Math.max(2 * options.intervalMs, 5000) }, (r) => metrics.record(r));
+  const folder = new StatsFolder(
+    { dir: options.statsDir, maxBytes: options.statsMaxBytes, drainMs: Math.max(2 * options.intervalMs, 5000) },
+    (r) => metrics.record(r),
+  );
   const lock = new FoldLock(join(options.statsDir, 'fold.lock'), {
     staleMs: Math.max(6 * options.intervalMs, 30_000),
   });
@@ -44,7 +47,11 @@ export async function startNodeSide(options: NodeSideOptions): Promise<NodeSide>
     try {
       if (existsSync(options.statsDir)) {
         const held = lock.hold();
-        if (held !== holding) options.log('info', held ? `folding ${options.statsDir}` : `${options.statsDir} is folded by another pod; waiting`);
+        if (held !== holding)
+          options.log(
+            'info',
+            held ? `folding ${options.statsDir}` : `${options.statsDir} is folded by another pod; waiting`,
+          );
         holding = held;
         if (held) {
           const result = folder.fold();

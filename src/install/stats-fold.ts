@@ -56,7 +56,8 @@ export class StatsFolder {
     this.#state = loadState(join(options.dir, STATE_FILE));
     // A calls.1 the state does not know (the state was lost): drain it rather than let a rotation replace it.
     const orphan = this.#state.draining === undefined ? inodeOf(join(options.dir, ROTATED_FILE)) : undefined;
-    if (orphan !== undefined) this.#state = { ...this.#state, draining: { ino: orphan, offset: 0, since: (options.now ?? Date.now)() } };
+    if (orphan !== undefined)
+      this.#state = { ...this.#state, draining: { ino: orphan, offset: 0, since: (options.now ?? Date.now)() } };
   }
 
   /** One fold; throws only for what the operator must fix (the directory unreadable, a state it cannot write). */
@@ -98,7 +99,8 @@ export class StatsFolder {
     }
 
     this.#state = { ...(current === undefined ? {} : { current }), ...(draining === undefined ? {} : { draining }) };
-    if (JSON.stringify(this.#state) !== before) writeFileAtomic(join(dir, STATE_FILE), `${JSON.stringify(this.#state)}\n`, { mode: 0o600 });
+    if (JSON.stringify(this.#state) !== before)
+      writeFileAtomic(join(dir, STATE_FILE), `${JSON.stringify(this.#state)}\n`, { mode: 0o600 });
     return { records, skipped, rotated };
   }
 
@@ -106,7 +108,11 @@ export class StatsFolder {
    * Reads `path` on from `from` (when it is still the same inode; from 0 otherwise) up to the last newline, or to
    * the end when `final` (a torn tail then counts as skipped). Position undefined: there is no such file.
    */
-  #read(path: string, from: Position | undefined, final: boolean): { position?: Position; records: number; skipped: number } {
+  #read(
+    path: string,
+    from: Position | undefined,
+    final: boolean,
+  ): { position?: Position; records: number; skipped: number } {
     let fd: number;
     try {
       fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
@@ -162,7 +168,12 @@ function loadState(path: string): FoldState {
   try {
     const value: unknown = JSON.parse(data.toString('utf8'));
     const pos = (v: unknown): Position | undefined =>
-      typeof v === 'object' && v !== null && 'ino' in v && 'offset' in v && typeof v.ino === 'number' && typeof v.offset === 'number'
+      typeof v === 'object' &&
+      v !== null &&
+      'ino' in v &&
+      'offset' in v &&
+      typeof v.ino === 'number' &&
+      typeof v.offset === 'number'
         ? { ino: v.ino, offset: v.offset }
         : undefined;
     if (typeof value !== 'object' || value === null) return {};
@@ -170,7 +181,10 @@ function loadState(path: string): FoldState {
     const d = 'draining' in value ? value.draining : undefined;
     const draining = pos(d);
     const since = typeof d === 'object' && d !== null && 'since' in d && typeof d.since === 'number' ? d.since : 0;
-    return { ...(current === undefined ? {} : { current }), ...(draining === undefined ? {} : { draining: { ...draining, since } }) };
+    return {
+      ...(current === undefined ? {} : { current }),
+      ...(draining === undefined ? {} : { draining: { ...draining, since } }),
+    };
   } catch {
     return {}; // unreadable state: start over (a restarted pod's counters start at zero anyway)
   }

@@ -43,9 +43,7 @@ export function tryParseIP(text: string): IPAddress | undefined {
 /** Canonical text: dotted quad, or RFC 5952 IPv6 (IPv4-mapped addresses stay in IPv6 form). */
 export function formatIP(ip: IPAddress): string {
   const bytes = bigintToBytes(ip.value, ip.family === 4 ? 4 : 16);
-  return ip.family === 4
-    ? new ipaddr.IPv4(bytes).toString()
-    : new ipaddr.IPv6(bytes).toRFC5952String();
+  return ip.family === 4 ? new ipaddr.IPv4(bytes).toString() : new ipaddr.IPv6(bytes).toRFC5952String();
 }
 
 export function ipEquals(a: IPAddress, b: IPAddress): boolean {

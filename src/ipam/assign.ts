@@ -61,7 +61,10 @@ export async function assign(
   for (const [index, pool] of pools.entries()) {
     try {
       const requested = requests.get(index)?.value;
-      const outcome = await store.update(pool, planAssign(pool, attachment, { createdAt, ...(requested === undefined ? {} : { requested }) }));
+      const outcome = await store.update(
+        pool,
+        planAssign(pool, attachment, { createdAt, ...(requested === undefined ? {} : { requested }) }),
+      );
       if (outcome.kind === 'exhausted') {
         throw new HereaboutsError(ErrorKind.Exhausted, `range ${describeRange(pool.range)} has no free address`, {
           details: `pool ${pool.name}`,
@@ -81,7 +84,9 @@ export async function assign(
       await store.update(pool, planGiveUp(attachment, outcome.address, outcome.gaveUp));
     } catch (err) {
       const list = outcome.gaveUp.map((value) => formatIP({ family: pool.range.cidr.family, value })).join(', ');
-      options.warn?.(`pool ${pool.name}: could not release ${list}, given up for a requested address: ${messageOf(err)}`);
+      options.warn?.(
+        `pool ${pool.name}: could not release ${list}, given up for a requested address: ${messageOf(err)}`,
+      );
     }
   }
   return granted.map(({ pool, outcome }) => ({
@@ -123,7 +128,9 @@ export function planAssign(pool: PoolRef, attachment: Attachment, options: PlanA
     } else {
       address =
         preferredFree(pool.range, current, refused, hints?.reserved) ??
-        (hints?.spread === undefined ? firstFree(pool.range, current, refused) : freeFrom(pool.range, current, refused, hints.spread));
+        (hints?.spread === undefined
+          ? firstFree(pool.range, current, refused)
+          : freeFrom(pool.range, current, refused, hints.spread));
       if (address === undefined) return { change: null, value: { kind: 'exhausted' } };
     }
     // A pod that asks for a new address gives up the one its earlier sandbox held here, once every range granted.
@@ -133,7 +140,12 @@ export function planAssign(pool: PoolRef, attachment: Attachment, options: PlanA
 }
 
 /** The lowest address the store already reserved for this update that is still free and allocatable. */
-function preferredFree(range: RangeConfig, current: Allocations, refused: ReadonlySet<bigint>, reserved: ReadonlySet<bigint> | undefined): bigint | undefined {
+function preferredFree(
+  range: RangeConfig,
+  current: Allocations,
+  refused: ReadonlySet<bigint>,
+  reserved: ReadonlySet<bigint> | undefined,
+): bigint | undefined {
   if (reserved === undefined || reserved.size === 0) return undefined;
   const allocatable = allocatableOf(range);
   let best: bigint | undefined;
@@ -173,7 +185,13 @@ function refreshed(current: Allocations, address: bigint, refresh: Refresh): Pla
   const podUid = attachment.podUid ?? old.podUid;
   const { containerId, podRef } = attachment;
   if (old.containerId === containerId && old.podRef === podRef && old.podUid === podUid) return { change: null, value };
-  const record = { ...old, containerId, podRef, ...(podUid === undefined ? {} : { podUid }), createdAt: refresh.createdAt };
+  const record = {
+    ...old,
+    containerId,
+    podRef,
+    ...(podUid === undefined ? {} : { podUid }),
+    createdAt: refresh.createdAt,
+  };
   return { change: { update: [{ address, record }] }, value: { ...value, previous: old } };
 }
 

@@ -65,7 +65,11 @@ export interface Spare {
  * left to the controller. On the local store (no node) every record is this node's. Young records are spared: an
  * ADD may have committed after the runtime took its snapshot of the valid attachments.
  */
-export function planCollect(keep: Keep, node: string | undefined, spare: Spare): Plan<Array<[bigint, AllocationRecord]>> {
+export function planCollect(
+  keep: Keep,
+  node: string | undefined,
+  spare: Spare,
+): Plan<Array<[bigint, AllocationRecord]>> {
   const kept = (record: AllocationRecord): boolean =>
     keep.attachments.has(attachmentKey(record)) || keep.containers.has(record.containerId) || isYoung(record, spare);
   return (current) => {

@@ -57,7 +57,10 @@ export class ApiClient {
    * `connections`: the pool the endpoint's agent came from, which close() gives it back to (default: one that keeps
    * none, so close() destroys the agent).
    */
-  constructor(endpoint: ApiEndpoint, options: { timeoutMs: number; tlsSessions?: TlsSessionStore; connections?: ConnectionPool }) {
+  constructor(
+    endpoint: ApiEndpoint,
+    options: { timeoutMs: number; tlsSessions?: TlsSessionStore; connections?: ConnectionPool },
+  ) {
     this.endpoint = endpoint;
     this.#timeoutMs = options.timeoutMs;
     this.#sessions = options.tlsSessions;
@@ -100,25 +103,29 @@ export class ApiClient {
         reject(new ApiUnreachableError(`${req.method} ${url.pathname}: ${why}`, { ambiguous, cause }));
       };
       const session = sessions === undefined ? undefined : this.#session;
-      const request = send(url, { ...base, method: req.method, headers, ...(session === undefined ? {} : { session }) }, (res: IncomingMessage) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (chunk: Buffer) => chunks.push(chunk));
-        res.on('error', (err) => fail(`response aborted: ${err.message}`, err));
-        res.on('end', () => {
-          if (settled) return;
-          const text = Buffer.concat(chunks).toString('utf8');
-          let body: unknown;
-          try {
-            body = text === '' ? undefined : JSON.parse(text);
-          } catch {
-            body = text; // a proxy's HTML error page: kept as text for the error message
-          }
-          settled = true;
-          clearTimeout(timer);
-          if (timingsEnabled) mark(`${req.method} ${resourceOf(url.pathname)} -> ${res.statusCode ?? 0}`);
-          resolve({ status: res.statusCode ?? 0, body });
-        });
-      });
+      const request = send(
+        url,
+        { ...base, method: req.method, headers, ...(session === undefined ? {} : { session }) },
+        (res: IncomingMessage) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (chunk: Buffer) => chunks.push(chunk));
+          res.on('error', (err) => fail(`response aborted: ${err.message}`, err));
+          res.on('end', () => {
+            if (settled) return;
+            const text = Buffer.concat(chunks).toString('utf8');
+            let body: unknown;
+            try {
+              body = text === '' ? undefined : JSON.parse(text);
+            } catch {
+              body = text; // a proxy's HTML error page: kept as text for the error message
+            }
+            settled = true;
+            clearTimeout(timer);
+            if (timingsEnabled) mark(`${req.method} ${resourceOf(url.pathname)} -> ${res.statusCode ?? 0}`);
+            resolve({ status: res.statusCode ?? 0, body });
+          });
+        },
+      );
       const timer = setTimeout(() => {
         request.destroy();
         fail(`no answer from ${this.endpoint.server} within ${timeoutMs} ms`);

@@ -47,7 +47,8 @@ export class ConnectionPool {
     const hash = createHash('sha256').update(server);
     for (const part of [tls.ca, tls.cert, tls.key, tls.pfx, tls.passphrase, tls.rejectUnauthorized, tls.servername]) {
       hash.update('\0');
-      if (part !== undefined) hash.update(typeof part === 'string' || Buffer.isBuffer(part) ? part : JSON.stringify(part));
+      if (part !== undefined)
+        hash.update(typeof part === 'string' || Buffer.isBuffer(part) ? part : JSON.stringify(part));
     }
     const key = hash.digest('hex');
     const found = kept.get(key);

@@ -60,7 +60,10 @@ export interface Resolver {
 }
 
 /** The slow path: the kubeconfig through the client, under the trust options of the config that named it. */
-export function kubeconfigResolver(options: { readonly execCredentials: boolean; readonly followLinks: boolean }): Resolver {
+export function kubeconfigResolver(options: {
+  readonly execCredentials: boolean;
+  readonly followLinks: boolean;
+}): Resolver {
   return {
     async load(path, connections) {
       const { loadEndpoint } = await import('./kubeconfig.ts');
@@ -136,7 +139,13 @@ function readKubeconfig(path: string): { text: string; identity: Identity } | un
     const length = readSync(fd, buffer, 0, buffer.length, 0);
     if (length !== Number(st.size)) return undefined; // changing under us
     const text = buffer.subarray(0, length).toString('utf8');
-    const identity = { dev: String(st.dev), ino: String(st.ino), size: String(st.size), mtimeNs: String(st.mtimeNs), sha256: sha256(text) };
+    const identity = {
+      dev: String(st.dev),
+      ino: String(st.ino),
+      size: String(st.size),
+      mtimeNs: String(st.mtimeNs),
+      sha256: sha256(text),
+    };
     return { text, identity };
   } catch {
     return undefined;
@@ -158,7 +167,8 @@ function readEntry(file: string, identity: Identity): Recipe | undefined {
     if (!st.isFile() || (st.mode & 0o077) !== 0 || st.uid !== process.getuid?.()) return undefined;
     const doc = JSON.parse(readFileSync(fd, 'utf8')) as Record<string, unknown>;
     if (doc['format'] !== ENTRY_FORMAT) return undefined;
-    for (const key of ['dev', 'ino', 'size', 'mtimeNs', 'sha256'] as const) if (doc[key] !== identity[key]) return undefined;
+    for (const key of ['dev', 'ino', 'size', 'mtimeNs', 'sha256'] as const)
+      if (doc[key] !== identity[key]) return undefined;
     return doc['recipe'] as Recipe;
   } catch {
     return undefined;
@@ -215,7 +225,8 @@ function readBounded(file: string): Buffer {
   const fd = openSync(file, 'r');
   try {
     const st = fstatSync(fd);
-    if (!st.isFile() || st.size > MAX_KUBECONFIG_BYTES) throw new RangeError(`${file}: not a regular file of at most 1 MiB`);
+    if (!st.isFile() || st.size > MAX_KUBECONFIG_BYTES)
+      throw new RangeError(`${file}: not a regular file of at most 1 MiB`);
     return readFileSync(fd);
   } finally {
     closeSync(fd);
@@ -239,11 +250,17 @@ export function sameEndpoint(a: ApiEndpoint, b: ApiEndpoint): boolean {
   const x = a.requestOptions;
   const y = b.requestOptions;
   const bytes = (v: unknown): string | undefined =>
-    v === undefined || v === null ? undefined : Buffer.isBuffer(v) || typeof v === 'string' ? Buffer.from(v).toString('base64') : JSON.stringify(v);
+    v === undefined || v === null
+      ? undefined
+      : Buffer.isBuffer(v) || typeof v === 'string'
+        ? Buffer.from(v).toString('base64')
+        : JSON.stringify(v);
   for (const k of ['ca', 'cert', 'key'] as const) if (bytes(x[k]) !== bytes(y[k])) return false;
   if ((x.rejectUnauthorized ?? true) !== (y.rejectUnauthorized ?? true) || x.servername !== y.servername) return false;
-  for (const k of ['pfx', 'passphrase', 'auth', 'socketPath', 'lookup'] as const) if (x[k] !== undefined || y[k] !== undefined) return false;
-  const headers = (h: unknown): string => JSON.stringify(Object.entries((h ?? {}) as Record<string, unknown>).sort(([p], [q]) => p.localeCompare(q)));
+  for (const k of ['pfx', 'passphrase', 'auth', 'socketPath', 'lookup'] as const)
+    if (x[k] !== undefined || y[k] !== undefined) return false;
+  const headers = (h: unknown): string =>
+    JSON.stringify(Object.entries((h ?? {}) as Record<string, unknown>).sort(([p], [q]) => p.localeCompare(q)));
   return headers(x.headers) === headers(y.headers);
 }
 

@@ -44,7 +44,9 @@ export function recipeOf(text: string, path: string, endpoint: ApiEndpoint): Rec
     ...(cert === undefined ? {} : { cert }),
     ...(key === undefined ? {} : { key }),
     ...(cluster.skipTLSVerify ? { insecure: true as const } : {}),
-    ...(cluster.tlsServerName === undefined || cluster.tlsServerName === '' ? {} : { servername: cluster.tlsServerName }),
+    ...(cluster.tlsServerName === undefined || cluster.tlsServerName === ''
+      ? {}
+      : { servername: cluster.tlsServerName }),
     ...(auth === undefined ? {} : { auth }),
   };
 }
@@ -52,7 +54,8 @@ export function recipeOf(text: string, path: string, endpoint: ApiEndpoint): Rec
 /** The absolute `token-file` paths of a kubeconfig already passed through withTokenFiles(). */
 function tokenFiles(text: string): string[] {
   const out: string[] = [];
-  for (const m of text.matchAll(/token-file["']?\s*:\s*("(?:[^"\\\n]|\\.)*")/g)) out.push(String(JSON.parse(m[1] ?? '""')));
+  for (const m of text.matchAll(/token-file["']?\s*:\s*("(?:[^"\\\n]|\\.)*")/g))
+    out.push(String(JSON.parse(m[1] ?? '""')));
   return out;
 }
 

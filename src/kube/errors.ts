@@ -27,6 +27,7 @@ export function mayHaveApplied(err: unknown): boolean {
 /** Unreachable, 5xx, 429, or a refusal of credentials or permission (which a starting API server also answers). */
 export function isTransient(err: unknown): boolean {
   if (err instanceof ApiUnreachableError) return true;
-  if (err instanceof ApiStatusError) return err.status >= 500 || err.status === 429 || err.status === 401 || err.status === 403;
+  if (err instanceof ApiStatusError)
+    return err.status >= 500 || err.status === 429 || err.status === 401 || err.status === 403;
   return false;
 }

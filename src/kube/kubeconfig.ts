@@ -51,7 +51,9 @@ export class NoSuchContextError extends HereaboutsError {}
 
 /** Reads the kubeconfig; every failure is a HereaboutsError that names the file. */
 export async function loadEndpoint(path: string, options: KubeconfigOptions = {}): Promise<ApiEndpoint> {
-  const text = readKubeFile(path, options.label ?? 'kubernetes.kubeconfig', options.followLinks ?? true).toString('utf8');
+  const text = readKubeFile(path, options.label ?? 'kubernetes.kubeconfig', options.followLinks ?? true).toString(
+    'utf8',
+  );
   return endpointFromText(text, dirname(resolve(path)), path, options);
 }
 
@@ -83,12 +85,19 @@ export async function endpointFromText(
   if (options.context !== undefined) {
     if (kc.getContextObject(options.context) === null) {
       const known = kc.getContexts().map((c) => c.name);
-      throw new NoSuchContextError(ErrorKind.InvalidConfig, `${path} has no context ${JSON.stringify(options.context)} (it has ${known.length === 0 ? 'none' : known.map((n) => JSON.stringify(n)).join(', ')})`);
+      throw new NoSuchContextError(
+        ErrorKind.InvalidConfig,
+        `${path} has no context ${JSON.stringify(options.context)} (it has ${known.length === 0 ? 'none' : known.map((n) => JSON.stringify(n)).join(', ')})`,
+      );
     }
     kc.setCurrentContext(options.context);
   }
   const user = kc.getCurrentUser();
-  if (options.execCredentials === false && user !== null && (user.exec !== undefined || user.authProvider !== undefined)) {
+  if (
+    options.execCredentials === false &&
+    user !== null &&
+    (user.exec !== undefined || user.authProvider !== undefined)
+  ) {
     throw new HereaboutsError(
       ErrorKind.InvalidConfig,
       `${path}: user ${JSON.stringify(user.name)} runs ${user.exec !== undefined ? 'an exec credential plugin' : 'an auth provider'}, ` +
@@ -114,7 +123,8 @@ export async function endpointFromText(
     );
   }
   const context = kc.getContextObject(kc.currentContext);
-  const namespace = context?.namespace !== undefined && context.namespace !== '' ? context.namespace : DEFAULT_NAMESPACE;
+  const namespace =
+    context?.namespace !== undefined && context.namespace !== '' ? context.namespace : DEFAULT_NAMESPACE;
   const requestOptions: RequestOptions = { headers: {} };
   try {
     await kc.applyToHTTPSOptions(requestOptions);
@@ -128,7 +138,11 @@ export async function endpointFromText(
   if (typeof headers['Authorization'] === 'string') headers['Authorization'] = headers['Authorization'].trim();
   const server = cluster.server.replace(/\/+$/, '');
   const connections = options.connections ?? new ConnectionPool({ keep: false });
-  const agent = keepAliveAgent(server, requestOptions, { plainHttp: server.startsWith('http:'), proxied: Boolean(cluster.proxyUrl), connections });
+  const agent = keepAliveAgent(server, requestOptions, {
+    plainHttp: server.startsWith('http:'),
+    proxied: Boolean(cluster.proxyUrl),
+    connections,
+  });
   return { server, namespace, requestOptions: { ...requestOptions, agent }, agent };
 }
 
@@ -149,7 +163,8 @@ export function withTokenFiles(text: string, baseDir: string): string {
 /** The token-file paths of withTokenFiles' output (absolute, JSON-quoted). */
 function tokenFilesOf(text: string): string[] {
   const found: string[] = [];
-  for (const m of text.matchAll(/(["']?)token-file\1\s*:\s*("(?:[^"\\\n]|\\.)*")/g)) found.push(String(JSON.parse(m[2] as string)));
+  for (const m of text.matchAll(/(["']?)token-file\1\s*:\s*("(?:[^"\\\n]|\\.)*")/g))
+    found.push(String(JSON.parse(m[2] as string)));
   return found;
 }
 
@@ -167,7 +182,8 @@ function readKubeFile(path: string, what: string, followLinks: boolean): Buffer 
 function whereInvalid(err: unknown): string {
   if (typeof err === 'object' && err !== null && 'mark' in err) {
     const mark = (err as { mark?: { line?: unknown; column?: unknown } }).mark;
-    if (typeof mark?.line === 'number') return ` (YAML error at line ${mark.line + 1}, column ${Number(mark.column) + 1})`;
+    if (typeof mark?.line === 'number')
+      return ` (YAML error at line ${mark.line + 1}, column ${Number(mark.column) + 1})`;
   }
   const msg = messageOf(err);
   // client-node's own checks say which entry lacks what ("clusters[0].cluster.[server] is missing").
@@ -178,19 +194,28 @@ function whereInvalid(err: unknown): string {
  * One keep-alive agent per call (kept across calls by the node agent's pool, connection-pool.ts): an ADD with reservations makes two requests, and the second one then skips the
  * TLS handshake. Proxied and plain-HTTP clusters keep the agent client-node built for them.
  */
-function keepAliveAgent(server: string, options: RequestOptions, how: { plainHttp: boolean; proxied: boolean; connections: ConnectionPool }): Agent {
+function keepAliveAgent(
+  server: string,
+  options: RequestOptions,
+  how: { plainHttp: boolean; proxied: boolean; connections: ConnectionPool },
+): Agent {
   if ((how.plainHttp || how.proxied) && typeof options.agent === 'object') return options.agent;
   const { ca, cert, key, pfx, passphrase, rejectUnauthorized, servername } = options;
-  return how.connections.agentFor(server, options, () => new HttpsAgent({
-    keepAlive: true,
-    maxSockets: 4,
-    timeout: IDLE_SOCKET_MS,
-    ...(ca === undefined ? {} : { ca }),
-    ...(cert === undefined ? {} : { cert }),
-    ...(key === undefined ? {} : { key }),
-    ...(pfx === undefined ? {} : { pfx }),
-    ...(passphrase === undefined ? {} : { passphrase }),
-    ...(rejectUnauthorized === undefined ? {} : { rejectUnauthorized }),
-    ...(servername === undefined ? {} : { servername }),
-  }));
+  return how.connections.agentFor(
+    server,
+    options,
+    () =>
+      new HttpsAgent({
+        keepAlive: true,
+        maxSockets: 4,
+        timeout: IDLE_SOCKET_MS,
+        ...(ca === undefined ? {} : { ca }),
+        ...(cert === undefined ? {} : { cert }),
+        ...(key === undefined ? {} : { key }),
+        ...(pfx === undefined ? {} : { pfx }),
+        ...(passphrase === undefined ? {} : { passphrase }),
+        ...(rejectUnauthorized === undefined ? {} : { rejectUnauthorized }),
+        ...(servername === undefined ? {} : { servername }),
+      }),
+  );
 }

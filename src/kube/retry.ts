@@ -33,8 +33,12 @@ export type RetryOutcome<T> =
 const DEFAULT_BASE_MS = 10;
 const DEFAULT_CAP_MS = 400;
 
-export async function retryOnConflict<T>(attempt: (n: number) => Promise<T | Conflict>, options: RetryOptions): Promise<RetryOutcome<T>> {
-  if (options.budgetMs === undefined && options.attempts === undefined) throw new TypeError('retryOnConflict needs budgetMs or attempts');
+export async function retryOnConflict<T>(
+  attempt: (n: number) => Promise<T | Conflict>,
+  options: RetryOptions,
+): Promise<RetryOutcome<T>> {
+  if (options.budgetMs === undefined && options.attempts === undefined)
+    throw new TypeError('retryOnConflict needs budgetMs or attempts');
   const deadline = options.budgetMs === undefined ? Infinity : monotonicMs() + options.budgetMs;
   const maxAttempts = options.attempts ?? Infinity;
   let conflicts = 0;

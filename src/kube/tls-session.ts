@@ -18,9 +18,16 @@ export class TlsSessionStore {
 
   constructor(cacheDir: string, server: string, options: RequestOptions) {
     const hash = createHash('sha256').update(server);
-    for (const part of [options.ca, options.cert, options.key, options.servername, String(options.rejectUnauthorized)]) {
+    for (const part of [
+      options.ca,
+      options.cert,
+      options.key,
+      options.servername,
+      String(options.rejectUnauthorized),
+    ]) {
       hash.update('\0');
-      if (part !== undefined) hash.update(typeof part === 'string' || Buffer.isBuffer(part) ? part : JSON.stringify(part));
+      if (part !== undefined)
+        hash.update(typeof part === 'string' || Buffer.isBuffer(part) ? part : JSON.stringify(part));
     }
     this.file = join(cacheDir, CONNECTION_DIR, `${hash.digest('hex').slice(0, 32)}.tls-session`);
   }
@@ -35,7 +42,8 @@ export class TlsSessionStore {
     }
     try {
       const st = fstatSync(fd);
-      if (!st.isFile() || (st.mode & 0o077) !== 0 || st.uid !== process.getuid?.() || st.size > MAX_SESSION_BYTES) return undefined;
+      if (!st.isFile() || (st.mode & 0o077) !== 0 || st.uid !== process.getuid?.() || st.size > MAX_SESSION_BYTES)
+        return undefined;
       return readFileSync(fd);
     } catch {
       return undefined;

@@ -24,11 +24,22 @@ export interface WatchOptions {
   readonly idleMs: number;
 }
 
-export function openWatch(endpoint: ApiEndpoint, path: string, handlers: WatchHandlers, options: WatchOptions): { close(): void } {
-  const url = new URL(`${endpoint.server}${path}${path.includes('?') ? '&' : '?'}watch=1&allowWatchBookmarks=true&timeoutSeconds=${options.timeoutSeconds}`);
+export function openWatch(
+  endpoint: ApiEndpoint,
+  path: string,
+  handlers: WatchHandlers,
+  options: WatchOptions,
+): { close(): void } {
+  const url = new URL(
+    `${endpoint.server}${path}${path.includes('?') ? '&' : '?'}watch=1&allowWatchBookmarks=true&timeoutSeconds=${options.timeoutSeconds}`,
+  );
   const send = url.protocol === 'http:' ? httpRequest : httpsRequest;
   const base = endpoint.requestOptions;
-  const headers = { ...(base.headers as Record<string, string> | undefined), Accept: 'application/json', 'User-Agent': USER_AGENT };
+  const headers = {
+    ...(base.headers as Record<string, string> | undefined),
+    Accept: 'application/json',
+    'User-Agent': USER_AGENT,
+  };
   let ended = false;
   const finish = (failure?: { status?: number; message: string }): void => {
     if (ended) return;
@@ -41,7 +52,9 @@ export function openWatch(endpoint: ApiEndpoint, path: string, handlers: WatchHa
       let text = '';
       res.setEncoding('utf8');
       res.on('data', (chunk: string) => (text += text.length < 2000 ? chunk : ''));
-      res.on('end', () => finish({ status: res.statusCode ?? 0, message: `HTTP ${res.statusCode}: ${text.slice(0, 300)}` }));
+      res.on('end', () =>
+        finish({ status: res.statusCode ?? 0, message: `HTTP ${res.statusCode}: ${text.slice(0, 300)}` }),
+      );
       res.on('error', (err) => finish({ message: err.message }));
       return;
     }
@@ -51,7 +64,11 @@ export function openWatch(endpoint: ApiEndpoint, path: string, handlers: WatchHa
       let start = 0;
       buffered += chunk;
       // Scan only the new text for line ends: a 1 MB IPPool arrives in many chunks.
-      for (let nl = buffered.indexOf('\n', buffered.length - chunk.length); nl >= 0; nl = buffered.indexOf('\n', nl + 1)) {
+      for (
+        let nl = buffered.indexOf('\n', buffered.length - chunk.length);
+        nl >= 0;
+        nl = buffered.indexOf('\n', nl + 1)
+      ) {
         const line = buffered.slice(start, nl);
         start = nl + 1;
         if (line.trim() === '') continue;

@@ -9,8 +9,7 @@ export type LogMode = 'cni' | 'controller' | 'install';
 
 export type LogFields = Readonly<Record<string, string | number | boolean | undefined>>;
 
-const secretPattern =
-  /("?(?:token|password|client-key-data|client-certificate-data|bearer)"?\s*[:=]\s*"?)[^",\s}]+/gi;
+const secretPattern = /("?(?:token|password|client-key-data|client-certificate-data|bearer)"?\s*[:=]\s*"?)[^",\s}]+/gi;
 
 /** Masks credential-looking values so that a logged config or error can never leak a token. */
 export function redact(text: string): string {
@@ -40,7 +39,13 @@ export function escapeControl(text: string): string {
 // After JSON.stringify only these can remain raw (it escapes C0 itself); \uXXXX is valid JSON for them.
 const LEFT_RAW = /[\u007f-\u009f\u2028\u2029]/g;
 
-export function logLine(level: string, mode: LogMode, msg: string, fields: LogFields = {}, now: Date = new Date()): string {
+export function logLine(
+  level: string,
+  mode: LogMode,
+  msg: string,
+  fields: LogFields = {},
+  now: Date = new Date(),
+): string {
   const entry: Record<string, string | number | boolean> = { time: now.toISOString(), level, mode, msg: redact(msg) };
   for (const [key, value] of Object.entries(fields)) {
     if (value !== undefined && !(key in entry)) entry[key] = typeof value === 'string' ? redact(value) : value;

@@ -45,7 +45,10 @@ export function createLogger(options: LoggerOptions = {}): Logger {
       appendLine(options.file, line);
     } catch (err) {
       // An unwritable log file must not fail the CNI call; say so on stderr instead.
-      const why = err instanceof UnsafeFileError ? err.reason : `cannot be written (${(err as NodeJS.ErrnoException).code ?? 'error'})`;
+      const why =
+        err instanceof UnsafeFileError
+          ? err.reason
+          : `cannot be written (${(err as NodeJS.ErrnoException).code ?? 'error'})`;
       stderr(`hereabouts: log_file ${escapeControl(JSON.stringify(options.file))} ${why}\n${line}`);
     }
   };

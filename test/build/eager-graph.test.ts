@@ -44,7 +44,8 @@ const forbidden: readonly { readonly what: string; readonly pattern: RegExp }[] 
   { what: 'the metrics library', pattern: /(^|\/)node_modules\/prom-client\// },
   {
     what: 'a logging back-end',
-    pattern: /(^|\/)node_modules\/(pino|pino-[\w-]+|winston|bunyan|log4js|loglevel|roarr|tslog|consola|signale|debug)\//,
+    pattern:
+      /(^|\/)node_modules\/(pino|pino-[\w-]+|winston|bunyan|log4js|loglevel|roarr|tslog|consola|signale|debug)\//,
   },
 ];
 
@@ -101,7 +102,8 @@ function fullClosure(graph: Graph, root: string): Map<string, readonly string[]>
 test('the node agent client (the plugin path when an agent serves) loads no TLS, HTTP, Kubernetes client, plugin or store', () => {
   assert.ok(graph.has('src/agent/client.ts'), 'src/agent/client.ts is not in dist/meta.json');
   const agentPath = new Map([...eagerClosure(graph, 'src/cli/main.ts'), ...fullClosure(graph, 'src/agent/client.ts')]);
-  const banned = /^node:(tls|https|http|http2|crypto)$|@kubernetes\/client-node|k8s-client-loader|^src\/(cni\/plugin|cni\/verbs|config|store|ipam|allocator)\b/;
+  const banned =
+    /^node:(tls|https|http|http2|crypto)$|@kubernetes\/client-node|k8s-client-loader|^src\/(cni\/plugin|cni\/verbs|config|store|ipam|allocator)\b/;
   const offenders = [...agentPath].filter(([path]) => banned.test(path)).map(([, chain]) => chain.join(' -> '));
   assert.deepEqual(offenders, []);
   assert.ok(agentPath.has('node:net'), 'the client is expected to reach the agent through node:net');

@@ -53,7 +53,9 @@ function runProbed(
 }
 
 const versionLine = (version: unknown): RegExp =>
-  new RegExp(`^hereabouts ${literal(version)} \\(commit ([0-9a-f]{7,}|unknown), node ${literal(embeddedNodeVersion)}\\)\n$`);
+  new RegExp(
+    `^hereabouts ${literal(version)} \\(commit ([0-9a-f]{7,}|unknown), node ${literal(embeddedNodeVersion)}\\)\n$`,
+  );
 const literal = (text: unknown): string => String(text).replace(/[.+]/g, '\\$&');
 
 /** Points at a port nothing listens on; the paths below read it but send no request. */
@@ -121,7 +123,8 @@ test('needs no shared library beyond glibc and the C++ runtime', () => {
     .split('\n')
     .map((line) => line.trim().split(/\s+/)[0] ?? '')
     .filter((name) => name !== '');
-  const allowed = /^(linux-vdso\.so\.1|\/lib64\/ld-linux-x86-64\.so\.2|lib(c|m|dl|pthread|rt|stdc\+\+|gcc_s)\.so\.\d+)$/;
+  const allowed =
+    /^(linux-vdso\.so\.1|\/lib64\/ld-linux-x86-64\.so\.2|lib(c|m|dl|pthread|rt|stdc\+\+|gcc_s)\.so\.\d+)$/;
   assert.deepEqual(
     libraries.filter((name) => !allowed.test(name)),
     [],
@@ -149,7 +152,13 @@ test('ADD and DEL on the local store load no Kubernetes client', () => {
     type: 'bridge',
     ipam: { type: 'hereabouts', datastore: 'local', data_dir: join(dir, 'data'), range: '10.99.0.0/24' },
   });
-  const env = { CNI_CONTAINERID: 'exe-1', CNI_NETNS: '/var/run/netns/exe-1', CNI_IFNAME: 'eth0', CNI_PATH: '/usr/lib/cni', HEREABOUTS_ALLOWED_DIRS: dir };
+  const env = {
+    CNI_CONTAINERID: 'exe-1',
+    CNI_NETNS: '/var/run/netns/exe-1',
+    CNI_IFNAME: 'eth0',
+    CNI_PATH: '/usr/lib/cni',
+    HEREABOUTS_ALLOWED_DIRS: dir,
+  };
   for (const command of ['ADD', 'DEL']) {
     const { result, loadedClient, loadedHttps } = runProbed([], { env: { ...env, CNI_COMMAND: command }, input: conf });
     assert.equal(result.stderr, '', `${command} wrote to stderr`);
@@ -176,7 +185,9 @@ test('V8 accepts the main bundle code cache the build trained', () => {
       'vm.Script = class extends Script { constructor(code, options) { super(code, options); seen.push({ filename: options?.filename, rejected: this.cachedDataRejected }); } };\n' +
       "process.on('exit', () => require('node:fs').writeFileSync(process.env.PROBE_OUT, JSON.stringify(seen)));\n",
   );
-  const result = run(bin, [`--node-options=--require=${join(dir, 'cache-probe.cjs')}`, 'version'], { env: { PROBE_OUT: out } });
+  const result = run(bin, [`--node-options=--require=${join(dir, 'cache-probe.cjs')}`, 'version'], {
+    env: { PROBE_OUT: out },
+  });
   assert.equal(result.stderr, '');
   assert.deepEqual(JSON.parse(readFileSync(out, 'utf8')), [{ filename: 'hereabouts.cjs', rejected: false }]);
 });

@@ -15,7 +15,8 @@ interface MetaImport {
 
 const metafile = join(repoRoot, 'dist', 'meta.json');
 if (!existsSync(metafile)) throw new Error(`${metafile} is missing: run "npm run build" (npm test does it first)`);
-const inputs = (JSON.parse(readFileSync(metafile, 'utf8')) as { inputs: Record<string, { imports?: MetaImport[] }> }).inputs;
+const inputs = (JSON.parse(readFileSync(metafile, 'utf8')) as { inputs: Record<string, { imports?: MetaImport[] }> })
+  .inputs;
 
 /** Modules reachable from `root` without crossing a dynamic import(), each with the chain to it. */
 function eager(root: string): Map<string, readonly string[]> {
@@ -31,11 +32,15 @@ function eager(root: string): Map<string, readonly string[]> {
   return chains;
 }
 
-const forbidden = /(^|[/:])@kubernetes\/client-node(\/|$)|k8s-client-loader|(^|\/)node_modules\/(js-yaml|yaml)\/|src\/store\/kubernetes\/(kubeconfig|endpoint-recipe)\.ts$/;
+const forbidden =
+  /(^|[/:])@kubernetes\/client-node(\/|$)|k8s-client-loader|(^|\/)node_modules\/(js-yaml|yaml)\/|src\/store\/kubernetes\/(kubeconfig|endpoint-recipe)\.ts$/;
 
 test('opening the Kubernetes store loads neither the client nor kubeconfig.ts eagerly', () => {
   const root = 'src/store/kubernetes/open.ts';
   assert.ok(root in inputs, `${root} is not in dist/meta.json`);
   const hits = [...eager(root)].filter(([path]) => forbidden.test(path));
-  assert.deepEqual(hits.map(([, chain]) => chain.join(' -> ')), []);
+  assert.deepEqual(
+    hits.map(([, chain]) => chain.join(' -> ')),
+    [],
+  );
 });

@@ -8,7 +8,23 @@ import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync, readlinkSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { repoRoot } from '../support/paths.ts';
-import { allocations, apply, cluster, containerPid, getJson, inNetns, kubectl, kubectlAsync, networkStatus, nodeTokenStatus, podReady, stopCluster, until, type Cluster, type Pod } from './cluster.ts';
+import {
+  allocations,
+  apply,
+  cluster,
+  containerPid,
+  getJson,
+  inNetns,
+  kubectl,
+  kubectlAsync,
+  networkStatus,
+  nodeTokenStatus,
+  podReady,
+  stopCluster,
+  until,
+  type Cluster,
+  type Pod,
+} from './cluster.ts';
 
 const NS = 'hab-cluster';
 const BUSYBOX = 'hereabouts.local/busybox:1.35';
@@ -39,13 +55,17 @@ function workload(name: string): unknown {
 describe('a real single-node cluster', () => {
   let c: Cluster;
   const pod = (name: string): Pod => getJson(c, ['-n', NS, 'pod', name]) as Pod;
-  const podsOf = (selector: string): Pod[] => (getJson(c, ['-n', 'kube-system', 'pods', '-l', selector]) as { items: Pod[] }).items;
-  const ipsOn = (p: Pod, network: string): string[] => networkStatus(p).find((s) => s.name === `${NS}/${network}`)?.ips ?? [];
-  const readyPod = (name: string, ms = 120_000): Promise<Pod> => until(`pod ${name} Ready`, ms, () => {
-    const p = pod(name);
-    return podReady(p) ? p : undefined;
-  });
-  const mine = (podName: string): ReturnType<typeof allocations> => allocations(c).filter((a) => a.podref === `${NS}/${podName}`);
+  const podsOf = (selector: string): Pod[] =>
+    (getJson(c, ['-n', 'kube-system', 'pods', '-l', selector]) as { items: Pod[] }).items;
+  const ipsOn = (p: Pod, network: string): string[] =>
+    networkStatus(p).find((s) => s.name === `${NS}/${network}`)?.ips ?? [];
+  const readyPod = (name: string, ms = 120_000): Promise<Pod> =>
+    until(`pod ${name} Ready`, ms, () => {
+      const p = pod(name);
+      return podReady(p) ? p : undefined;
+    });
+  const mine = (podName: string): ReturnType<typeof allocations> =>
+    allocations(c).filter((a) => a.podref === `${NS}/${podName}`);
 
   before(() => {
     c = cluster();
@@ -59,15 +79,20 @@ describe('a real single-node cluster', () => {
     kubectl(c, ['-n', 'kube-system', 'rollout', 'status', 'daemonset/hereabouts-node', '--timeout=180s']);
     const bin = join(c.hostRoot, 'opt/cni/bin');
     const conf = join(c.hostRoot, 'etc/cni/net.d/hereabouts.d');
-    await until('the installer wrote nodename', 60_000, () => (statSync(join(conf, 'nodename'), { throwIfNoEntry: false }) === undefined ? undefined : true));
+    await until('the installer wrote nodename', 60_000, () =>
+      statSync(join(conf, 'nodename'), { throwIfNoEntry: false }) === undefined ? undefined : true,
+    );
     const here = statSync(join(bin, 'hereabouts'));
     assert.equal(here.mode & 0o777, 0o755);
     assert.equal(here.size, statSync(join(repoRoot, 'dist/hereabouts')).size);
     assert.equal(statSync(join(bin, 'whereabouts')).ino, here.ino, 'whereabouts is a hard link');
     assert.equal(statSync(conf).mode & 0o777, 0o700);
-    for (const f of ['token', 'hereabouts.kubeconfig', 'hereabouts.conf', 'nodename']) assert.equal(statSync(join(conf, f)).mode & 0o777, 0o600, f);
+    for (const f of ['token', 'hereabouts.kubeconfig', 'hereabouts.conf', 'nodename'])
+      assert.equal(statSync(join(conf, f)).mode & 0o777, 0o600, f);
     assert.equal(readFileSync(join(conf, 'nodename'), 'utf8'), `${c.nodeName}\n`);
-    const kubeconfig = JSON.parse(readFileSync(join(conf, 'hereabouts.kubeconfig'), 'utf8')) as { clusters: Array<{ cluster: { server: string } }> };
+    const kubeconfig = JSON.parse(readFileSync(join(conf, 'hereabouts.kubeconfig'), 'utf8')) as {
+      clusters: Array<{ cluster: { server: string } }>;
+    };
     assert.equal(kubeconfig.clusters[0]?.cluster.server, 'https://10.233.0.1:443');
   });
 
@@ -76,14 +101,21 @@ describe('a real single-node cluster', () => {
     const pods = podsOf('app.kubernetes.io/component=controller');
     assert.equal(pods.filter(podReady).length, 2);
     const holder = await until('a lease holder', 60_000, () => {
-      const lease = getJson(c, ['-n', 'kube-system', 'lease', 'hereabouts-controller']) as { spec: { holderIdentity?: string } };
+      const lease = getJson(c, ['-n', 'kube-system', 'lease', 'hereabouts-controller']) as {
+        spec: { holderIdentity?: string };
+      };
       return lease.spec.holderIdentity || undefined;
     });
-    assert.ok(pods.some((p) => p.metadata.name === holder), `holder ${holder} is one of ${pods.map((p) => p.metadata.name).join(', ')}`);
+    assert.ok(
+      pods.some((p) => p.metadata.name === holder),
+      `holder ${holder} is one of ${pods.map((p) => p.metadata.name).join(', ')}`,
+    );
   });
 
-  test('leader failover: another replica takes the Lease when the leader\'s pod is deleted', async () => {
-    const lease = (): string | undefined => (getJson(c, ['-n', 'kube-system', 'lease', 'hereabouts-controller']) as { spec: { holderIdentity?: string } }).spec.holderIdentity || undefined;
+  test("leader failover: another replica takes the Lease when the leader's pod is deleted", async () => {
+    const lease = (): string | undefined =>
+      (getJson(c, ['-n', 'kube-system', 'lease', 'hereabouts-controller']) as { spec: { holderIdentity?: string } })
+        .spec.holderIdentity || undefined;
     const first = lease();
     assert.ok(first !== undefined);
     const other = podsOf('app.kubernetes.io/component=controller').find((p) => p.metadata.name !== first);
@@ -95,19 +127,35 @@ describe('a real single-node cluster', () => {
       return holder !== undefined && holder !== first ? holder : undefined;
     });
     // The standby, or the replacement the ReplicaSet started meanwhile (it may win the race): a live replica.
-    assert.ok(podsOf('app.kubernetes.io/component=controller').some((p) => p.metadata.name === next), `holder ${next} is a controller pod`);
+    assert.ok(
+      podsOf('app.kubernetes.io/component=controller').some((p) => p.metadata.name === next),
+      `holder ${next} is a controller pod`,
+    );
     kubectl(c, ['-n', 'kube-system', 'rollout', 'status', 'deployment/hereabouts-controller', '--timeout=180s']);
   });
 
   test('pods on a macvlan NAD (hereabouts) and a bridge NAD (whereabouts, node_slice_size) get addresses and reach each other', async () => {
     kubectl(c, ['create', 'namespace', NS]);
     apply(c, [
-      nad('mvl', { type: 'macvlan', master: 'hbc-mvl0', mode: 'bridge', ipam: { type: 'hereabouts', range: MACVLAN_RANGE } }),
-      nad('brg', { type: 'bridge', bridge: 'hbc-br1', isGateway: false, ipMasq: false, ipam: { type: 'whereabouts', range: BRIDGE_RANGE, node_slice_size: '/24' } }),
+      nad('mvl', {
+        type: 'macvlan',
+        master: 'hbc-mvl0',
+        mode: 'bridge',
+        ipam: { type: 'hereabouts', range: MACVLAN_RANGE },
+      }),
+      nad('brg', {
+        type: 'bridge',
+        bridge: 'hbc-br1',
+        isGateway: false,
+        ipMasq: false,
+        ipam: { type: 'whereabouts', range: BRIDGE_RANGE, node_slice_size: '/24' },
+      }),
     ]);
     // The controller gives the node its slice before the bridge network can allocate.
     await until('a node slice for brg', 60_000, () => {
-      const pool = getJson(c, ['-n', 'kube-system', 'nodeslicepools.whereabouts.cni.cncf.io', 'brg']) as { status?: { allocations?: Array<{ nodeName: string; sliceRange: string }> } };
+      const pool = getJson(c, ['-n', 'kube-system', 'nodeslicepools.whereabouts.cni.cncf.io', 'brg']) as {
+        status?: { allocations?: Array<{ nodeName: string; sliceRange: string }> };
+      };
       return pool.status?.allocations?.find((a) => a.nodeName === c.nodeName);
     });
     apply(c, [workload('a'), workload('b')]);
@@ -126,7 +174,7 @@ describe('a real single-node cluster', () => {
     }
   });
 
-  test('one allocation per pod per network, at the addresses Multus\' network-status reports', () => {
+  test("one allocation per pod per network, at the addresses Multus' network-status reports", () => {
     for (const name of ['a', 'b']) {
       const p = pod(name);
       const held = mine(name);
@@ -138,37 +186,52 @@ describe('a real single-node cluster', () => {
 
   test('a killed sandbox is re-created without a second allocation', async () => {
     const before = pod('a');
-    const held = mine('a').map((x) => `${x.pool}/${x.offset}`).sort();
+    const held = mine('a')
+      .map((x) => `${x.pool}/${x.offset}`)
+      .sort();
     // The sandbox's pause process: the one in the workload's network namespace.
     const netns = readlinkSync(`/proc/${containerPid(c, before)}/ns/net`);
-    const pause = readdirSync('/proc').filter((d) => /^\d+$/.test(d)).find((d) => {
-      try {
-        return readFileSync(`/proc/${d}/comm`, 'utf8').trim() === 'pause' && readlinkSync(`/proc/${d}/ns/net`) === netns;
-      } catch {
-        return false; // exited while we looked
-      }
-    });
+    const pause = readdirSync('/proc')
+      .filter((d) => /^\d+$/.test(d))
+      .find((d) => {
+        try {
+          return (
+            readFileSync(`/proc/${d}/comm`, 'utf8').trim() === 'pause' && readlinkSync(`/proc/${d}/ns/net`) === netns
+          );
+        } catch {
+          return false; // exited while we looked
+        }
+      });
     assert.ok(pause !== undefined, 'found the pause process');
     process.kill(Number(pause), 'SIGKILL');
     const after = await until('pod a running again in a new sandbox', 120_000, () => {
       const p = pod('a');
-      const restarted = (p.status.containerStatuses?.[0]?.restartCount ?? 0) > (before.status.containerStatuses?.[0]?.restartCount ?? 0);
+      const restarted =
+        (p.status.containerStatuses?.[0]?.restartCount ?? 0) >
+        (before.status.containerStatuses?.[0]?.restartCount ?? 0);
       return restarted && podReady(p) ? p : undefined;
     });
-    assert.deepEqual(mine('a').map((x) => `${x.pool}/${x.offset}`).sort(), held);
+    assert.deepEqual(
+      mine('a')
+        .map((x) => `${x.pool}/${x.offset}`)
+        .sort(),
+      held,
+    );
     assert.equal(ipsOn(after, 'mvl')[0], ipsOn(before, 'mvl')[0]);
     assert.equal(ipsOn(after, 'brg')[0], ipsOn(before, 'brg')[0]);
   });
 
-  test('graceful delete releases the pod\'s addresses on both networks', async () => {
+  test("graceful delete releases the pod's addresses on both networks", async () => {
     assert.equal(mine('b').length, 2);
     kubectl(c, ['-n', NS, 'delete', 'pod', 'b', '--wait=true', '--timeout=120s']);
-    await until('b\'s allocations released', 30_000, () => (mine('b').length === 0 ? true : undefined));
+    await until("b's allocations released", 30_000, () => (mine('b').length === 0 ? true : undefined));
   });
 
   test('an evicted pod keeps its addresses while it still runs in its grace period, and releases them once gone', async () => {
     // A container that ignores SIGTERM: the pod stays Terminating (and running) for its whole grace period.
-    const spec = workload('ev') as { spec: { terminationGracePeriodSeconds: number; containers: Array<{ command: string[] }> } };
+    const spec = workload('ev') as {
+      spec: { terminationGracePeriodSeconds: number; containers: Array<{ command: string[] }> };
+    };
     spec.spec.terminationGracePeriodSeconds = 40;
     spec.spec.containers[0]!.command = ['/bin/sh', '-c', 'trap "" TERM; while true; do sleep 1; done'];
     apply(c, [spec]);
@@ -179,20 +242,33 @@ describe('a real single-node cluster', () => {
     const eviction = { apiVersion: 'policy/v1', kind: 'Eviction', metadata: { name: 'ev', namespace: NS } };
     kubectl(c, ['create', '--raw', `/api/v1/namespaces/${NS}/pods/ev/eviction`, '-f', '-'], JSON.stringify(eviction));
     const deadline = await until('ev terminating with DisruptionTarget', 30_000, () => {
-      const p = pod('ev') as Pod & { metadata: { deletionTimestamp?: string }; status: { conditions?: Array<{ type: string; status: string }> } };
-      const disrupted = (p.status.conditions ?? []).some((cond) => cond.type === 'DisruptionTarget' && cond.status === 'True');
-      return p.metadata.deletionTimestamp !== undefined && disrupted ? Date.parse(p.metadata.deletionTimestamp) : undefined;
+      const p = pod('ev') as Pod & {
+        metadata: { deletionTimestamp?: string };
+        status: { conditions?: Array<{ type: string; status: string }> };
+      };
+      const disrupted = (p.status.conditions ?? []).some(
+        (cond) => cond.type === 'DisruptionTarget' && cond.status === 'True',
+      );
+      return p.metadata.deletionTimestamp !== undefined && disrupted
+        ? Date.parse(p.metadata.deletionTimestamp)
+        : undefined;
     });
     // deletionTimestamp is when kubelet kills the container (eviction time + grace). Until a few seconds before it
     // the pod runs, and its addresses stay: the controller's pod watch acts within ~2 s of the change.
     let checks = 0;
     while (Date.now() < deadline - 5_000) {
-      assert.deepEqual(mine('ev').map((a) => a.ip).sort(), held.map((a) => a.ip).sort(), 'an evicted pod lost its addresses while it still ran');
+      assert.deepEqual(
+        mine('ev')
+          .map((a) => a.ip)
+          .sort(),
+        held.map((a) => a.ip).sort(),
+        'an evicted pod lost its addresses while it still ran',
+      );
       checks++;
       await new Promise((r) => setTimeout(r, 1000));
     }
     assert.ok(checks >= 10, `only ${checks} checks inside the grace period`);
-    await until('ev\'s allocations released', 60_000, () => (mine('ev').length === 0 ? true : undefined));
+    await until("ev's allocations released", 60_000, () => (mine('ev').length === 0 ? true : undefined));
   });
 
   // While `during` runs: every 100 ms, the token the plugin would use right now must authenticate, and a pod is
@@ -211,7 +287,20 @@ describe('a real single-node cluster', () => {
     const creating = (async () => {
       while (!done || names.length < 3) {
         const name = `${prefix}${names.length}`;
-        await kubectlAsync(c, ['run', name, '-n', NS, `--image=${BUSYBOX}`, '--image-pull-policy=Never', '--restart=Never', '--annotations=k8s.v1.cni.cncf.io/networks=mvl,brg', '--command', '--', '/bin/sleep', '100000']);
+        await kubectlAsync(c, [
+          'run',
+          name,
+          '-n',
+          NS,
+          `--image=${BUSYBOX}`,
+          '--image-pull-policy=Never',
+          '--restart=Never',
+          '--annotations=k8s.v1.cni.cncf.io/networks=mvl,brg',
+          '--command',
+          '--',
+          '/bin/sleep',
+          '100000',
+        ]);
         names.push(name);
         await new Promise((r) => setTimeout(r, 2000));
       }
@@ -224,15 +313,25 @@ describe('a real single-node cluster', () => {
     }
     assert.deepEqual(refused, [], 'the token in hereabouts.d/token was refused');
     for (const name of names) await readyPod(name);
-    const events = (getJson(c, ['-n', NS, 'events']) as { items: Array<{ reason: string; message: string; involvedObject: { name: string } }> }).items;
+    const events = (
+      getJson(c, ['-n', NS, 'events']) as {
+        items: Array<{ reason: string; message: string; involvedObject: { name: string } }>;
+      }
+    ).items;
     const failed = events.filter((e) => names.includes(e.involvedObject.name) && e.reason === 'FailedCreatePodSandBox');
-    assert.deepEqual(failed.map((e) => `${e.involvedObject.name}: ${e.message}`), []);
+    assert.deepEqual(
+      failed.map((e) => `${e.involvedObject.name}: ${e.message}`),
+      [],
+    );
     for (const name of names) assert.equal(mine(name).length, 2, name);
     kubectl(c, ['-n', NS, 'delete', 'pod', ...names, '--wait=true', '--timeout=120s']);
   };
-  const installerPod = (): string => podsOf('app.kubernetes.io/component=node').map((p) => p.metadata.name).join(',');
+  const installerPod = (): string =>
+    podsOf('app.kubernetes.io/component=node')
+      .map((p) => p.metadata.name)
+      .join(',');
 
-  test('a rolling update of the DaemonSet fails no ADD (the new installer\'s token is written before the old one dies)', async () => {
+  test("a rolling update of the DaemonSet fails no ADD (the new installer's token is written before the old one dies)", async () => {
     const old = installerPod();
     await noAddFails('r', async () => {
       await kubectlAsync(c, ['-n', 'kube-system', 'rollout', 'restart', 'daemonset/hereabouts-node']);
@@ -252,51 +351,119 @@ describe('a real single-node cluster', () => {
 
   test('a pod force-deleted while kubelet is stopped is cleaned by the controller, and the late DEL is harmless', async () => {
     // An operator's knob: the controller leaves allocations younger than --pending-grace (5m) alone.
-    kubectl(c, ['-n', 'kube-system', 'patch', 'deployment', 'hereabouts-controller', '--type=json', '-p', JSON.stringify([{ op: 'add', path: '/spec/template/spec/containers/0/command/-', value: '--pending-grace=3s' }])]);
+    kubectl(c, [
+      '-n',
+      'kube-system',
+      'patch',
+      'deployment',
+      'hereabouts-controller',
+      '--type=json',
+      '-p',
+      JSON.stringify([{ op: 'add', path: '/spec/template/spec/containers/0/command/-', value: '--pending-grace=3s' }]),
+    ]);
     kubectl(c, ['-n', 'kube-system', 'rollout', 'status', 'deployment/hereabouts-controller', '--timeout=180s']);
     apply(c, [workload('f')]);
     await readyPod('f');
-    const others = mine('a').map((x) => x.ip).sort();
+    const others = mine('a')
+      .map((x) => x.ip)
+      .sort();
     assert.equal(mine('f').length, 2);
     const kubelet = Number(readFileSync(join(c.dir, 'kubelet.pid'), 'utf8'));
     process.kill(kubelet, 'SIGSTOP');
     try {
       kubectl(c, ['-n', NS, 'delete', 'pod', 'f', '--grace-period=0', '--force']);
-      await until('the controller released f\'s allocations', 30_000, () => (mine('f').length === 0 ? true : undefined));
+      await until("the controller released f's allocations", 30_000, () => (mine('f').length === 0 ? true : undefined));
     } finally {
       process.kill(kubelet, 'SIGCONT');
     }
     // kubelet now stops the sandbox: CNI DEL for an allocation that is already gone.
     // kubelet's housekeeping of a deleted pod's sandbox may take minutes on a busy node.
-    await until('f\'s sandbox gone from the node', 180_000, () => {
-      const out = execFileSync('ctr', ['--address', c.containerdSocket, '-n', 'k8s.io', 'containers', 'ls', 'labels.io.kubernetes.pod.name==f'], { encoding: 'utf8' });
+    await until("f's sandbox gone from the node", 180_000, () => {
+      const out = execFileSync(
+        'ctr',
+        ['--address', c.containerdSocket, '-n', 'k8s.io', 'containers', 'ls', 'labels.io.kubernetes.pod.name==f'],
+        { encoding: 'utf8' },
+      );
       return out.trim().split('\n').length <= 1 ? true : undefined;
     });
     assert.equal(mine('f').length, 0);
-    assert.deepEqual(mine('a').map((x) => x.ip).sort(), others, 'a\'s addresses untouched');
+    assert.deepEqual(
+      mine('a')
+        .map((x) => x.ip)
+        .sort(),
+      others,
+      "a's addresses untouched",
+    );
   });
 
   test('a pool Whereabouts left (its shape, an address held by a running pod) is honoured after the switch', async () => {
     // A pod Whereabouts gave 10.235.3.1 on network wb: its Multus network-status says so, and so does the pool.
-    apply(c, [{ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'w', namespace: NS }, spec: { terminationGracePeriodSeconds: 1, containers: [{ name: 'main', image: BUSYBOX, imagePullPolicy: 'Never', command: ['/bin/sleep', '100000'] }] } }]);
+    apply(c, [
+      {
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name: 'w', namespace: NS },
+        spec: {
+          terminationGracePeriodSeconds: 1,
+          containers: [{ name: 'main', image: BUSYBOX, imagePullPolicy: 'Never', command: ['/bin/sleep', '100000'] }],
+        },
+      },
+    ]);
     const w = await readyPod('w');
     const status = [...networkStatus(w), { name: `${NS}/wb`, interface: 'net1', ips: ['10.235.3.1'] }];
-    kubectl(c, ['-n', NS, 'annotate', '--overwrite', 'pod', 'w', `k8s.v1.cni.cncf.io/network-status=${JSON.stringify(status)}`]);
-    apply(c, [
-      { apiVersion: 'whereabouts.cni.cncf.io/v1alpha1', kind: 'IPPool', metadata: { name: '10.235.3.0-24', namespace: 'kube-system' }, spec: { range: '10.235.3.0/24', allocations: { '1': { id: 'whereabouts-era-container', podref: `${NS}/w`, ifname: 'net1' } } } },
-      nad('wb', { type: 'bridge', bridge: 'hbc-br1', isGateway: false, ipMasq: false, ipam: { type: 'whereabouts', range: '10.235.3.0/24' } }),
+    kubectl(c, [
+      '-n',
+      NS,
+      'annotate',
+      '--overwrite',
+      'pod',
+      'w',
+      `k8s.v1.cni.cncf.io/network-status=${JSON.stringify(status)}`,
     ]);
-    apply(c, [{ ...(workload('x') as { metadata: Record<string, unknown> }), metadata: { name: 'x', namespace: NS, annotations: { 'k8s.v1.cni.cncf.io/networks': 'wb' } } }]);
+    apply(c, [
+      {
+        apiVersion: 'whereabouts.cni.cncf.io/v1alpha1',
+        kind: 'IPPool',
+        metadata: { name: '10.235.3.0-24', namespace: 'kube-system' },
+        spec: {
+          range: '10.235.3.0/24',
+          allocations: { '1': { id: 'whereabouts-era-container', podref: `${NS}/w`, ifname: 'net1' } },
+        },
+      },
+      nad('wb', {
+        type: 'bridge',
+        bridge: 'hbc-br1',
+        isGateway: false,
+        ipMasq: false,
+        ipam: { type: 'whereabouts', range: '10.235.3.0/24' },
+      }),
+    ]);
+    apply(c, [
+      {
+        ...(workload('x') as { metadata: Record<string, unknown> }),
+        metadata: { name: 'x', namespace: NS, annotations: { 'k8s.v1.cni.cncf.io/networks': 'wb' } },
+      },
+    ]);
     const x = await readyPod('x');
     assert.deepEqual(ipsOn(x, 'wb'), ['10.235.3.2']);
-    assert.deepEqual(mine('w').map((a) => a.ip), ['10.235.3.1'], 'the Whereabouts-era allocation is still there');
+    assert.deepEqual(
+      mine('w').map((a) => a.ip),
+      ['10.235.3.1'],
+      'the Whereabouts-era allocation is still there',
+    );
   });
 
-  test('the DaemonSet\'s node agent served the pods\' calls, as its /metrics on the node shows', async () => {
+  test("the DaemonSet's node agent served the pods' calls, as its /metrics on the node shows", async () => {
     // Host network: the installer's --metrics-addr=:9546 is the node's port. Counters start with the pod; pods were
     // created since the last installer restart (the token-rotation test), so their ADDs went through this agent.
     const text = await (await fetch('http://127.0.0.1:9546/metrics')).text();
-    const value = (series: string): number => Number(text.split('\n').find((l) => l.startsWith(`${series} `))?.split(' ')[1] ?? NaN);
+    const value = (series: string): number =>
+      Number(
+        text
+          .split('\n')
+          .find((l) => l.startsWith(`${series} `))
+          ?.split(' ')[1] ?? NaN,
+      );
     assert.equal(value('hereabouts_node_agent_up'), 1, text);
     assert.ok(value('hereabouts_node_agent_calls_total{result="answered"}') > 0, text);
     assert.equal(value('hereabouts_node_agent_calls_total{result="deadline"}'), 0);
@@ -307,7 +474,11 @@ describe('a real single-node cluster', () => {
   test('hereabouts status shows the truth: every allocation counted, none orphaned', () => {
     const held = allocations(c);
     const report = JSON.parse(
-      execFileSync(join(repoRoot, 'dist/hereabouts'), ['status', '--kubeconfig', c.kubeconfig, '-n', 'kube-system', '-o', 'json'], { encoding: 'utf8' }),
+      execFileSync(
+        join(repoRoot, 'dist/hereabouts'),
+        ['status', '--kubeconfig', c.kubeconfig, '-n', 'kube-system', '-o', 'json'],
+        { encoding: 'utf8' },
+      ),
     ) as { pools: Array<{ name: string; used: number; orphans: number | null }> };
     const pools = new Set(held.map((x) => x.pool));
     assert.ok(pools.size >= 2, JSON.stringify(held));

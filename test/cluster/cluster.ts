@@ -61,18 +61,28 @@ function attach(dir: string, owned: boolean): Cluster {
 }
 
 export function kubectl(c: Cluster, args: readonly string[], input?: string): string {
-  const run = spawnSync(c.kubectlBin, ['--kubeconfig', c.kubeconfig, '--request-timeout=30s', ...args], { encoding: 'utf8', input, timeout: 300_000 });
-  if (run.status !== 0) throw new Error(`kubectl ${args.join(' ')} failed (${run.status}):\n${run.stderr}${run.stdout}`);
+  const run = spawnSync(c.kubectlBin, ['--kubeconfig', c.kubeconfig, '--request-timeout=30s', ...args], {
+    encoding: 'utf8',
+    input,
+    timeout: 300_000,
+  });
+  if (run.status !== 0)
+    throw new Error(`kubectl ${args.join(' ')} failed (${run.status}):\n${run.stderr}${run.stdout}`);
   return run.stdout;
 }
 
 /** kubectl without blocking the event loop (for checks that run while it waits). */
 export function kubectlAsync(c: Cluster, args: readonly string[]): Promise<string> {
   return new Promise((resolve, reject) => {
-    execFile(c.kubectlBin, ['--kubeconfig', c.kubeconfig, '--request-timeout=30s', ...args], { encoding: 'utf8', timeout: 300_000 }, (err, stdout, stderr) => {
-      if (err !== null) reject(new Error(`kubectl ${args.join(' ')} failed: ${stderr}${stdout}`, { cause: err }));
-      else resolve(stdout);
-    });
+    execFile(
+      c.kubectlBin,
+      ['--kubeconfig', c.kubeconfig, '--request-timeout=30s', ...args],
+      { encoding: 'utf8', timeout: 300_000 },
+      (err, stdout, stderr) => {
+        if (err !== null) reject(new Error(`kubectl ${args.join(' ')} failed: ${stderr}${stdout}`, { cause: err }));
+        else resolve(stdout);
+      },
+    );
   });
 }
 
@@ -85,7 +95,12 @@ export function nodeTokenStatus(c: Cluster): Promise<number> {
   return new Promise((resolve, reject) => {
     const req = request(
       'https://10.233.0.1/apis/authentication.k8s.io/v1/selfsubjectreviews',
-      { method: 'POST', ca: readFileSync(join(c.dir, 'cp', 'ca.crt')), headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, timeout: 10_000 },
+      {
+        method: 'POST',
+        ca: readFileSync(join(c.dir, 'cp', 'ca.crt')),
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        timeout: 10_000,
+      },
       (res) => {
         res.resume();
         res.on('end', () => resolve(res.statusCode ?? 0));
@@ -117,7 +132,10 @@ export async function until<T>(what: string, ms: number, check: () => T | undefi
     } catch (err) {
       last = err;
     }
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}${last === undefined ? '' : `: ${messageOf(last)}`}`);
+    if (Date.now() > deadline)
+      throw new Error(
+        `timed out after ${ms} ms waiting for ${what}${last === undefined ? '' : `: ${messageOf(last)}`}`,
+      );
     await new Promise((r) => setTimeout(r, 500));
   }
 }
@@ -153,7 +171,9 @@ export function networkStatus(p: Pod): NetworkStatus[] {
 export function containerPid(c: Cluster, p: Pod): number {
   const id = p.status.containerStatuses?.[0]?.containerID?.replace(/^containerd:\/\//, '');
   if (id === undefined) throw new Error(`pod ${p.metadata.name} has no container yet`);
-  const out = execFileSync('ctr', ['--address', c.containerdSocket, '-n', 'k8s.io', 'task', 'ls'], { encoding: 'utf8' });
+  const out = execFileSync('ctr', ['--address', c.containerdSocket, '-n', 'k8s.io', 'task', 'ls'], {
+    encoding: 'utf8',
+  });
   const line = out.split('\n').find((l) => l.startsWith(`${id} `));
   const pid = Number(line?.trim().split(/\s+/)[1]);
   if (!Number.isInteger(pid) || pid <= 0) throw new Error(`no running task ${id} for pod ${p.metadata.name}:\n${out}`);
@@ -181,7 +201,14 @@ export interface IPPool {
 /** Every allocation in the IPv4 pools of kube-system, with its pool and its address (the range's base + offset). */
 export function allocations(c: Cluster): Array<Allocation & { pool: string; offset: string; ip: string }> {
   const pools = (getJson(c, ['-n', 'kube-system', 'ippools.whereabouts.cni.cncf.io']) as { items: IPPool[] }).items;
-  return pools.flatMap((pool) => Object.entries(pool.spec.allocations ?? {}).map(([offset, a]) => ({ ...a, pool: pool.metadata.name, offset, ip: ipv4At(pool.spec.range, Number(offset)) })));
+  return pools.flatMap((pool) =>
+    Object.entries(pool.spec.allocations ?? {}).map(([offset, a]) => ({
+      ...a,
+      pool: pool.metadata.name,
+      offset,
+      ip: ipv4At(pool.spec.range, Number(offset)),
+    })),
+  );
 }
 
 function ipv4At(range: string, offset: number): string {

@@ -65,7 +65,11 @@ export class E2eWorld {
     this.host.delete();
     rmSync(this.dir, { recursive: true, force: true });
     const changed = restoreForwarding(this.forwarding);
-    assert.deepEqual(changed, [], `the suite changed the machine's forwarding sysctls (now put back): ${changed.join(', ')}`);
+    assert.deepEqual(
+      changed,
+      [],
+      `the suite changed the machine's forwarding sysctls (now put back): ${changed.join(', ')}`,
+    );
   }
 }
 

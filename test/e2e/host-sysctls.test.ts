@@ -14,16 +14,23 @@ import { forwardingChanges, readForwarding, type Forwarding } from '../support/h
 import { e2eSkipReason, Netns } from '../support/netns.ts';
 import { embeddedNode, repoRoot, requireBinary } from '../support/paths.ts';
 
-const skip = e2eSkipReason() ?? (spawnSync('nsenter', ['--version']).status === 0 ? undefined : 'nsenter (util-linux) is not installed');
+const skip =
+  e2eSkipReason() ??
+  (spawnSync('nsenter', ['--version']).status === 0 ? undefined : 'nsenter (util-linux) is not installed');
 if (skip !== undefined) console.log(`# skipping the demo's host sysctls test: ${skip}`);
 
 const helpers = join(repoRoot, 'test', 'support', 'host-sysctls.ts');
 
 /** Runs `argv` in the network namespace at `netnsPath` (only the network namespace: mounts stay the machine's). */
 function run(argv: readonly string[], netnsPath?: string): { status: number | null; stdout: string; stderr: string } {
-  const [file, args] = netnsPath === undefined ? [argv[0] ?? '', argv.slice(1)] : ['nsenter', [`--net=${netnsPath}`, '--', ...argv]];
+  const [file, args] =
+    netnsPath === undefined ? [argv[0] ?? '', argv.slice(1)] : ['nsenter', [`--net=${netnsPath}`, '--', ...argv]];
   const result = spawnSync(file, args, { cwd: repoRoot, encoding: 'utf8', timeout: 120_000 });
-  return { status: result.status, stdout: textOf(result.stdout), stderr: `${textOf(result.stderr)}${result.error?.message ?? ''}` };
+  return {
+    status: result.status,
+    stdout: textOf(result.stdout),
+    stderr: `${textOf(result.stderr)}${result.error?.message ?? ''}`,
+  };
 }
 
 /** A command that could not be spawned has null output, whatever the types say. */
@@ -85,7 +92,10 @@ describe("the demo leaves the machine's forwarding sysctls as it found them", { 
       assert.equal(wrote.status, 0, wrote.stderr);
       const before = forwardingIn(machine.path);
       // nsenter execs the demo: the signal reaches it, as a terminal's Ctrl-C would.
-      const child = spawn('nsenter', [`--net=${machine.path}`, '--', embeddedNode, join('scripts', 'demo.ts')], { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
+      const child = spawn('nsenter', [`--net=${machine.path}`, '--', embeddedNode, join('scripts', 'demo.ts')], {
+        cwd: repoRoot,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
       let stdout = '';
       let stderr = '';
       child.stdout.on('data', (b: Buffer) => {
@@ -97,7 +107,10 @@ describe("the demo leaves the machine's forwarding sysctls as it found them", { 
       assert.equal(code, 130, stdout + stderr);
       assert.match(stderr, /demo interrupted \(SIGINT\)/);
       assert.doesNotMatch(stdout, /demo finished/);
-      assert.deepEqual(readdirSync('/var/run/netns').filter((n) => n.startsWith('hab-demo-')), []);
+      assert.deepEqual(
+        readdirSync('/var/run/netns').filter((n) => n.startsWith('hab-demo-')),
+        [],
+      );
       assert.deepEqual(forwardingChanges(before, forwardingIn(machine.path)), []);
     } finally {
       machine.delete();

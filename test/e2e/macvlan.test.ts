@@ -30,10 +30,21 @@ describe('macvlan plugin with hereabouts IPAM', { skip }, () => {
         type: 'macvlan',
         master: 'habdummy0',
         mode: 'bridge',
-        ipam: { type: 'hereabouts', datastore: 'local', data_dir: world.dataDir, range: '192.168.250.0/28', exclude: ['192.168.250.0/30'] },
+        ipam: {
+          type: 'hereabouts',
+          datastore: 'local',
+          data_dir: world.dataDir,
+          range: '192.168.250.0/28',
+          exclude: ['192.168.250.0/30'],
+        },
       };
       const pod = world.newPod();
-      const call = { containerId: `mv-${cniVersion}`, netns: pod.path, ifname: 'net1', args: 'IgnoreUnknown=1;K8S_POD_NAMESPACE=e2e;K8S_POD_NAME=mv' };
+      const call = {
+        containerId: `mv-${cniVersion}`,
+        netns: pod.path,
+        ifname: 'net1',
+        args: 'IgnoreUnknown=1;K8S_POD_NAMESPACE=e2e;K8S_POD_NAME=mv',
+      };
       const add = await world.plugin('macvlan', 'ADD', call, conf);
       assert.equal(add.code, 0, add.stdout + add.stderr);
       // .0/30 is excluded (.0-.3): the first free address is .4.
@@ -42,11 +53,21 @@ describe('macvlan plugin with hereabouts IPAM', { skip }, () => {
 
       // The runtime retries ADD in a fresh sandbox of the same pod: same address.
       const again = world.newPod();
-      const add2 = await world.plugin('macvlan', 'ADD', { ...call, containerId: `mv2-${cniVersion}`, netns: again.path }, conf);
+      const add2 = await world.plugin(
+        'macvlan',
+        'ADD',
+        { ...call, containerId: `mv2-${cniVersion}`, netns: again.path },
+        conf,
+      );
       assert.equal(add2.code, 0, add2.stdout + add2.stderr);
       assert.deepEqual(ipsOf(add2.json), ['192.168.250.4/28']);
 
-      const del = await world.plugin('macvlan', 'DEL', { ...call, containerId: `mv2-${cniVersion}`, netns: again.path }, conf);
+      const del = await world.plugin(
+        'macvlan',
+        'DEL',
+        { ...call, containerId: `mv2-${cniVersion}`, netns: again.path },
+        conf,
+      );
       assert.equal(del.code, 0, del.stdout + del.stderr);
       assert.equal(again.hasLink('net1'), false);
       // DEL of the first sandbox, whose netns is now gone, still succeeds.

@@ -45,9 +45,13 @@ export function controlPlaneBackend(cp: ControlPlane): Backend {
       return {
         cluster,
         async dispose() {
-          for (const node of cluster.nodes.values()) await api.send({ method: 'DELETE', path: `/api/v1/nodes/${node.name}` });
+          for (const node of cluster.nodes.values())
+            await api.send({ method: 'DELETE', path: `/api/v1/nodes/${node.name}` });
           await api.send({ method: 'DELETE', path: `/api/v1/namespaces/${ns.name}/pods?gracePeriodSeconds=0` });
-          await api.send({ method: 'DELETE', path: `/apis/k8s.cni.cncf.io/v1/namespaces/${ns.name}/network-attachment-definitions` });
+          await api.send({
+            method: 'DELETE',
+            path: `/apis/k8s.cni.cncf.io/v1/namespaces/${ns.name}/network-attachment-definitions`,
+          });
           await ns.cleanup();
           api.close();
           rmSync(workDir, { recursive: true, force: true });

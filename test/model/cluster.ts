@@ -51,7 +51,12 @@ export interface NodeModel {
   lastAdd?: Sandbox;
 }
 
-const quiet: Logger = { debug: () => undefined, info: () => undefined, warning: () => undefined, error: () => undefined };
+const quiet: Logger = {
+  debug: () => undefined,
+  info: () => undefined,
+  warning: () => undefined,
+  error: () => undefined,
+};
 
 export interface ClusterOptions {
   /** The unfaulted client: the model's own reads and the set-up writes. */
@@ -103,7 +108,12 @@ export class Cluster {
 
   /** NADs for every network, the first nodes, and a pass that gives them slices. */
   async setup(initialNodes: readonly string[]): Promise<void> {
-    for (const net of Object.values(NETS)) await this.#write('POST', '/apis/k8s.cni.cncf.io/v1/namespaces/NS/network-attachment-definitions', this.#nad(net.id));
+    for (const net of Object.values(NETS))
+      await this.#write(
+        'POST',
+        '/apis/k8s.cni.cncf.io/v1/namespaces/NS/network-attachment-definitions',
+        this.#nad(net.id),
+      );
     for (const node of initialNodes) await this.run({ op: 'node-join', node, wipe: true });
     await this.pass(NO_FAULTS, []);
   }
@@ -123,17 +133,38 @@ export class Cluster {
 
   #nad(net: NetId): Record<string, unknown> {
     const config = this.request(net);
-    return { apiVersion: 'k8s.cni.cncf.io/v1', kind: 'NetworkAttachmentDefinition', metadata: { name: NETS[net].cniName }, spec: { config: JSON.stringify(config) } };
+    return {
+      apiVersion: 'k8s.cni.cncf.io/v1',
+      kind: 'NetworkAttachmentDefinition',
+      metadata: { name: NETS[net].cniName },
+      spec: { config: JSON.stringify(config) },
+    };
   }
 
-  async #write(method: 'POST' | 'PUT' | 'PATCH' | 'DELETE', path: string, body?: unknown, contentType?: string): Promise<number> {
-    const res = await this.api.send({ method, path: path.replace('/NS/', `/${encodeURIComponent(this.ns)}/`), ...(body === undefined ? {} : { body }), ...(contentType === undefined ? {} : { contentType }) });
-    if (res.status >= 300 && res.status !== 404 && res.status !== 409) throw new Error(`model set-up: ${method} ${path}: HTTP ${res.status} ${JSON.stringify(res.body).slice(0, 300)}`);
+  async #write(
+    method: 'POST' | 'PUT' | 'PATCH' | 'DELETE',
+    path: string,
+    body?: unknown,
+    contentType?: string,
+  ): Promise<number> {
+    const res = await this.api.send({
+      method,
+      path: path.replace('/NS/', `/${encodeURIComponent(this.ns)}/`),
+      ...(body === undefined ? {} : { body }),
+      ...(contentType === undefined ? {} : { contentType }),
+    });
+    if (res.status >= 300 && res.status !== 404 && res.status !== 409)
+      throw new Error(`model set-up: ${method} ${path}: HTTP ${res.status} ${JSON.stringify(res.body).slice(0, 300)}`);
     return res.status;
   }
 
   #patchPod(pod: string, body: unknown, status = false): Promise<number> {
-    return this.#write('PATCH', `/api/v1/namespaces/NS/pods/${pod}${status ? '/status' : ''}`, body, 'application/merge-patch+json');
+    return this.#write(
+      'PATCH',
+      `/api/v1/namespaces/NS/pods/${pod}${status ? '/status' : ''}`,
+      body,
+      'application/merge-patch+json',
+    );
   }
 
   /** Runs one step; resolves to what happened (for the report). Never throws for a product failure. */
@@ -176,11 +207,24 @@ export class Cluster {
         const res = await this.api.send({
           method: 'POST',
           path: `/api/v1/namespaces/${encodeURIComponent(this.ns)}/pods`,
-          body: { apiVersion: 'v1', kind: 'Pod', metadata: { name: step.pod }, spec: { nodeName: node.name, containers: [{ name: 'c', image: 'busybox' }] } },
+          body: {
+            apiVersion: 'v1',
+            kind: 'Pod',
+            metadata: { name: step.pod },
+            spec: { nodeName: node.name, containers: [{ name: 'c', image: 'busybox' }] },
+          },
         });
         if (res.status !== 201) throw new Error(`model: create pod ${step.pod}: HTTP ${res.status}`);
         const uid = (res.body as { metadata: { uid: string } }).metadata.uid;
-        this.pods.set(step.pod, { name: step.pod, uid, node: step.node, net: step.net, exists: true, phase: 'Pending', terminating: false });
+        this.pods.set(step.pod, {
+          name: step.pod,
+          uid,
+          node: step.node,
+          net: step.net,
+          exists: true,
+          phase: 'Pending',
+          terminating: false,
+        });
         return `created (uid ${uid.slice(0, 8)})`;
       }
       case 'add':
@@ -206,7 +250,13 @@ export class Cluster {
         const pod = this.#live(step.pod);
         // A pod already being deleted for a disruption keeps that condition: evicting it again changes nothing.
         if (pod === undefined || (pod.terminating && pod.disruption !== undefined)) return 'skip';
-        const condition = { type: 'DisruptionTarget', status: 'True', reason: step.reason, message: `model: ${step.reason}`, lastTransitionTime: new Date().toISOString().replace(/\.\d+Z$/, 'Z') };
+        const condition = {
+          type: 'DisruptionTarget',
+          status: 'True',
+          reason: step.reason,
+          message: `model: ${step.reason}`,
+          lastTransitionTime: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
+        };
         await this.#patchPod(pod.name, { status: { conditions: [condition] } }, true);
         pod.disruption = step.reason;
         // The kubelet's own terminations leave the pod object; the others delete it gracefully.
@@ -228,7 +278,12 @@ export class Cluster {
         if (step.size === this.sliceSize) return 'skip';
         this.sliceSize = step.size;
         const path = `/apis/k8s.cni.cncf.io/v1/namespaces/NS/network-attachment-definitions/${NETS.S.cniName}`;
-        await this.#write('PATCH', path, { spec: (this.#nad('S') as { spec: unknown }).spec }, 'application/merge-patch+json');
+        await this.#write(
+          'PATCH',
+          path,
+          { spec: (this.#nad('S') as { spec: unknown }).spec },
+          'application/merge-patch+json',
+        );
         return `node_slice_size /${step.size}`;
       }
     }
@@ -267,16 +322,34 @@ export class Cluster {
   }
 
   /** One CNI invocation on `node`: a new process (store, client); a kill restores the cache dir as it was then. */
-  async #invoke<T>(short: string, faults: FaultSpec, reservations: boolean, fn: (store: KubernetesStore) => Promise<T>): Promise<{ ok: true; value: T } | { ok: false; error: unknown; killed: boolean }> {
+  async #invoke<T>(
+    short: string,
+    faults: FaultSpec,
+    reservations: boolean,
+    fn: (store: KubernetesStore) => Promise<T>,
+  ): Promise<{ ok: true; value: T } | { ok: false; error: unknown; killed: boolean }> {
     const node = this.nodes.get(short)!;
     const dir = this.#cacheDir(short);
     mkdirSync(dir, { recursive: true });
     const frozen = join(this.#o.workDir, `frozen-${short}-${this.#seq++}`);
     const api = new FaultyApi(this.#o.api, faults, {
       counts: this.#o.counts,
-      onKill: () => cpSync(dir, frozen, { recursive: true, filter: (src) => !src.endsWith('.lock') && !src.includes('.lock/') && !src.endsWith('.reclaim') }),
+      onKill: () =>
+        cpSync(dir, frozen, {
+          recursive: true,
+          filter: (src) => !src.endsWith('.lock') && !src.includes('.lock/') && !src.endsWith('.reclaim'),
+        }),
     });
-    const store = new KubernetesStore({ api, node: node.name, cacheDir: dir, reservations, log: quiet, budgetMs: 5_000, cleanupTimeoutMs: 2_000, memory: new WriteMemory() });
+    const store = new KubernetesStore({
+      api,
+      node: node.name,
+      cacheDir: dir,
+      reservations,
+      log: quiet,
+      budgetMs: 5_000,
+      cleanupTimeoutMs: 2_000,
+      memory: new WriteMemory(),
+    });
     try {
       return { ok: true, value: await fn(store) };
     } catch (error) {
@@ -294,12 +367,20 @@ export class Cluster {
   #config(request: Record<string, unknown>, verb: string, pod?: PodModel) {
     const cniArgs = pod === undefined ? undefined : this.#args(pod.name, pod.uid);
     // The model's kubeconfig path is a placeholder (the stores get their API client directly): allow its directory.
-    return parseNetworkConfig(request, { cniVersion: '1.1.0', cniArgs, readFile: () => undefined, verb, env: { HEREABOUTS_ALLOWED_DIRS: '/nonexistent' } });
+    return parseNetworkConfig(request, {
+      cniVersion: '1.1.0',
+      cniArgs,
+      readFile: () => undefined,
+      verb,
+      env: { HEREABOUTS_ALLOWED_DIRS: '/nonexistent' },
+    });
   }
 
   /** CNI_ARGS as the kubelet passes them. */
   #args(pod: string, uid: string): CniArgs {
-    return parseCniArgs(`IgnoreUnknown=1;K8S_POD_NAMESPACE=${this.ns};K8S_POD_NAME=${pod};K8S_POD_INFRA_CONTAINER_ID=x;K8S_POD_UID=${uid}`);
+    return parseCniArgs(
+      `IgnoreUnknown=1;K8S_POD_NAMESPACE=${this.ns};K8S_POD_NAME=${pod};K8S_POD_INFRA_CONTAINER_ID=x;K8S_POD_UID=${uid}`,
+    );
   }
 
   async #add(name: string, faults: FaultSpec): Promise<string> {
@@ -308,20 +389,38 @@ export class Cluster {
     const node = this.nodes.get(pod.node)!;
     this.#teardown(pod, true);
     const request = this.request(pod.net);
-    const sandbox: Sandbox = { id: `c${this.#seq++}-${pod.name}`, pod: pod.name, uid: pod.uid, request, net: pod.net, ok: false, epoch: this.epoch };
+    const sandbox: Sandbox = {
+      id: `c${this.#seq++}-${pod.name}`,
+      pod: pod.name,
+      uid: pod.uid,
+      request,
+      net: pod.net,
+      ok: false,
+      epoch: this.epoch,
+    };
     pod.sandbox = sandbox;
     node.lastAdd = sandbox;
     const config = this.#config(request, 'ADD', pod);
     const args = this.#args(pod.name, pod.uid);
-    const env = { verb: 'ADD' as const, containerId: sandbox.id, ifname: 'net1', netns: '/var/run/netns/model', path: [], args };
-    const outcome = await this.#invoke(pod.node, faults, config.ipam.enableOverlappingRanges, (store) => cmdAdd({ config, store, logger: quiet, version: '1.1.0', env }));
+    const env = {
+      verb: 'ADD' as const,
+      containerId: sandbox.id,
+      ifname: 'net1',
+      netns: '/var/run/netns/model',
+      path: [],
+      args,
+    };
+    const outcome = await this.#invoke(pod.node, faults, config.ipam.enableOverlappingRanges, (store) =>
+      cmdAdd({ config, store, logger: quiet, version: '1.1.0', env }),
+    );
     if (!outcome.ok) {
       // The runtime tears the failed sandbox down: DEL follows.
       this.#teardown(pod, true);
       return `failed${outcome.killed ? ' (killed)' : ''}: ${errorLine(outcome.error)}`;
     }
     const ip = (outcome.value as unknown as { ips?: Array<{ address?: string }> }).ips?.[0]?.address?.split('/')[0];
-    if (ip === undefined) throw new Error(`model: ADD of ${name} returned no address: ${JSON.stringify(outcome.value)}`);
+    if (ip === undefined)
+      throw new Error(`model: ADD of ${name} returned no address: ${JSON.stringify(outcome.value)}`);
     sandbox.ok = true;
     sandbox.address = ip;
     const status = JSON.stringify([{ name: `${this.ns}/${NETS[pod.net].cniName}`, interface: 'net1', ips: [ip] }]);
@@ -340,7 +439,9 @@ export class Cluster {
     const config = this.#config(sandbox.request, 'DEL', pod?.uid === sandbox.uid ? pod : undefined);
     const args = this.#args(sandbox.pod, sandbox.uid);
     const env = { verb: 'DEL' as const, containerId: sandbox.id, ifname: 'net1', path: [], args };
-    const outcome = await this.#invoke(short, faults, config.ipam.enableOverlappingRanges, (store) => cmdDel({ config, store, logger: quiet, version: '1.1.0', env }));
+    const outcome = await this.#invoke(short, faults, config.ipam.enableOverlappingRanges, (store) =>
+      cmdDel({ config, store, logger: quiet, version: '1.1.0', env }),
+    );
     if (!outcome.ok) return `DEL ${sandbox.id} failed${outcome.killed ? ' (killed)' : ''}: ${errorLine(outcome.error)}`;
     node.pendingDels.splice(node.pendingDels.indexOf(sandbox), 1);
     return `DEL ${sandbox.id} done`;
@@ -349,13 +450,17 @@ export class Cluster {
   async #gc(short: string, net: NetId, stale: boolean, faults: FaultSpec): Promise<string> {
     const node = this.nodes.get(short);
     if (node === undefined || !node.up) return 'skip';
-    const live = [...this.pods.values()].filter((p) => p.exists && p.node === short && p.sandbox !== undefined).map((p) => p.sandbox!);
+    const live = [...this.pods.values()]
+      .filter((p) => p.exists && p.node === short && p.sandbox !== undefined)
+      .map((p) => p.sandbox!);
     // A snapshot taken just before the node's latest ADD (in the same instant of wall-clock time) misses it.
     const missed = stale && node.lastAdd !== undefined && node.lastAdd.epoch === this.epoch ? node.lastAdd : undefined;
     const valid = live.filter((s) => s !== missed).map((s) => ({ containerID: s.id, ifname: 'net1' }));
     const request = { ...this.request(net), 'cni.dev/valid-attachments': valid };
     const config = this.#config(request, 'GC');
-    const outcome = await this.#invoke(short, faults, config.ipam.enableOverlappingRanges, (store) => cmdGc({ config, store, logger: quiet, version: '1.1.0' }));
+    const outcome = await this.#invoke(short, faults, config.ipam.enableOverlappingRanges, (store) =>
+      cmdGc({ config, store, logger: quiet, version: '1.1.0' }),
+    );
     if (!outcome.ok) return `GC failed${outcome.killed ? ' (killed)' : ''}: ${errorLine(outcome.error)}`;
     return `GC done${missed === undefined ? '' : ` (snapshot without ${missed.id})`}`;
   }

@@ -61,7 +61,12 @@ export class SimulatedInformers {
       nodes: '/api/v1/nodes',
     };
     const views: Record<Resource, (o: unknown) => unknown> = {
-      pods: podView, pools: poolView, reservations: reservationView, nodeSlicePools: nodeSlicePoolView, nads: nadView, nodes: nodeView,
+      pods: podView,
+      pools: poolView,
+      reservations: reservationView,
+      nodeSlicePools: nodeSlicePoolView,
+      nads: nadView,
+      nodes: nodeView,
     };
     for (const resource of RESOURCES) {
       if (stale.has(resource)) continue;
@@ -84,7 +89,12 @@ export interface PassResult {
 }
 
 /** A full pass on the given caches (cleanup, node slices, pool status), always leading. */
-export async function controllerPass(api: ApiClient, c: Views, flags: ControllerFlags, slices: NodeSlices): Promise<PassResult> {
+export async function controllerPass(
+  api: ApiClient,
+  c: Views,
+  flags: ControllerFlags,
+  slices: NodeSlices,
+): Promise<PassResult> {
   const leading = (): boolean => true;
   const networkNames = new Set<string>();
   for (const nad of c.nads.values()) for (const n of nad.networkNames) networkNames.add(n);
@@ -99,7 +109,15 @@ export async function controllerPass(api: ApiClient, c: Views, flags: Controller
     log: silent,
   });
   const events = new EventRecorder(api, { identity: 'model-controller', log: silent });
-  await slices.reconcile({ nads: c.nads, nodes: c.nodes, nodeSlicePools: c.nodeSlicePools, pools: c.pools, leading, log: silent, events });
+  await slices.reconcile({
+    nads: c.nads,
+    nodes: c.nodes,
+    nodeSlicePools: c.nodeSlicePools,
+    pools: c.pools,
+    leading,
+    log: silent,
+    events,
+  });
   if (flags.poolStatus) await writePoolStatuses(api, c.pools.values(), { leading, log: silent });
   return { released: result.released.length, reservationsDeleted: result.reservationsDeleted.length };
 }

@@ -92,7 +92,11 @@ export class FaultyApi extends ApiClient {
       }
       case 'conflict':
         this.trace.push(`${where} -> injected 409`);
-        return status(409, 'Conflict', 'injected conflict: the object has been modified; please apply your changes to the latest version and try again');
+        return status(
+          409,
+          'Conflict',
+          'injected conflict: the object has been modified; please apply your changes to the latest version and try again',
+        );
       case 'unavailable':
         this.trace.push(`${where} -> injected 503`);
         return status(503, 'ServiceUnavailable', 'injected: the server is currently unable to handle the request');
@@ -114,9 +118,16 @@ export class FaultyApi extends ApiClient {
     if (this.#spec.rate <= 0 || !this.#prng.chance(this.#spec.rate)) return 'pass';
     const write = req.method !== 'GET';
     // A 409 is only realistic where a precondition can fail: conditional updates and deletes with preconditions.
-    const conditional = req.method === 'PUT' || req.method === 'PATCH' || (req.method === 'DELETE' && req.body !== undefined);
+    const conditional =
+      req.method === 'PUT' || req.method === 'PATCH' || (req.method === 'DELETE' && req.body !== undefined);
     const kinds: FaultKind[] = write
-      ? [...(conditional ? (['conflict'] as const) : []), 'unavailable', 'gateway-timeout', 'timeout-before', 'timeout-after']
+      ? [
+          ...(conditional ? (['conflict'] as const) : []),
+          'unavailable',
+          'gateway-timeout',
+          'timeout-before',
+          'timeout-after',
+        ]
       : ['unavailable', 'timeout-before'];
     return this.#prng.pick(kinds);
   }

@@ -24,7 +24,9 @@ function faults(prng: Prng, o: GenerateOptions): FaultSpec {
 
 export function generateStep(prng: Prng, cluster: Cluster, o: GenerateOptions, nested = false): Step {
   const upNodes = NODES.filter((n) => cluster.nodes.get(n)?.up === true);
-  const live = [...cluster.pods.values()].filter((p) => p.exists && p.phase !== 'Succeeded' && p.phase !== 'Failed' && upNodes.includes(p.node as never));
+  const live = [...cluster.pods.values()].filter(
+    (p) => p.exists && p.phase !== 'Succeeded' && p.phase !== 'Failed' && upNodes.includes(p.node as never),
+  );
   const withoutSandbox = live.filter((p) => p.sandbox === undefined && !p.terminating);
   const pendingNodes = upNodes.filter((n) => (cluster.nodes.get(n)?.pendingDels.length ?? 0) > 0);
   const free = PODS.filter((p) => cluster.pods.get(p)?.exists !== true);
@@ -42,7 +44,13 @@ export function generateStep(prng: Prng, cluster: Cluster, o: GenerateOptions, n
     if (nested) {
       if (r < 0.5) return { op: 'controller', stale: [], faults: faults(prng, o) };
       if (upNodes.length === 0) continue;
-      return { op: 'gc', node: prng.pick(upNodes), net: prng.pick(NETS), stale: prng.chance(0.5), faults: faults(prng, o) };
+      return {
+        op: 'gc',
+        node: prng.pick(upNodes),
+        net: prng.pick(NETS),
+        stale: prng.chance(0.5),
+        faults: faults(prng, o),
+      };
     }
     if (r < 0.48) {
       if (free.length === 0 || upNodes.length === 0 || live.length >= 8) continue;
@@ -54,7 +62,13 @@ export function generateStep(prng: Prng, cluster: Cluster, o: GenerateOptions, n
     }
     if (r < 0.62) {
       if (upNodes.length === 0) continue;
-      return { op: 'gc', node: prng.pick(upNodes), net: prng.pick(NETS), stale: prng.chance(0.5), faults: faults(prng, o) };
+      return {
+        op: 'gc',
+        node: prng.pick(upNodes),
+        net: prng.pick(NETS),
+        stale: prng.chance(0.5),
+        faults: faults(prng, o),
+      };
     }
     if (r < 0.7) {
       const existing = [...cluster.pods.values()].filter((p) => p.exists);
@@ -67,7 +81,12 @@ export function generateStep(prng: Prng, cluster: Cluster, o: GenerateOptions, n
     }
     if (r < 0.77) {
       if (live.length === 0) continue;
-      return { op: 'pod-terminate', pod: prng.pick(live).name, phase: prng.chance(0.5) ? 'Succeeded' : 'Failed', del: prng.chance(0.5) };
+      return {
+        op: 'pod-terminate',
+        pod: prng.pick(live).name,
+        phase: prng.chance(0.5) ? 'Succeeded' : 'Failed',
+        del: prng.chance(0.5),
+      };
     }
     if (r < 0.79) {
       if (upNodes.length <= 1) continue;
@@ -93,7 +112,12 @@ export function generateStep(prng: Prng, cluster: Cluster, o: GenerateOptions, n
     const used = new Set<string>();
     for (let i = 0, n = 2 + prng.int(2); i < n; i++) {
       const step = generateStep(prng, cluster, o, true);
-      const node = step.op === 'add' ? cluster.pods.get(step.pod)?.node : step.op === 'del' || step.op === 'gc' ? step.node : 'controller';
+      const node =
+        step.op === 'add'
+          ? cluster.pods.get(step.pod)?.node
+          : step.op === 'del' || step.op === 'gc'
+            ? step.node
+            : 'controller';
       if (node === undefined || used.has(node)) continue;
       used.add(node);
       steps.push(step);

@@ -4,6 +4,18 @@ import { test } from 'node:test';
 import { memoryBackend } from './backends.ts';
 import { modelRun } from './suite.ts';
 
-test('never twice: random ADD/DEL/GC/controller/pod/node/reslice sequences with faults keep every invariant (in-memory API)', { timeout: 600_000 }, async () => {
-  await modelRun('in-process', memoryBackend(), { steps: 10_000, timeMs: 90_000, faultRate: 0.08, killRate: 0.08, sequenceLength: 40, shrinkMs: 10_000, shrinkTotalMs: 90_000 });
-});
+test(
+  'never twice: random ADD/DEL/GC/controller/pod/node/reslice sequences with faults keep every invariant (in-memory API)',
+  { timeout: 600_000 },
+  async () => {
+    await modelRun('in-process', memoryBackend(), {
+      steps: 10_000,
+      timeMs: 90_000,
+      faultRate: 0.08,
+      killRate: 0.08,
+      sequenceLength: 40,
+      shrinkMs: 10_000,
+      shrinkTotalMs: 90_000,
+    });
+  },
+);

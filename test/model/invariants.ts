@@ -31,7 +31,8 @@ const str = (v: unknown): string => (typeof v === 'string' ? v : '');
 
 function netOfPool(name: string, range: string): NetId | undefined {
   if (name.startsWith(`${NETS.S.networkName}-`)) return 'S';
-  for (const net of ['A', 'B', 'C'] as const) if (range === NETS[net].range && name === NETS[net].range.replace('/', '-')) return net;
+  for (const net of ['A', 'B', 'C'] as const)
+    if (range === NETS[net].range && name === NETS[net].range.replace('/', '-')) return net;
   return undefined;
 }
 
@@ -44,7 +45,14 @@ export async function readState(cluster: Cluster): Promise<{ held: Held[]; reser
     for (const [offset, entry] of Object.entries(obj(spec['allocations']))) {
       const e = obj(entry);
       const ip = formatIP({ family: cidr.family, value: networkOf(cidr) + BigInt(offset) });
-      held.push({ pool: name, net: netOfPool(name, str(spec['range'])), ip, podRef: str(e['podref']), containerId: str(e['id']), podUid: str(e['podUid']) });
+      held.push({
+        pool: name,
+        net: netOfPool(name, str(spec['range'])),
+        ip,
+        podRef: str(e['podref']),
+        containerId: str(e['id']),
+        podUid: str(e['podUid']),
+      });
     }
   }
   const reservations = new Map<string, string>();
@@ -68,13 +76,25 @@ export async function checkStep(cluster: Cluster): Promise<Violation[]> {
   const byIp = new Map<string, Held[]>();
   for (const h of held) byIp.set(h.ip, [...(byIp.get(h.ip) ?? []), h]);
   for (const [ip, list] of byIp) {
-    if (list.length > 1) out.push({ invariant: 'duplicate', message: `${ip} is in ${list.length} records: ${list.map((h) => `${h.pool} -> ${h.podRef} ${h.containerId}`).join('; ')}` });
+    if (list.length > 1)
+      out.push({
+        invariant: 'duplicate',
+        message: `${ip} is in ${list.length} records: ${list.map((h) => `${h.pool} -> ${h.podRef} ${h.containerId}`).join('; ')}`,
+      });
   }
   for (const h of held) {
     if (h.net === undefined || !NETS[h.net].overlapping) continue;
     const owner = reservations.get(h.ip);
-    if (owner === undefined) out.push({ invariant: 'reservation', message: `${h.ip} is held in ${h.pool} by ${h.podRef} (${h.containerId}) but has no OverlappingRangeIPReservation` });
-    else if (owner !== h.podRef) out.push({ invariant: 'reservation', message: `${h.ip} is held in ${h.pool} by ${h.podRef} but its reservation names ${owner}` });
+    if (owner === undefined)
+      out.push({
+        invariant: 'reservation',
+        message: `${h.ip} is held in ${h.pool} by ${h.podRef} (${h.containerId}) but has no OverlappingRangeIPReservation`,
+      });
+    else if (owner !== h.podRef)
+      out.push({
+        invariant: 'reservation',
+        message: `${h.ip} is held in ${h.pool} by ${h.podRef} but its reservation names ${owner}`,
+      });
   }
   for (const pod of cluster.pods.values()) {
     if (!keepsAddress(pod)) continue;
@@ -83,9 +103,15 @@ export async function checkStep(cluster: Cluster): Promise<Violation[]> {
     const records = held.filter((h) => h.ip === sandbox.address && h.net === sandbox.net);
     const mine = records.find((h) => h.podRef === ref && h.containerId === sandbox.id);
     if (mine !== undefined) continue;
-    const what = records.length === 0 ? 'no record holds it' : `it is held by ${records.map((h) => `${h.podRef} ${h.containerId} in ${h.pool}`).join('; ')}`;
+    const what =
+      records.length === 0
+        ? 'no record holds it'
+        : `it is held by ${records.map((h) => `${h.podRef} ${h.containerId} in ${h.pool}`).join('; ')}`;
     const state = `${pod.phase}${pod.terminating ? ', terminating' : ''}${pod.disruption === undefined ? '' : `, DisruptionTarget ${pod.disruption}`}`;
-    out.push({ invariant: 'lost-address', message: `pod ${pod.name} (${state}, node ${pod.node}, net ${pod.net}) was given ${sandbox.address} for ${sandbox.id}, but ${what}` });
+    out.push({
+      invariant: 'lost-address',
+      message: `pod ${pod.name} (${state}, node ${pod.node}, net ${pod.net}) was given ${sandbox.address} for ${sandbox.id}, but ${what}`,
+    });
   }
   return out;
 }
@@ -97,14 +123,29 @@ export async function checkLeaks(cluster: Cluster): Promise<Violation[]> {
   for (const h of held) {
     const pod = [...cluster.pods.values()].find((p) => cluster.podRef(p.name) === h.podRef);
     if (pod?.exists === true && pod.disruption === 'DeletionByTaintManager') continue; // either outcome is allowed
-    const explained = pod !== undefined && keepsAddress(pod) && pod.sandbox!.id === h.containerId && pod.sandbox!.address === h.ip;
+    const explained =
+      pod !== undefined && keepsAddress(pod) && pod.sandbox!.id === h.containerId && pod.sandbox!.address === h.ip;
     if (explained) continue;
-    const why = pod === undefined || !pod.exists ? 'its pod is gone' : pod.phase === 'Succeeded' || pod.phase === 'Failed' ? `its pod is ${pod.phase}` : `its pod's sandbox is ${pod.sandbox?.id ?? 'gone'}`;
-    out.push({ invariant: 'leak', message: `${h.ip} in ${h.pool} (${h.podRef} ${h.containerId}) survived a controller pass although ${why}` });
+    const why =
+      pod === undefined || !pod.exists
+        ? 'its pod is gone'
+        : pod.phase === 'Succeeded' || pod.phase === 'Failed'
+          ? `its pod is ${pod.phase}`
+          : `its pod's sandbox is ${pod.sandbox?.id ?? 'gone'}`;
+    out.push({
+      invariant: 'leak',
+      message: `${h.ip} in ${h.pool} (${h.podRef} ${h.containerId}) survived a controller pass although ${why}`,
+    });
   }
   for (const [name, podRef] of reservations) {
-    const record = held.find((h) => h.ip === name && h.net !== undefined && NETS[h.net].overlapping && h.podRef === podRef);
-    if (record === undefined) out.push({ invariant: 'leak', message: `reservation ${name} of ${podRef} survived a controller pass without its allocation` });
+    const record = held.find(
+      (h) => h.ip === name && h.net !== undefined && NETS[h.net].overlapping && h.podRef === podRef,
+    );
+    if (record === undefined)
+      out.push({
+        invariant: 'leak',
+        message: `reservation ${name} of ${podRef} survived a controller pass without its allocation`,
+      });
   }
   return out;
 }

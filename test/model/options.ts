@@ -25,6 +25,8 @@ export function modelEnv(defaults: { steps: number; timeMs: number }, env = proc
     seed: num('HEREABOUTS_MODEL_SEED', Math.floor(Math.random() * 2 ** 31)),
     steps: num('HEREABOUTS_MODEL_STEPS', defaults.steps),
     timeMs: num('HEREABOUTS_MODEL_TIME_MS', defaults.timeMs),
-    ...(replayText === undefined || replayText === '' ? {} : { replay: JSON.parse(replayText) as { seed: number; steps: Step[] } }),
+    ...(replayText === undefined || replayText === ''
+      ? {}
+      : { replay: JSON.parse(replayText) as { seed: number; steps: Step[] } }),
   };
 }

@@ -51,7 +51,12 @@ interface Execution {
 }
 
 /** Runs one sequence: the given steps, or `length` generated ones. */
-export async function execute(backend: Backend, seed: number, counts: FaultCounts, given: readonly Step[] | { length: number; gen: GenerateOptions }): Promise<Execution> {
+export async function execute(
+  backend: Backend,
+  seed: number,
+  counts: FaultCounts,
+  given: readonly Step[] | { length: number; gen: GenerateOptions },
+): Promise<Execution> {
   const { cluster, dispose } = await backend.create(counts);
   const steps: Step[] = [];
   const outcomes: string[] = [];
@@ -62,7 +67,12 @@ export async function execute(backend: Backend, seed: number, counts: FaultCount
       if (seen.has(v.message)) continue;
       seen.add(v.message);
       const step = steps[after];
-      const op = step === undefined ? 'quiesce' : step.op === 'parallel' ? `parallel(${step.steps.map((s) => s.op).join(',')})` : step.op;
+      const op =
+        step === undefined
+          ? 'quiesce'
+          : step.op === 'parallel'
+            ? `parallel(${step.steps.map((s) => s.op).join(',')})`
+            : step.op;
       violations.push({ ...v, after, op });
     }
   };
@@ -73,7 +83,9 @@ export async function execute(backend: Backend, seed: number, counts: FaultCount
       await cluster.setup(['n1', 'n2']);
       const length = Array.isArray(given) ? given.length : (given as { length: number }).length;
       for (let i = 0; i < length; i++) {
-        const step = Array.isArray(given) ? (given[i] as Step) : generateStep(prng, cluster, (given as { gen: GenerateOptions }).gen);
+        const step = Array.isArray(given)
+          ? (given[i] as Step)
+          : generateStep(prng, cluster, (given as { gen: GenerateOptions }).gen);
         steps.push(step);
         let outcome: string;
         try {
@@ -91,7 +103,10 @@ export async function execute(backend: Backend, seed: number, counts: FaultCount
       const problems = await cluster.quiesce();
       outcomes.push('quiesce: kubelets retry their DELs, +2 h, one controller pass');
       checks++;
-      note(problems.map((message) => ({ invariant: 'kubelet' as const, message })), steps.length);
+      note(
+        problems.map((message) => ({ invariant: 'kubelet' as const, message })),
+        steps.length,
+      );
       note([...(await checkStep(cluster)), ...(await checkLeaks(cluster))], steps.length);
       return { steps, outcomes, violations, checks };
     });
@@ -106,13 +121,23 @@ export async function execute(backend: Backend, seed: number, counts: FaultCount
  */
 function kindOf(v: Violation & { readonly op?: string }): string {
   const disrupted = /DisruptionTarget/.test(v.message) ? 'disrupted' : '';
-  const why = /although (its pod is \w+|its pod's sandbox)|without its allocation|has no OverlappingRange|its reservation names|is in \d+ records|but it is held by/.exec(v.message);
+  const why =
+    /although (its pod is \w+|its pod's sandbox)|without its allocation|has no OverlappingRange|its reservation names|is in \d+ records|but it is held by/.exec(
+      v.message,
+    );
   const op = v.invariant === 'leak' ? '' : (v.op ?? '').replace(/\(.*\)$/, '').replace('quiesce', 'controller');
   return [v.invariant, op, disrupted, why?.[0].replace(/\d+/, 'n') ?? ''].join('|');
 }
 
 /** ddmin: the shortest sub-sequence (found within the time allowed) that still breaks the same invariant. */
-async function shrink(backend: Backend, seed: number, steps: readonly Step[], kind: string, deadline: number, totals: Totals): Promise<{ run: Execution; violation: Execution['violations'][number] } | undefined> {
+async function shrink(
+  backend: Backend,
+  seed: number,
+  steps: readonly Step[],
+  kind: string,
+  deadline: number,
+  totals: Totals,
+): Promise<{ run: Execution; violation: Execution['violations'][number] } | undefined> {
   let best: { run: Execution; violation: Execution['violations'][number] } | undefined;
   const fails = async (candidate: readonly Step[]): Promise<boolean> => {
     totals.shrinkRuns++;
@@ -164,14 +189,22 @@ export async function runModel(backend: Backend, o: RunOptions): Promise<Totals>
       const kind = kindOf(violation);
       if (seen.has(kind)) continue;
       seen.add(kind);
-      log(`sequence seed ${seed}: ${violation.invariant}: ${violation.message} (after step ${violation.after + 1}); shrinking`);
+      log(
+        `sequence seed ${seed}: ${violation.invariant}: ${violation.message} (after step ${violation.after + 1}); shrinking`,
+      );
       const steps = run.steps.slice(0, violation.after + 1);
       const t0 = performance.now();
       const budget = Math.min(o.shrinkMs, o.shrinkTotalMs - shrinking);
       const small = budget > 0 ? await shrink(backend, seed, steps, kind, t0 + budget, totals) : undefined;
       shrinking += performance.now() - t0;
       const best = small ?? { run: { ...run, steps }, violation };
-      totals.failures.push({ seed, violation: best.violation, original: steps.length, steps: best.run.steps.slice(0, best.violation.after + 1), outcomes: best.run.outcomes });
+      totals.failures.push({
+        seed,
+        violation: best.violation,
+        original: steps.length,
+        steps: best.run.steps.slice(0, best.violation.after + 1),
+        outcomes: best.run.outcomes,
+      });
     }
   }
   return totals;
@@ -183,14 +216,18 @@ export function formatFailure(f: Failure, index: number): string {
     `   ${f.violation.message}`,
     '   steps (after set-up: NADs for networks A B C S, nodes n1 n2 joined, one controller pass):',
   ];
-  f.steps.forEach((s, i) => lines.push(`   ${String(i + 1).padStart(3)}. ${describeStep(s)}  => ${f.outcomes[i] ?? ''}`));
+  f.steps.forEach((s, i) =>
+    lines.push(`   ${String(i + 1).padStart(3)}. ${describeStep(s)}  => ${f.outcomes[i] ?? ''}`),
+  );
   if (f.violation.after >= f.steps.length) lines.push(`        then: ${f.outcomes[f.steps.length] ?? 'quiesce'}`);
   lines.push(`   replay: HEREABOUTS_MODEL_REPLAY='${JSON.stringify({ seed: f.seed, steps: f.steps })}'`);
   return lines.join('\n');
 }
 
 export function formatTotals(t: Totals, ms: number): string {
-  const kinds = Object.entries(t.faults.byKind).map(([k, v]) => `${k} ${v}`).join(', ');
+  const kinds = Object.entries(t.faults.byKind)
+    .map(([k, v]) => `${k} ${v}`)
+    .join(', ');
   return `model totals: ${t.sequences} sequences, ${t.steps} steps, ${t.checks} invariant checks, ${t.faults.injected} faults injected (${kinds}), ${t.faults.kills} process kills, ${t.shrinkRuns} shrink replays, ${t.failures.length} distinct failures, ${(ms / 1000).toFixed(1)} s`;
 }
 

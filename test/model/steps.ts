@@ -23,7 +23,12 @@ export const NETS: Readonly<Record<NetId, NetDef>> = {
   S: { id: 'S', cniName: 'nets', range: '10.90.0.0/26', overlapping: false, networkName: 'sl', slice: 28 },
 };
 
-export const DISRUPTION_REASONS = ['EvictionByEvictionAPI', 'PreemptionByScheduler', 'TerminationByKubelet', 'DeletionByTaintManager'] as const;
+export const DISRUPTION_REASONS = [
+  'EvictionByEvictionAPI',
+  'PreemptionByScheduler',
+  'TerminationByKubelet',
+  'DeletionByTaintManager',
+] as const;
 export type DisruptionReason = (typeof DISRUPTION_REASONS)[number];
 
 export type Step =
@@ -38,21 +43,38 @@ export type Step =
   /** The kubelet's CNI DEL of one torn-down sandbox of the node. */
   | { readonly op: 'del'; readonly node: string; readonly pick: number; readonly faults: FaultSpec }
   /** CNI GC with the runtime's valid attachments; `stale`: taken before the node's latest ADD. */
-  | { readonly op: 'gc'; readonly node: string; readonly net: NetId; readonly stale: boolean; readonly faults: FaultSpec }
+  | {
+      readonly op: 'gc';
+      readonly node: string;
+      readonly net: NetId;
+      readonly stale: boolean;
+      readonly faults: FaultSpec;
+    }
   /** A full controller pass; the caches in `stale` were not refreshed since the previous pass. */
   | { readonly op: 'controller'; readonly stale: readonly Resource[]; readonly faults: FaultSpec }
   /** graceful: the pod starts terminating (or, when it already is, its kubelet finishes); else a force deletion. */
   | { readonly op: 'pod-delete'; readonly pod: string; readonly graceful: boolean }
   | { readonly op: 'pod-evict'; readonly pod: string; readonly reason: DisruptionReason }
   /** The pod's containers end; `del`: its kubelet tears the sandbox down (CNI DEL), else it never does (node shutdown). */
-  | { readonly op: 'pod-terminate'; readonly pod: string; readonly phase: 'Succeeded' | 'Failed'; readonly del: boolean }
+  | {
+      readonly op: 'pod-terminate';
+      readonly pod: string;
+      readonly phase: 'Succeeded' | 'Failed';
+      readonly del: boolean;
+    }
   /** node_slice_size of network S changes in its NetworkAttachmentDefinition. */
   | { readonly op: 'reslice'; readonly size: number }
   /** Wall-clock time passes (grace periods, cache TTLs). */
   | { readonly op: 'time'; readonly ms: number }
   | { readonly op: 'parallel'; readonly steps: readonly Step[] }
   /** Two ADDs in one node's pool at once, the first one's process stalled while it holds the pool's lock. */
-  | { readonly op: 'stall'; readonly holder: string; readonly waiter: string; readonly ms: number; readonly faults: FaultSpec };
+  | {
+      readonly op: 'stall';
+      readonly holder: string;
+      readonly waiter: string;
+      readonly ms: number;
+      readonly faults: FaultSpec;
+    };
 
 export function describeStep(step: Step): string {
   const f = (spec: FaultSpec): string =>

@@ -5,7 +5,19 @@ import { modelEnv } from './options.ts';
 import { execute, formatFailure, formatTotals, runModel, type Backend } from './runner.ts';
 import { installVirtualClock } from './virtual-clock.ts';
 
-export async function modelRun(label: string, backend: Backend, defaults: { steps: number; timeMs: number; faultRate: number; killRate: number; sequenceLength: number; shrinkMs: number; shrinkTotalMs: number }): Promise<void> {
+export async function modelRun(
+  label: string,
+  backend: Backend,
+  defaults: {
+    steps: number;
+    timeMs: number;
+    faultRate: number;
+    killRate: number;
+    sequenceLength: number;
+    shrinkMs: number;
+    shrinkTotalMs: number;
+  },
+): Promise<void> {
   installVirtualClock();
   const env = modelEnv(defaults);
   const print = (line: string): void => void process.stdout.write(`# [model ${label}] ${line}\n`);
@@ -16,12 +28,24 @@ export async function modelRun(label: string, backend: Backend, defaults: { step
     assert.deepEqual(run.violations, [], 'the replayed sequence breaks invariants');
     return;
   }
-  print(`seed ${env.seed} (HEREABOUTS_MODEL_SEED=${env.seed} repeats this run), budget ${env.steps} steps / ${env.timeMs} ms`);
+  print(
+    `seed ${env.seed} (HEREABOUTS_MODEL_SEED=${env.seed} repeats this run), budget ${env.steps} steps / ${env.timeMs} ms`,
+  );
   const started = performance.now();
-  const totals = await runModel(backend, { ...defaults, seed: env.seed, steps: env.steps, timeMs: env.timeMs, log: print });
+  const totals = await runModel(backend, {
+    ...defaults,
+    seed: env.seed,
+    steps: env.steps,
+    timeMs: env.timeMs,
+    log: print,
+  });
   print(formatTotals(totals, performance.now() - started));
   const report = totals.failures.map(formatFailure).join('\n\n');
   if (report !== '') print(`failures (seed ${env.seed}):\n${report}`);
-  assert.equal(totals.failures.length, 0, `the model test (seed ${env.seed}) found ${totals.failures.length} distinct invariant violations:\n\n${report}`);
+  assert.equal(
+    totals.failures.length,
+    0,
+    `the model test (seed ${env.seed}) found ${totals.failures.length} distinct invariant violations:\n\n${report}`,
+  );
   assert.ok(totals.steps >= Math.min(env.steps, 1), 'no step ran');
 }

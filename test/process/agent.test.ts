@@ -14,21 +14,34 @@ import { requireBinary } from '../support/paths.ts';
 const bin = requireBinary();
 
 function conf(dataDir: string, network = 'agent', cidr = '10.91.0.0/24'): Record<string, unknown> {
-  return { cniVersion: '1.0.0', name: network, type: 'bridge', ipam: { type: 'hereabouts', datastore: 'local', data_dir: dataDir, range: cidr } };
+  return {
+    cniVersion: '1.0.0',
+    name: network,
+    type: 'bridge',
+    ipam: { type: 'hereabouts', datastore: 'local', data_dir: dataDir, range: cidr },
+  };
 }
 
-function add(socket: string, dataDir: string, containerId: string, extraEnv: Record<string, string> = {}): Promise<CniOutcome> {
+function add(
+  socket: string,
+  dataDir: string,
+  containerId: string,
+  extraEnv: Record<string, string> = {},
+): Promise<CniOutcome> {
   return runCni(bin, { command: 'ADD', containerId, netns: '/x', ifname: 'eth0', path: '/x' }, conf(dataDir), {
     extraEnv: { HEREABOUTS_AGENT_SOCKET: socket, HEREABOUTS_TIMINGS: '1', ...extraEnv },
   });
 }
 
-const addressOf = (out: CniOutcome): string | undefined => (out.json?.['ips'] as Array<{ address: string }> | undefined)?.[0]?.address;
+const addressOf = (out: CniOutcome): string | undefined =>
+  (out.json?.['ips'] as Array<{ address: string }> | undefined)?.[0]?.address;
 /** The client prints this timing line only when the agent answered. */
 const servedByAgent = (out: CniOutcome): boolean => out.stderr.includes('"in the node agent');
 
 function allocations(dataDir: string, network = 'agent', pool = '10.91.0.0-24'): Record<string, string> {
-  const stored = JSON.parse(readFileSync(join(dataDir, network, `${pool}.json`), 'utf8')) as { allocations: Record<string, { id: string }> };
+  const stored = JSON.parse(readFileSync(join(dataDir, network, `${pool}.json`), 'utf8')) as {
+    allocations: Record<string, { id: string }>;
+  };
   return Object.fromEntries(Object.entries(stored.allocations).map(([k, v]) => [k, v.id]));
 }
 
@@ -51,9 +64,14 @@ test('with an agent, ADD and DEL are served by it: same result, socket 0600 in a
   assert.equal(addressOf(first), '10.91.0.1/24');
   const again = await add(socket, join(dir, 'data'), 'c1');
   assert.equal(again.stdout, first.stdout, 'a repeated ADD through the agent is idempotent');
-  const del = await runCni(bin, { command: 'DEL', containerId: 'c1', ifname: 'eth0', path: '/x' }, conf(join(dir, 'data')), {
-    extraEnv: { HEREABOUTS_AGENT_SOCKET: socket },
-  });
+  const del = await runCni(
+    bin,
+    { command: 'DEL', containerId: 'c1', ifname: 'eth0', path: '/x' },
+    conf(join(dir, 'data')),
+    {
+      extraEnv: { HEREABOUTS_AGENT_SOCKET: socket },
+    },
+  );
   assert.equal(del.code, 0, del.stdout + del.stderr);
   assert.equal(del.stdout, '');
   assert.deepEqual(allocations(join(dir, 'data')), {});
@@ -147,7 +165,12 @@ test('garbage, a huge frame and silence get the connection closed, and other cal
   const versioned = Buffer.alloc(8);
   versioned.writeUInt32BE(4 + wrongVersion.length, 0);
   versioned.writeUInt32BE(wrongVersion.length, 4);
-  for (const bytes of [huge, garbage, Buffer.concat([versioned, wrongVersion]), Buffer.from('GET / HTTP/1.1\r\n\r\n')]) {
+  for (const bytes of [
+    huge,
+    garbage,
+    Buffer.concat([versioned, wrongVersion]),
+    Buffer.from('GET / HTTP/1.1\r\n\r\n'),
+  ]) {
     const { answer } = await rawExchange(socket, bytes);
     assert.equal(answer.length, 0, 'no answer to a malformed request');
   }

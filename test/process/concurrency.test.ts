@@ -15,20 +15,35 @@ const PROCESSES = Number(process.env['HEREABOUTS_CONCURRENT_PROCESSES'] ?? 200);
 const PROMPT_MS = 3_000;
 
 function conf(dataDir: string): Record<string, unknown> {
-  return { cniVersion: '1.0.0', name: 'burst', type: 'bridge', ipam: { type: 'hereabouts', datastore: 'local', data_dir: dataDir, range: '10.50.0.0/16' } };
+  return {
+    cniVersion: '1.0.0',
+    name: 'burst',
+    type: 'bridge',
+    ipam: { type: 'hereabouts', datastore: 'local', data_dir: dataDir, range: '10.50.0.0/16' },
+  };
 }
 
 /** Calls answered code 11 after waiting out the pool lock, and run again (retryLockWaits). */
 let lockRetries = 0;
 
 function call(command: 'ADD' | 'DEL', dataDir: string, i: number): Promise<CniOutcome> {
-  return retryLockWaits(() => callOnce(command, dataDir, i), () => lockRetries++);
+  return retryLockWaits(
+    () => callOnce(command, dataDir, i),
+    () => lockRetries++,
+  );
 }
 
 function callOnce(command: 'ADD' | 'DEL', dataDir: string, i: number): Promise<CniOutcome> {
   return runCni(
     bin,
-    { command, containerId: `burst-${i}`, netns: '/var/run/netns/x', ifname: 'eth0', path: '/usr/lib/cni', args: `IgnoreUnknown=1;K8S_POD_NAMESPACE=load;K8S_POD_NAME=p${i}` },
+    {
+      command,
+      containerId: `burst-${i}`,
+      netns: '/var/run/netns/x',
+      ifname: 'eth0',
+      path: '/usr/lib/cni',
+      args: `IgnoreUnknown=1;K8S_POD_NAMESPACE=load;K8S_POD_NAME=p${i}`,
+    },
     conf(dataDir),
     { timeoutMs: 120_000 },
   );
@@ -38,7 +53,8 @@ function poolAllocations(dataDir: string): Record<string, { id: string }> {
   const dir = join(dataDir, 'burst');
   const file = readdirSync(dir).find((f) => f.endsWith('.json'));
   assert.ok(file !== undefined, 'the pool file exists');
-  return (JSON.parse(readFileSync(join(dir, file), 'utf8')) as { allocations: Record<string, { id: string }> }).allocations;
+  return (JSON.parse(readFileSync(join(dir, file), 'utf8')) as { allocations: Record<string, { id: string }> })
+    .allocations;
 }
 
 const addressOf = (out: CniOutcome): string => (out.json?.['ips'] as Array<{ address: string }>)[0]!.address;
@@ -55,7 +71,13 @@ describe('concurrent plugin processes on one network', { timeout: 600_000 }, () 
       assert.equal(Object.keys(stored).length, PROCESSES);
       // What each process printed is what the store recorded for its container.
       adds.forEach((out, i) => {
-        const offset = addressOf(out).split('/')[0]!.split('.').map(Number).reduce((a, b) => a * 256 + b, 0) - (10 * 2 ** 24 + 50 * 2 ** 16);
+        const offset =
+          addressOf(out)
+            .split('/')[0]!
+            .split('.')
+            .map(Number)
+            .reduce((a, b) => a * 256 + b, 0) -
+          (10 * 2 ** 24 + 50 * 2 ** 16);
         assert.equal(stored[String(offset)]?.id, `burst-${i}`);
       });
       const dels = await Promise.all(Array.from({ length: PROCESSES }, (_, i) => call('DEL', dataDir, i)));
@@ -72,13 +94,21 @@ describe('concurrent plugin processes on one network', { timeout: 600_000 }, () 
     try {
       assert.equal((await call('ADD', dataDir, 0)).code, 0); // creates the pool
       // A stand-in for a plugin process frozen inside its critical section: it takes the very same lock.
-      const holder = spawn(embeddedNode, ['--input-type=module', '-e', `
+      const holder = spawn(
+        embeddedNode,
+        [
+          '--input-type=module',
+          '-e',
+          `
         import { acquireLock, DEFAULT_LOCK_TIMING } from ${JSON.stringify(join(repoRoot, 'src/fs/lock.ts'))};
         import { poolPaths } from ${JSON.stringify(join(repoRoot, 'src/store/local/paths.ts'))};
         await acquireLock(poolPaths(${JSON.stringify(dataDir)}, { network: 'burst', name: '10.50.0.0-16' }), DEFAULT_LOCK_TIMING);
         process.stdout.write('locked\\n');
         setInterval(() => {}, 1000);
-      `], { stdio: ['ignore', 'pipe', 'inherit'] });
+      `,
+        ],
+        { stdio: ['ignore', 'pipe', 'inherit'] },
+      );
       await new Promise<void>((resolve, reject) => {
         holder.stdout.once('data', () => resolve());
         holder.once('exit', (code) => reject(new Error(`lock holder exited early (${code})`)));
@@ -102,9 +132,14 @@ describe('concurrent plugin processes on one network', { timeout: 600_000 }, () 
     try {
       assert.equal((await call('ADD', dataDir, 0)).code, 0); // the pool exists even if every process below is killed early
       const runs = Array.from({ length: 60 }, (_, i) => {
-        const child = runCni(bin, { command: 'ADD', containerId: `chaos-${i}`, netns: '/x', ifname: 'eth0', path: '/usr/lib/cni' }, conf(dataDir), {
-          timeoutMs: 20 + Math.floor(Math.random() * 600), // killed with SIGKILL at a random point
-        });
+        const child = runCni(
+          bin,
+          { command: 'ADD', containerId: `chaos-${i}`, netns: '/x', ifname: 'eth0', path: '/usr/lib/cni' },
+          conf(dataDir),
+          {
+            timeoutMs: 20 + Math.floor(Math.random() * 600), // killed with SIGKILL at a random point
+          },
+        );
         return child;
       });
       const outcomes = await Promise.all(runs);

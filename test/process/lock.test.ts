@@ -22,7 +22,14 @@ function conf(dataDir: string, logFile: string): Record<string, unknown> {
     cniVersion: '1.0.0',
     name: 'frozen',
     type: 'bridge',
-    ipam: { type: 'hereabouts', datastore: 'local', data_dir: dataDir, range: '10.77.0.0/24', log_file: logFile, log_level: 'debug' },
+    ipam: {
+      type: 'hereabouts',
+      datastore: 'local',
+      data_dir: dataDir,
+      range: '10.77.0.0/24',
+      log_file: logFile,
+      log_level: 'debug',
+    },
   };
 }
 
@@ -46,7 +53,9 @@ function startHolder(dataDir: string, goFile: string): ChildProcess & { output: 
     });
     writeSync(1, 'committed ' + address + '\\n');
   `;
-  const child = spawn(embeddedNode, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'pipe'] }) as ChildProcess & { output: string };
+  const child = spawn(embeddedNode, ['--input-type=module', '-e', script], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  }) as ChildProcess & { output: string };
   child.output = '';
   child.stdout?.on('data', (b: Buffer) => (child.output += b.toString()));
   child.stderr?.on('data', (b: Buffer) => (child.output += b.toString()));
@@ -61,62 +70,94 @@ async function until(what: string, check: () => boolean, timeoutMs = 20_000): Pr
   }
 }
 
-const addressOf = (out: CniOutcome): string | undefined => (out.json?.['ips'] as Array<{ address: string }> | undefined)?.[0]?.address;
+const addressOf = (out: CniOutcome): string | undefined =>
+  (out.json?.['ips'] as Array<{ address: string }> | undefined)?.[0]?.address;
 const toIPv4 = (value: bigint): string => [24n, 16n, 8n, 0n].map((s) => String((value >> s) & 255n)).join('.');
 
-test('an ADD waiting on a holder frozen (SIGSTOP) past the old stale window never gets the address it is committing', { timeout: 90_000 }, async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'hab-frozen-'));
-  const dataDir = join(dir, 'data');
-  const logFile = join(dir, 'add.log');
-  const goFile = join(dir, 'go');
-  const holder = startHolder(dataDir, goFile);
-  try {
-    await until('the holder to plan', () => holder.output.includes('planned'));
-    const planned = toIPv4(BigInt(/planned (\d+)/.exec(holder.output)?.[1] ?? '0'));
-    holder.kill('SIGSTOP');
-    const stoppedAt = Date.now();
-    let done: CniOutcome | undefined;
-    const add = runCni(bin, { command: 'ADD', containerId: 'waiter', netns: '/x', ifname: 'eth0', path: '/x' }, conf(dataDir, logFile), { timeoutMs: 60_000 }).then((out) => (done = out));
-    // The ADD reached the lock and found it held: from here on it is waiting, not starting up.
-    await until('the ADD to wait on the lock', () => done !== undefined || (existsSync(logFile) && /is held by pid \d+ \(running\)/.test(readFileSync(logFile, 'utf8'))));
-    // Stay frozen past the window after which the lock used to be taken over.
-    await new Promise((r) => setTimeout(r, Math.max(0, stoppedAt + OLD_STALE_MS + 1_500 - Date.now())));
-    assert.equal(done, undefined, `the ADD finished while the holder was frozen: ${JSON.stringify(done?.json)}`);
-    holder.kill('SIGCONT');
-    writeFileSync(goFile, '');
-    await until('the holder to commit', () => holder.output.includes('committed'));
-    const out = await add;
-    assert.equal(out.code, 0, out.stdout + out.stderr);
-    assert.notEqual(addressOf(out), `${planned}/24`, 'the waiting ADD got the frozen holder\'s address');
-    assert.equal(addressOf(out), '10.77.0.2/24');
-    const stored = JSON.parse(readFileSync(join(dataDir, 'frozen', '10.77.0.0-24.json'), 'utf8')) as { allocations: Record<string, { id: string }> };
-    assert.deepEqual(Object.fromEntries(Object.entries(stored.allocations).map(([k, v]) => [k, v.id])), { '1': 'frozen', '2': 'waiter' });
-  } finally {
-    holder.kill('SIGKILL');
-    rmSync(dir, { recursive: true, force: true });
-  }
-});
+test(
+  'an ADD waiting on a holder frozen (SIGSTOP) past the old stale window never gets the address it is committing',
+  { timeout: 90_000 },
+  async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'hab-frozen-'));
+    const dataDir = join(dir, 'data');
+    const logFile = join(dir, 'add.log');
+    const goFile = join(dir, 'go');
+    const holder = startHolder(dataDir, goFile);
+    try {
+      await until('the holder to plan', () => holder.output.includes('planned'));
+      const planned = toIPv4(BigInt(/planned (\d+)/.exec(holder.output)?.[1] ?? '0'));
+      holder.kill('SIGSTOP');
+      const stoppedAt = Date.now();
+      let done: CniOutcome | undefined;
+      const add = runCni(
+        bin,
+        { command: 'ADD', containerId: 'waiter', netns: '/x', ifname: 'eth0', path: '/x' },
+        conf(dataDir, logFile),
+        { timeoutMs: 60_000 },
+      ).then((out) => (done = out));
+      // The ADD reached the lock and found it held: from here on it is waiting, not starting up.
+      await until(
+        'the ADD to wait on the lock',
+        () =>
+          done !== undefined ||
+          (existsSync(logFile) && /is held by pid \d+ \(running\)/.test(readFileSync(logFile, 'utf8'))),
+      );
+      // Stay frozen past the window after which the lock used to be taken over.
+      await new Promise((r) => setTimeout(r, Math.max(0, stoppedAt + OLD_STALE_MS + 1_500 - Date.now())));
+      assert.equal(done, undefined, `the ADD finished while the holder was frozen: ${JSON.stringify(done?.json)}`);
+      holder.kill('SIGCONT');
+      writeFileSync(goFile, '');
+      await until('the holder to commit', () => holder.output.includes('committed'));
+      const out = await add;
+      assert.equal(out.code, 0, out.stdout + out.stderr);
+      assert.notEqual(addressOf(out), `${planned}/24`, "the waiting ADD got the frozen holder's address");
+      assert.equal(addressOf(out), '10.77.0.2/24');
+      const stored = JSON.parse(readFileSync(join(dataDir, 'frozen', '10.77.0.0-24.json'), 'utf8')) as {
+        allocations: Record<string, { id: string }>;
+      };
+      assert.deepEqual(Object.fromEntries(Object.entries(stored.allocations).map(([k, v]) => [k, v.id])), {
+        '1': 'frozen',
+        '2': 'waiter',
+      });
+    } finally {
+      holder.kill('SIGKILL');
+      rmSync(dir, { recursive: true, force: true });
+    }
+  },
+);
 
-test('a holder SIGKILLed inside its read-plan-write is taken over at once (not after a stale window)', { timeout: 60_000 }, async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'hab-killed-'));
-  const dataDir = join(dir, 'data');
-  const logFile = join(dir, 'add.log');
-  const holder = startHolder(dataDir, join(dir, 'never'));
-  try {
-    await until('the holder to plan', () => holder.output.includes('planned'));
-    let done: CniOutcome | undefined;
-    const add = runCni(bin, { command: 'ADD', containerId: 'waiter', netns: '/x', ifname: 'eth0', path: '/x' }, conf(dataDir, logFile), { timeoutMs: 40_000 }).then((out) => (done = out));
-    await until('the ADD to wait on the lock', () => done !== undefined || (existsSync(logFile) && /is held by pid/.test(readFileSync(logFile, 'utf8'))));
-    assert.equal(done, undefined, `the ADD got past a live holder's lock: ${JSON.stringify(done?.json)}`);
-    const killedAt = Date.now();
-    holder.kill('SIGKILL');
-    const out = await add;
-    const delay = Date.now() - killedAt;
-    assert.equal(out.code, 0, out.stdout + out.stderr);
-    assert.equal(addressOf(out), '10.77.0.1/24', 'the killed holder committed nothing');
-    assert.ok(delay < 3_000, `ADD finished ${delay} ms after the kill`);
-  } finally {
-    holder.kill('SIGKILL');
-    rmSync(dir, { recursive: true, force: true });
-  }
-});
+test(
+  'a holder SIGKILLed inside its read-plan-write is taken over at once (not after a stale window)',
+  { timeout: 60_000 },
+  async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'hab-killed-'));
+    const dataDir = join(dir, 'data');
+    const logFile = join(dir, 'add.log');
+    const holder = startHolder(dataDir, join(dir, 'never'));
+    try {
+      await until('the holder to plan', () => holder.output.includes('planned'));
+      let done: CniOutcome | undefined;
+      const add = runCni(
+        bin,
+        { command: 'ADD', containerId: 'waiter', netns: '/x', ifname: 'eth0', path: '/x' },
+        conf(dataDir, logFile),
+        { timeoutMs: 40_000 },
+      ).then((out) => (done = out));
+      await until(
+        'the ADD to wait on the lock',
+        () => done !== undefined || (existsSync(logFile) && /is held by pid/.test(readFileSync(logFile, 'utf8'))),
+      );
+      assert.equal(done, undefined, `the ADD got past a live holder's lock: ${JSON.stringify(done?.json)}`);
+      const killedAt = Date.now();
+      holder.kill('SIGKILL');
+      const out = await add;
+      const delay = Date.now() - killedAt;
+      assert.equal(out.code, 0, out.stdout + out.stderr);
+      assert.equal(addressOf(out), '10.77.0.1/24', 'the killed holder committed nothing');
+      assert.ok(delay < 3_000, `ADD finished ${delay} ms after the kill`);
+    } finally {
+      holder.kill('SIGKILL');
+      rmSync(dir, { recursive: true, force: true });
+    }
+  },
+);

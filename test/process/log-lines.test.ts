@@ -21,18 +21,46 @@ describe('plugin log lines', () => {
   const add = async (level: string, id: string): Promise<Array<Record<string, unknown>>> => {
     const flat = join(dir, `flat-${id}.conf`);
     const logFile = join(dir, `${id}.log`);
-    writeFileSync(flat, JSON.stringify({ datastore: 'local', data_dir: join(dir, `data-${id}`), log_file: logFile, log_level: level }));
-    const conf = { cniVersion: '1.0.0', name: 'loglines', type: 'bridge', ipam: { type: 'hereabouts', range: '10.70.0.0/24', configuration_path: flat } };
-    const out = await runCni(bin, { command: 'ADD', containerId: `c-${id}`, netns: '/var/run/netns/x', ifname: 'eth0', path: '/usr/lib/cni', args: 'K8S_POD_NAMESPACE=n;K8S_POD_NAME=p' }, conf);
+    writeFileSync(
+      flat,
+      JSON.stringify({ datastore: 'local', data_dir: join(dir, `data-${id}`), log_file: logFile, log_level: level }),
+    );
+    const conf = {
+      cniVersion: '1.0.0',
+      name: 'loglines',
+      type: 'bridge',
+      ipam: { type: 'hereabouts', range: '10.70.0.0/24', configuration_path: flat },
+    };
+    const out = await runCni(
+      bin,
+      {
+        command: 'ADD',
+        containerId: `c-${id}`,
+        netns: '/var/run/netns/x',
+        ifname: 'eth0',
+        path: '/usr/lib/cni',
+        args: 'K8S_POD_NAMESPACE=n;K8S_POD_NAME=p',
+      },
+      conf,
+    );
     assert.equal(out.code, 0, out.stdout + out.stderr);
     if (!existsSync(logFile)) return [];
-    return readFileSync(logFile, 'utf8').trimEnd().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    return readFileSync(logFile, 'utf8')
+      .trimEnd()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
   };
 
   test('at log_level info, an ADD through the flat file logs no "merged" line', async () => {
     const lines = await add('info', 'info');
-    assert.deepEqual(lines.filter((l) => /merged/.test(String(l['msg']))), []);
-    assert.ok(lines.every((l) => l['level'] !== 'warning'), JSON.stringify(lines));
+    assert.deepEqual(
+      lines.filter((l) => /merged/.test(String(l['msg']))),
+      [],
+    );
+    assert.ok(
+      lines.every((l) => l['level'] !== 'warning'),
+      JSON.stringify(lines),
+    );
   });
 
   test('at log_level debug, the merged flat file is a debug line in the JSON shape of every mode', async () => {

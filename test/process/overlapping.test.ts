@@ -11,11 +11,27 @@ import { requireBinary } from '../support/paths.ts';
 const bin = requireBinary();
 
 function conf(dataDir: string, range: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
-  return { cniVersion: '1.0.0', name: 'overlap', type: 'bridge', ipam: { type: 'hereabouts', datastore: 'local', data_dir: dataDir, range, ...extra } };
+  return {
+    cniVersion: '1.0.0',
+    name: 'overlap',
+    type: 'bridge',
+    ipam: { type: 'hereabouts', datastore: 'local', data_dir: dataDir, range, ...extra },
+  };
 }
 
 const add = (dataDir: string, range: string, pod: string, extra: Record<string, unknown> = {}): Promise<CniOutcome> =>
-  runCni(bin, { command: 'ADD', containerId: pod, netns: '/x', ifname: 'eth0', path: '/x', args: `K8S_POD_NAMESPACE=ns;K8S_POD_NAME=${pod}` }, conf(dataDir, range, extra));
+  runCni(
+    bin,
+    {
+      command: 'ADD',
+      containerId: pod,
+      netns: '/x',
+      ifname: 'eth0',
+      path: '/x',
+      args: `K8S_POD_NAMESPACE=ns;K8S_POD_NAME=${pod}`,
+    },
+    conf(dataDir, range, extra),
+  );
 const del = (dataDir: string, range: string, pod: string): Promise<CniOutcome> =>
   runCni(bin, { command: 'DEL', containerId: pod, netns: '/x', ifname: 'eth0', path: '/x' }, conf(dataDir, range));
 const addressOf = (out: CniOutcome): string => {
@@ -44,7 +60,14 @@ test('a requested address held through an overlapping range is refused with code
     assert.equal(addressOf(await add(dataDir, '10.81.0.0/24', 'pod-a')), '10.81.0.1/24');
     const out = await runCni(
       bin,
-      { command: 'ADD', containerId: 'pod-b', netns: '/x', ifname: 'eth0', path: '/x', args: 'IgnoreUnknown=1;IP=10.81.0.1' },
+      {
+        command: 'ADD',
+        containerId: 'pod-b',
+        netns: '/x',
+        ifname: 'eth0',
+        path: '/x',
+        args: 'IgnoreUnknown=1;IP=10.81.0.1',
+      },
       conf(dataDir, '10.81.0.0/25'),
     );
     assert.equal(out.json?.['code'], 101, out.stdout);

@@ -25,12 +25,24 @@ for (const [what, content] of damaged) {
       mkdirSync(networkDir, { recursive: true });
       const file = join(networkDir, '10.70.0.0-24.json');
       writeFileSync(file, content);
-      const conf = { cniVersion: '1.0.0', name: 'corrupt', type: 'bridge', ipam: { type: 'hereabouts', datastore: 'local', data_dir: dataDir, range: '10.70.0.0/24' } };
-      const out = await runCni(bin, { command: 'ADD', containerId: 'c1', netns: '/x', ifname: 'eth0', path: '/x' }, conf);
+      const conf = {
+        cniVersion: '1.0.0',
+        name: 'corrupt',
+        type: 'bridge',
+        ipam: { type: 'hereabouts', datastore: 'local', data_dir: dataDir, range: '10.70.0.0/24' },
+      };
+      const out = await runCni(
+        bin,
+        { command: 'ADD', containerId: 'c1', netns: '/x', ifname: 'eth0', path: '/x' },
+        conf,
+      );
       assert.equal(out.json?.['code'], 5, out.stdout + out.stderr);
       assert.match(String(out.json['msg']), /corrupt/);
       assert.equal(readFileSync(file, 'utf8'), content);
-      assert.deepEqual(readdirSync(networkDir).filter((f) => !f.endsWith('.lock')), ['10.70.0.0-24.json']);
+      assert.deepEqual(
+        readdirSync(networkDir).filter((f) => !f.endsWith('.lock')),
+        ['10.70.0.0-24.json'],
+      );
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

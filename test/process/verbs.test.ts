@@ -125,7 +125,10 @@ describe('CNI verbs on the local store', () => {
   test('CHECK fails with code 102 for an address this container does not hold', async () => {
     const conf = network({ range: '10.7.0.0/24' });
     ok(await call('ADD', conf));
-    const out = await call('CHECK', { ...conf, prevResult: { cniVersion: '1.0.0', ips: [{ address: '10.7.0.99/24' }] } });
+    const out = await call('CHECK', {
+      ...conf,
+      prevResult: { cniVersion: '1.0.0', ips: [{ address: '10.7.0.99/24' }] },
+    });
     assert.equal(out.json?.['code'], 102);
     assert.match(String(out.json['msg']), /10\.7\.0\.99/);
   });
@@ -159,7 +162,16 @@ describe('CNI verbs on the local store', () => {
     assert.equal(gc.stdout, '');
     // .2 and .3 are free again; .1 is still held by "keep".
     assert.deepEqual(ok(await call('ADD', conf, 'after-gc'))?.['ips'], [{ address: '10.10.0.2/24' }]);
-    assert.equal((await call('CHECK', { ...conf, prevResult: { cniVersion: '1.1.0', ips: [{ address: '10.10.0.1/24' }] } }, 'keep')).code, 0);
+    assert.equal(
+      (
+        await call(
+          'CHECK',
+          { ...conf, prevResult: { cniVersion: '1.1.0', ips: [{ address: '10.10.0.1/24' }] } },
+          'keep',
+        )
+      ).code,
+      0,
+    );
   });
 
   // The runtime may take its snapshot of valid attachments before an ADD commits: that ADD is not garbage.
@@ -181,7 +193,11 @@ describe('CNI verbs on the local store', () => {
   });
 
   test('STATUS succeeds silently while the range has room', async () => {
-    const out = await runCni(bin, { command: 'STATUS', path: '/usr/lib/cni' }, network({ range: '10.12.0.0/30' }, '1.1.0'));
+    const out = await runCni(
+      bin,
+      { command: 'STATUS', path: '/usr/lib/cni' },
+      network({ range: '10.12.0.0/30' }, '1.1.0'),
+    );
     assert.equal(out.code, 0, out.stdout);
     assert.equal(out.stdout, '');
   });
@@ -202,7 +218,11 @@ describe('CNI verbs on the local store', () => {
     const conf = network({ range: '10.13.1.0/30' }, '1.1.0');
     const ipam = conf['ipam'] as Record<string, unknown>;
     writeFileSync(join(dir, 'not-a-dir'), '');
-    const status = await runCni(bin, { command: 'STATUS', path: '/usr/lib/cni' }, { ...conf, ipam: { ...ipam, data_dir: join(dir, 'not-a-dir', 'data') } });
+    const status = await runCni(
+      bin,
+      { command: 'STATUS', path: '/usr/lib/cni' },
+      { ...conf, ipam: { ...ipam, data_dir: join(dir, 'not-a-dir', 'data') } },
+    );
     assert.equal(status.json?.['code'], 50, status.stdout + status.stderr);
   });
 
@@ -212,7 +232,9 @@ describe('CNI verbs on the local store', () => {
   });
 
   test('a requested address from CNI_ARGS IP= is granted exactly', async () => {
-    const out = await call('ADD', network({ range: '10.15.0.0/24' }), 'by-arg', { args: 'IgnoreUnknown=1;IP=10.15.0.33' });
+    const out = await call('ADD', network({ range: '10.15.0.0/24' }), 'by-arg', {
+      args: 'IgnoreUnknown=1;IP=10.15.0.33',
+    });
     assert.deepEqual(ok(out)?.['ips'], [{ address: '10.15.0.33/24' }]);
   });
 
@@ -226,7 +248,10 @@ describe('CNI verbs on the local store', () => {
   });
 
   test('dual-stack: one address per range, range first then ipRanges', async () => {
-    const out = await call('ADD', network({ range: '10.17.0.0/24', ipRanges: [{ range: 'fd00:17::/64', range_start: 'fd00:17::100' }] }));
+    const out = await call(
+      'ADD',
+      network({ range: '10.17.0.0/24', ipRanges: [{ range: 'fd00:17::/64', range_start: 'fd00:17::100' }] }),
+    );
     assert.deepEqual(ok(out)?.['ips'], [{ address: '10.17.0.1/24' }, { address: 'fd00:17::100/64' }]);
   });
 

@@ -23,7 +23,12 @@ async function inProcess(s: Sandbox, c: HostileCase): Promise<Verdict> {
   let stdout = '';
   let timer: NodeJS.Timeout | undefined;
   const bound = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), BOUND_MS)));
-  const run = runPlugin({ env: envOf(s, c), stdin: Buffer.from(c.stdin), stdout: (t) => void (stdout += t), stderr: () => undefined });
+  const run = runPlugin({
+    env: envOf(s, c),
+    stdin: Buffer.from(c.stdin),
+    stdout: (t) => void (stdout += t),
+    stderr: () => undefined,
+  });
   const exit = await Promise.race([run, bound]);
   clearTimeout(timer);
   if (exit === 'timeout') return { ok: false, code: -1, why: `no answer within ${BOUND_MS} ms` };
@@ -33,7 +38,10 @@ async function inProcess(s: Sandbox, c: HostileCase): Promise<Verdict> {
 function viaExecutable(s: Sandbox, c: HostileCase, scratch: string): Promise<Verdict & { rss: number }> {
   const rssFile = join(scratch, `rss-${c.id}`);
   return new Promise((resolve, reject) => {
-    const child = spawn('/usr/bin/time', ['-f', '%M', '-o', rssFile, requireBinary()], { env: envOf(s, c), stdio: ['pipe', 'pipe', 'ignore'] });
+    const child = spawn('/usr/bin/time', ['-f', '%M', '-o', rssFile, requireBinary()], {
+      env: envOf(s, c),
+      stdio: ['pipe', 'pipe', 'ignore'],
+    });
     let stdout = '';
     let killed = false;
     const timer = setTimeout(() => ((killed = true), child.kill('SIGKILL')), BOUND_MS * 2);
@@ -50,47 +58,55 @@ function viaExecutable(s: Sandbox, c: HostileCase, scratch: string): Promise<Ver
   });
 }
 
-test(`${COUNT} hostile configs on the local store: CNI answers only, nothing outside the allowed directory changes, bounded time and memory`, { timeout: 170_000 }, async (t) => {
-  const s = makeSandbox();
-  const scratch = mkdtempSync(join(tmpdir(), 'hab-corpus-rss-'));
-  const before = protectedState(s);
-  const codes = new Map<number, number>();
-  const failures: string[] = [];
-  let maxRss = 0;
-  let viaExe = 0;
-  let exeMaxRss = 0;
-  const started = Date.now();
-  let count = 0;
-  const exeCases: HostileCase[] = [];
-  for (const c of generate(s, COUNT)) {
-    count++;
-    // Every 16th case, and every 4th of the memory-heavy ones, also through the executable (its RSS is measured).
-    if (c.id % EXECUTABLE_EVERY === 0 || (c.id % 4 === 0 && /huge|nested 20000|many/.test(c.what.join(' ')))) exeCases.push(c);
-    const verdict = await inProcess(s, c);
-    codes.set(verdict.code, (codes.get(verdict.code) ?? 0) + 1);
-    if (!verdict.ok) failures.push(`#${c.id} ${c.verb} [${c.what.join('; ')}]: ${verdict.why}`);
-    if (c.id % 250 === 0) maxRss = Math.max(maxRss, process.memoryUsage().rss);
-  }
-  const inProcessMs = Date.now() - started;
-  for (let i = 0; i < exeCases.length; i += 3) {
-    const batch = exeCases.slice(i, i + 3);
-    for (const [k, verdict] of (await Promise.all(batch.map((c) => viaExecutable(s, c, scratch)))).entries()) {
-      const c = batch[k] as HostileCase;
-      viaExe++;
-      exeMaxRss = Math.max(exeMaxRss, verdict.rss);
-      if (!verdict.ok) failures.push(`executable #${c.id} ${c.verb} [${c.what.join('; ')}]: ${verdict.why}`);
-      if (verdict.rss >= RSS_LIMIT) failures.push(`executable #${c.id}: RSS ${verdict.rss} bytes`);
+test(
+  `${COUNT} hostile configs on the local store: CNI answers only, nothing outside the allowed directory changes, bounded time and memory`,
+  { timeout: 170_000 },
+  async (t) => {
+    const s = makeSandbox();
+    const scratch = mkdtempSync(join(tmpdir(), 'hab-corpus-rss-'));
+    const before = protectedState(s);
+    const codes = new Map<number, number>();
+    const failures: string[] = [];
+    let maxRss = 0;
+    let viaExe = 0;
+    let exeMaxRss = 0;
+    const started = Date.now();
+    let count = 0;
+    const exeCases: HostileCase[] = [];
+    for (const c of generate(s, COUNT)) {
+      count++;
+      // Every 16th case, and every 4th of the memory-heavy ones, also through the executable (its RSS is measured).
+      if (c.id % EXECUTABLE_EVERY === 0 || (c.id % 4 === 0 && /huge|nested 20000|many/.test(c.what.join(' '))))
+        exeCases.push(c);
+      const verdict = await inProcess(s, c);
+      codes.set(verdict.code, (codes.get(verdict.code) ?? 0) + 1);
+      if (!verdict.ok) failures.push(`#${c.id} ${c.verb} [${c.what.join('; ')}]: ${verdict.why}`);
+      if (c.id % 250 === 0) maxRss = Math.max(maxRss, process.memoryUsage().rss);
     }
-  }
-  const changed = changes(before, protectedState(s));
-  t.diagnostic(
-    `corpus: ${count} configs in-process (${inProcessMs} ms, max RSS ${(maxRss / 1048576).toFixed(0)} MiB), ` +
-      `${viaExe} through the executable (max RSS ${(exeMaxRss / 1048576).toFixed(0)} MiB); answers by code: ` +
-      [...codes].sort(([a], [b]) => a - b).map(([code, n]) => `${code}:${n}`).join(' '),
-  );
-  rmSync(scratch, { recursive: true, force: true });
-  assert.ok(count >= 5000, `only ${count} configs`);
-  assert.deepEqual(failures.slice(0, 20), [], `${failures.length} bad answers`);
-  assert.deepEqual(changed, [], 'files changed outside the allowed directory');
-  rmSync(s.root, { recursive: true, force: true });
-});
+    const inProcessMs = Date.now() - started;
+    for (let i = 0; i < exeCases.length; i += 3) {
+      const batch = exeCases.slice(i, i + 3);
+      for (const [k, verdict] of (await Promise.all(batch.map((c) => viaExecutable(s, c, scratch)))).entries()) {
+        const c = batch[k] as HostileCase;
+        viaExe++;
+        exeMaxRss = Math.max(exeMaxRss, verdict.rss);
+        if (!verdict.ok) failures.push(`executable #${c.id} ${c.verb} [${c.what.join('; ')}]: ${verdict.why}`);
+        if (verdict.rss >= RSS_LIMIT) failures.push(`executable #${c.id}: RSS ${verdict.rss} bytes`);
+      }
+    }
+    const changed = changes(before, protectedState(s));
+    t.diagnostic(
+      `corpus: ${count} configs in-process (${inProcessMs} ms, max RSS ${(maxRss / 1048576).toFixed(0)} MiB), ` +
+        `${viaExe} through the executable (max RSS ${(exeMaxRss / 1048576).toFixed(0)} MiB); answers by code: ` +
+        [...codes]
+          .sort(([a], [b]) => a - b)
+          .map(([code, n]) => `${code}:${n}`)
+          .join(' '),
+    );
+    rmSync(scratch, { recursive: true, force: true });
+    assert.ok(count >= 5000, `only ${count} configs`);
+    assert.deepEqual(failures.slice(0, 20), [], `${failures.length} bad answers`);
+    assert.deepEqual(changed, [], 'files changed outside the allowed directory');
+    rmSync(s.root, { recursive: true, force: true });
+  },
+);

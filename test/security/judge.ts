@@ -15,9 +15,12 @@ const STACK = /\n\s+at |\bat [\w.<>]+ \(|\.ts:\d+:\d+|node:internal|\.cjs:\d+/;
 export function judge(verb: string, exit: number | null, stdout: string): Verdict {
   if (STACK.test(stdout)) return { ok: false, code: -1, why: 'stack trace on stdout' };
   if (exit === 0) {
-    if (verb !== 'ADD') return stdout === '' ? { ok: true, code: 0 } : { ok: false, code: 0, why: `${verb} printed on success` };
+    if (verb !== 'ADD')
+      return stdout === '' ? { ok: true, code: 0 } : { ok: false, code: 0, why: `${verb} printed on success` };
     const result = parse(stdout);
-    return Array.isArray(result?.['ips']) ? { ok: true, code: 0 } : { ok: false, code: 0, why: 'ADD result without ips' };
+    return Array.isArray(result?.['ips'])
+      ? { ok: true, code: 0 }
+      : { ok: false, code: 0, why: 'ADD result without ips' };
   }
   const error = parse(stdout);
   const code = error?.['code'];
@@ -32,7 +35,9 @@ function parse(text: string): Record<string, unknown> | undefined {
   if (!text.endsWith('\n') || text.indexOf('\n') !== text.length - 1) return undefined;
   try {
     const value: unknown = JSON.parse(text);
-    return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+    return typeof value === 'object' && value !== null && !Array.isArray(value)
+      ? (value as Record<string, unknown>)
+      : undefined;
   } catch {
     return undefined; // not one JSON document: the verdict says so
   }
@@ -57,7 +62,8 @@ function describe(path: string, st: Stats): string {
 /** Entries added, removed or changed between two snapshots. */
 export function changes(before: Map<string, string>, after: Map<string, string>): string[] {
   const out: string[] = [];
-  for (const [path, state] of after) if (before.get(path) !== state) out.push(`${before.has(path) ? 'changed' : 'created'} ${path}`);
+  for (const [path, state] of after)
+    if (before.get(path) !== state) out.push(`${before.has(path) ? 'changed' : 'created'} ${path}`);
   for (const path of before.keys()) if (!after.has(path)) out.push(`removed ${path}`);
   return out;
 }
@@ -67,7 +73,10 @@ const SYSTEM_FILES = ['/etc/passwd', '/etc/shadow', '/etc/group', '/root/.ssh/au
 /** What must not change in a corpus run: the sandbox outside the allowed directory, and a few system files. */
 export function protectedState(s: Sandbox): Map<string, string> {
   const state = snapshot(s.host);
-  for (const entry of snapshot(s.root).keys()) if (!entry.startsWith(`${s.allowed}/`) && !state.has(entry)) state.set(entry, 'present');
-  for (const file of SYSTEM_FILES) if (existsSync(file)) snapshot(file.replace(/\/[^/]+$/, ''), new Map()).forEach((v, k) => k === file && state.set(k, v));
+  for (const entry of snapshot(s.root).keys())
+    if (!entry.startsWith(`${s.allowed}/`) && !state.has(entry)) state.set(entry, 'present');
+  for (const file of SYSTEM_FILES)
+    if (existsSync(file))
+      snapshot(file.replace(/\/[^/]+$/, ''), new Map()).forEach((v, k) => k === file && state.set(k, v));
   return state;
 }

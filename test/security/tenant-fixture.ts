@@ -29,7 +29,11 @@ export function tenantNode(): TenantNode {
   return { root, allowed, host, dataDir: join(allowed, 'data'), env: { HEREABOUTS_ALLOWED_DIRS: allowed } };
 }
 
-export function conf(node: TenantNode, ipam: Record<string, unknown> = {}, extra: Record<string, unknown> = {}): Record<string, unknown> {
+export function conf(
+  node: TenantNode,
+  ipam: Record<string, unknown> = {},
+  extra: Record<string, unknown> = {},
+): Record<string, unknown> {
   return {
     cniVersion: '1.0.0',
     name: 'tenant-net',
@@ -40,11 +44,23 @@ export function conf(node: TenantNode, ipam: Record<string, unknown> = {}, extra
 }
 
 let seq = 0;
-export function add(node: TenantNode, stdin: unknown, call: Partial<CniCall> = {}, timeoutMs = 10_000): Promise<CniOutcome> {
+export function add(
+  node: TenantNode,
+  stdin: unknown,
+  call: Partial<CniCall> = {},
+  timeoutMs = 10_000,
+): Promise<CniOutcome> {
   seq++;
   return runCni(
     requireBinary(),
-    { command: 'ADD', containerId: `tenant${process.pid}x${seq}`, netns: '/var/run/netns/none', ifname: 'eth0', args: 'IgnoreUnknown=1;K8S_POD_NAMESPACE=t;K8S_POD_NAME=p', ...call },
+    {
+      command: 'ADD',
+      containerId: `tenant${process.pid}x${seq}`,
+      netns: '/var/run/netns/none',
+      ifname: 'eth0',
+      args: 'IgnoreUnknown=1;K8S_POD_NAMESPACE=t;K8S_POD_NAME=p',
+      ...call,
+    },
     stdin,
     { extraEnv: node.env, timeoutMs },
   );

@@ -3,18 +3,41 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
-import { closeSync, existsSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, symlinkSync, ftruncateSync, utimesSync } from 'node:fs';
+import {
+  closeSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  ftruncateSync,
+  utimesSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { fakeNode, installArgs, type FakeNode, type PodEnv } from '../integration/install/host.ts';
 import { requireBinary } from '../support/paths.ts';
 import { STALE_TEMP_MS } from '../../src/install/binary.ts';
 
 const env: PodEnv = { KUBERNETES_SERVICE_HOST: '127.0.0.1', KUBERNETES_SERVICE_PORT: '6443', NODENAME: 'node-1' };
-const sa = { token: 'sa-token', ca: '-----BEGIN CERTIFICATE-----\nx\n-----END CERTIFICATE-----\n', namespace: 'kube-system' };
+const sa = {
+  token: 'sa-token',
+  ca: '-----BEGIN CERTIFICATE-----\nx\n-----END CERTIFICATE-----\n',
+  namespace: 'kube-system',
+};
 
 /** `install --once` with a bound: a blocked installer is killed and reported as such. */
-function installOnce(node: FakeNode, podEnv: PodEnv = env): { code: number | null; signal: NodeJS.Signals | null; stderr: string } {
-  const run = spawnSync(requireBinary(), [...installArgs(node), '--once'], { env: { ...podEnv }, encoding: 'utf8', timeout: 20_000 });
+function installOnce(
+  node: FakeNode,
+  podEnv: PodEnv = env,
+): { code: number | null; signal: NodeJS.Signals | null; stderr: string } {
+  const run = spawnSync(requireBinary(), [...installArgs(node), '--once'], {
+    env: { ...podEnv },
+    encoding: 'utf8',
+    timeout: 20_000,
+  });
   return { code: run.status, signal: run.signal, stderr: run.stderr };
 }
 
@@ -79,6 +102,6 @@ test('install sweeps temp files a killed installer left in hereabouts.d and the 
   const run = installOnce(node);
   assert.equal(run.code, 0, run.stderr);
   for (const file of stale) assert.equal(existsSync(file), false, file);
-  assert.equal(existsSync(fresh), true, 'a fresh temp file in the bin dir may be another installer\'s and stays');
+  assert.equal(existsSync(fresh), true, "a fresh temp file in the bin dir may be another installer's and stays");
   rmSync(node.root, { recursive: true, force: true });
 });

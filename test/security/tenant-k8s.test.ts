@@ -19,36 +19,62 @@ after(async () => {
   await ns.cleanup();
 });
 
-test('hostile names and ranges on the kubernetes datastore: CNI answers only, never an internal error', { timeout: 120_000 }, async (t) => {
-  const variants: Array<Record<string, unknown>> = [];
-  for (const name of NAMES) variants.push({ network_name: name });
-  for (const range of RANGES) variants.push({ range }, { range, network_name: 'tn' }, { range, enable_overlapping_ranges: false });
-  for (const ch of CONTROL) variants.push({ network_name: `tn${ch}` }, { range: `10.66.0.0/24${ch}` });
-  const failures: string[] = [];
-  const codes = new Map<number, number>();
-  let id = 0;
-  for (const variant of variants) {
-    for (const verb of ['ADD', 'DEL'] as const) {
-      id++;
-      const ipam = { type: 'hereabouts', kubernetes: { kubeconfig: ns.kubeconfig }, cache_dir: join(ns.dir, 'cache'), range: '10.66.0.0/24', ...variant };
-      let stdout = '';
-      const exit = await runPlugin({
-        env: { CNI_COMMAND: verb, CNI_CONTAINERID: `k${id}`, CNI_NETNS: '/x', CNI_IFNAME: 'eth0', CNI_PATH: '/x', HEREABOUTS_ALLOWED_DIRS: ns.dir, NODENAME: 'tenant-node', CNI_ARGS: `IgnoreUnknown=1;K8S_POD_NAMESPACE=${ns.name};K8S_POD_NAME=p${id}` },
-        stdin: Buffer.from(JSON.stringify({ cniVersion: '1.0.0', name: 'tenant-k8s', type: 'bridge', ipam })),
-        stdout: (text) => void (stdout += text),
-        stderr: () => undefined,
-      });
-      const verdict = judge(verb, exit, stdout);
-      codes.set(verdict.code, (codes.get(verdict.code) ?? 0) + 1);
-      if (!verdict.ok) failures.push(`${verb} ${JSON.stringify(variant)}: ${verdict.why}`);
+test(
+  'hostile names and ranges on the kubernetes datastore: CNI answers only, never an internal error',
+  { timeout: 120_000 },
+  async (t) => {
+    const variants: Array<Record<string, unknown>> = [];
+    for (const name of NAMES) variants.push({ network_name: name });
+    for (const range of RANGES)
+      variants.push({ range }, { range, network_name: 'tn' }, { range, enable_overlapping_ranges: false });
+    for (const ch of CONTROL) variants.push({ network_name: `tn${ch}` }, { range: `10.66.0.0/24${ch}` });
+    const failures: string[] = [];
+    const codes = new Map<number, number>();
+    let id = 0;
+    for (const variant of variants) {
+      for (const verb of ['ADD', 'DEL'] as const) {
+        id++;
+        const ipam = {
+          type: 'hereabouts',
+          kubernetes: { kubeconfig: ns.kubeconfig },
+          cache_dir: join(ns.dir, 'cache'),
+          range: '10.66.0.0/24',
+          ...variant,
+        };
+        let stdout = '';
+        const exit = await runPlugin({
+          env: {
+            CNI_COMMAND: verb,
+            CNI_CONTAINERID: `k${id}`,
+            CNI_NETNS: '/x',
+            CNI_IFNAME: 'eth0',
+            CNI_PATH: '/x',
+            HEREABOUTS_ALLOWED_DIRS: ns.dir,
+            NODENAME: 'tenant-node',
+            CNI_ARGS: `IgnoreUnknown=1;K8S_POD_NAMESPACE=${ns.name};K8S_POD_NAME=p${id}`,
+          },
+          stdin: Buffer.from(JSON.stringify({ cniVersion: '1.0.0', name: 'tenant-k8s', type: 'bridge', ipam })),
+          stdout: (text) => void (stdout += text),
+          stderr: () => undefined,
+        });
+        const verdict = judge(verb, exit, stdout);
+        codes.set(verdict.code, (codes.get(verdict.code) ?? 0) + 1);
+        if (!verdict.ok) failures.push(`${verb} ${JSON.stringify(variant)}: ${verdict.why}`);
+      }
     }
-  }
-  t.diagnostic(`kubernetes corpus: ${id} requests against the API server; answers by code: ${[...codes].map(([c, n]) => `${c}:${n}`).join(' ')}`);
-  assert.deepEqual(failures, []);
-});
+    t.diagnostic(
+      `kubernetes corpus: ${id} requests against the API server; answers by code: ${[...codes].map(([c, n]) => `${c}:${n}`).join(' ')}`,
+    );
+    assert.deepEqual(failures, []);
+  },
+);
 
 test('a 403 from the API server (a user without RBAC) is code 11, with details naming both possible causes', async () => {
-  await api(ns.cp, 'POST', `/api/v1/namespaces/${ns.name}/serviceaccounts`, { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'norbac' } });
+  await api(ns.cp, 'POST', `/api/v1/namespaces/${ns.name}/serviceaccounts`, {
+    apiVersion: 'v1',
+    kind: 'ServiceAccount',
+    metadata: { name: 'norbac' },
+  });
   const request = (await api(ns.cp, 'POST', `/api/v1/namespaces/${ns.name}/serviceaccounts/norbac/token`, {
     apiVersion: 'authentication.k8s.io/v1',
     kind: 'TokenRequest',
@@ -56,10 +82,32 @@ test('a 403 from the API server (a user without RBAC) is code 11, with details n
   })) as { status: { token: string } };
   const kubeconfig = join(ns.dir, 'norbac.kubeconfig');
   writeFileSync(kubeconfig, kubeconfigFor(ns.cp, ns.name, { token: request.status.token }), { mode: 0o600 });
-  const conf = { cniVersion: '1.0.0', name: 'norbac', type: 'bridge', ipam: { type: 'hereabouts', kubernetes: { kubeconfig }, cache_dir: join(ns.dir, 'cache403'), range: '10.67.0.0/24' } };
-  const out = await runCni(requireBinary(), { command: 'ADD', containerId: 'norbac1', netns: '/x', ifname: 'eth0', args: `IgnoreUnknown=1;K8S_POD_NAMESPACE=${ns.name};K8S_POD_NAME=p`, path: '/x' }, conf, {
-    extraEnv: { NODENAME: 'tenant-node', HEREABOUTS_ALLOWED_DIRS: ns.dir },
-  });
+  const conf = {
+    cniVersion: '1.0.0',
+    name: 'norbac',
+    type: 'bridge',
+    ipam: {
+      type: 'hereabouts',
+      kubernetes: { kubeconfig },
+      cache_dir: join(ns.dir, 'cache403'),
+      range: '10.67.0.0/24',
+    },
+  };
+  const out = await runCni(
+    requireBinary(),
+    {
+      command: 'ADD',
+      containerId: 'norbac1',
+      netns: '/x',
+      ifname: 'eth0',
+      args: `IgnoreUnknown=1;K8S_POD_NAMESPACE=${ns.name};K8S_POD_NAME=p`,
+      path: '/x',
+    },
+    conf,
+    {
+      extraEnv: { NODENAME: 'tenant-node', HEREABOUTS_ALLOWED_DIRS: ns.dir },
+    },
+  );
   assert.equal(out.json?.['code'], 11, out.stdout);
   assert.match(String(out.json['msg']), /403/);
   assert.match(String(out.json['details']), /starting/);

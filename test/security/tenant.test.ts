@@ -25,12 +25,18 @@ test('two configs cannot run a command: log_file may not write a kubeconfig outs
   const evil = join(node.host, 'evil.kubeconfig');
   // Config 1 smuggles a kubeconfig through log lines (a newline in a logged value) into a file of its choosing.
   const payload = `\n${execKubeconfig(marker)}`;
-  const first = await add(node, conf(node, { log_file: evil, log_level: 'debug', data_dir: `${node.dataDir}${payload}` }));
+  const first = await add(
+    node,
+    conf(node, { log_file: evil, log_level: 'debug', data_dir: `${node.dataDir}${payload}` }),
+  );
   assert.equal(first.json?.['code'], 7, first.stdout);
   assert.match(String(first.json['msg']), /ipam\.(log_file|data_dir)/);
   // Config 2 names that file (or any planted one) as its kubeconfig.
   writeFileSync(evil, execKubeconfig(marker));
-  const second = await add(node, conf(node, { datastore: 'kubernetes', data_dir: undefined, kubernetes: { kubeconfig: evil } }));
+  const second = await add(
+    node,
+    conf(node, { datastore: 'kubernetes', data_dir: undefined, kubernetes: { kubeconfig: evil } }),
+  );
   assert.equal(second.json?.['code'], 7, second.stdout);
   assert.match(String(second.json['msg']), /ipam\.kubernetes\.kubeconfig .* outside the directories/);
   assert.equal(existsSync(marker), false, 'the exec credential plugin ran');
@@ -51,7 +57,15 @@ test('log_file outside the allowed dirs is code 7 and appends nothing to a host 
   const node = tenantNode();
   const keys = join(node.host, 'authorized_keys');
   const before = readFileSync(keys, 'utf8');
-  const out = await add(node, conf(node, { log_file: keys, log_level: 'debug', network_name: 'x', range: '10.77.1.0/24\nssh-ed25519 AAAA attacker' }));
+  const out = await add(
+    node,
+    conf(node, {
+      log_file: keys,
+      log_level: 'debug',
+      network_name: 'x',
+      range: '10.77.1.0/24\nssh-ed25519 AAAA attacker',
+    }),
+  );
   assert.equal(out.json?.['code'], 7, out.stdout);
   const ok = await add(node, conf(node, { log_file: keys, log_level: 'debug' }));
   assert.equal(ok.json?.['code'], 7, ok.stdout);
@@ -63,7 +77,10 @@ test('errors never echo a file a tenant points configuration_path or kubernetes.
   const node = tenantNode();
   const secret = join(node.allowed, 'secret');
   writeFileSync(secret, `root:$6$${SECRET}:19000:0:99999:7:::\nwheel:x:10:${SECRET}\n`);
-  for (const ipam of [{ configuration_path: secret }, { datastore: 'kubernetes', kubernetes: { kubeconfig: secret } }]) {
+  for (const ipam of [
+    { configuration_path: secret },
+    { datastore: 'kubernetes', kubernetes: { kubeconfig: secret } },
+  ]) {
     const out = await add(node, conf(node, ipam));
     assert.equal(out.json?.['code'], 7, out.stdout);
     assert.ok(!everything(out).includes(SECRET.slice(0, 6)), `leaked: ${out.stdout}`);
@@ -88,7 +105,10 @@ test('/dev/zero, /dev/urandom and a FIFO as configuration_path or kubeconfig ans
   const targets = ['/dev/zero', '/dev/urandom', fifo, join(node.allowed, 'zero')];
   const env = { HEREABOUTS_ALLOWED_DIRS: `${node.allowed}:/dev` }; // even an operator who allowed /dev
   for (const target of targets) {
-    for (const ipam of [{ configuration_path: target }, { datastore: 'kubernetes', kubernetes: { kubeconfig: target } }]) {
+    for (const ipam of [
+      { configuration_path: target },
+      { datastore: 'kubernetes', kubernetes: { kubeconfig: target } },
+    ]) {
       const started = Date.now();
       const out = await add({ ...node, env }, conf(node, ipam), {}, 5000);
       assert.equal(out.signal, null, `${target}: killed after ${Date.now() - started} ms (hung or ran away)`);
@@ -119,7 +139,9 @@ test('names Kubernetes would reject are code 7 at parse time, naming the key', a
 test('GC with cni.dev/valid-attachments nested 20 000 deep is not an internal error', async () => {
   const node = tenantNode();
   const deep = `${'['.repeat(20_000)}1${']'.repeat(20_000)}`;
-  const text = JSON.stringify(conf(node, {}, { cniVersion: '1.1.0', 'cni.dev/valid-attachments': ['__DEEP__'] })).replace('"__DEEP__"', deep);
+  const text = JSON.stringify(
+    conf(node, {}, { cniVersion: '1.1.0', 'cni.dev/valid-attachments': ['__DEEP__'] }),
+  ).replace('"__DEEP__"', deep);
   const out = await add(node, text, { command: 'GC', path: '/usr/lib/cni' });
   assert.notEqual(out.json?.['code'], 999, out.stdout);
   assert.ok(!everything(out).includes('Maximum call stack'), out.stdout);
@@ -178,7 +200,10 @@ test('a symlinked directory inside an allowed directory does not lead log_file o
   symlinkSync(node.host, join(node.allowed, 'host-link'));
   const keys = join(node.host, 'authorized_keys');
   const before = readFileSync(keys, 'utf8');
-  for (const ipam of [{ log_file: join(node.allowed, 'host-link', 'authorized_keys') }, { data_dir: join(node.allowed, 'host-link', 'data') }]) {
+  for (const ipam of [
+    { log_file: join(node.allowed, 'host-link', 'authorized_keys') },
+    { data_dir: join(node.allowed, 'host-link', 'data') },
+  ]) {
     const out = await add(node, conf(node, ipam));
     assert.equal(out.json?.['code'], 7, out.stdout);
     assert.match(String(out.json['msg']), /symbolic link/);

@@ -14,15 +14,28 @@ export interface AgentProcess {
 }
 
 /** Starts an agent; resolves once it listens (or rejects with its log if it exits first). */
-export async function startAgentProcess(bin: string, socketPath: string, extraArgs: readonly string[] = [], env: Record<string, string> = {}): Promise<AgentProcess> {
+export async function startAgentProcess(
+  bin: string,
+  socketPath: string,
+  extraArgs: readonly string[] = [],
+  env: Record<string, string> = {},
+): Promise<AgentProcess> {
   const agent = spawnAgent(bin, socketPath, extraArgs, env);
   await until('the agent to listen', () => agent.log().includes('listening on'), 15_000, agent.exited);
   return agent;
 }
 
 /** Starts an agent without waiting (for agents that must refuse to start). */
-export function spawnAgent(bin: string, socketPath: string, extraArgs: readonly string[] = [], env: Record<string, string> = {}): AgentProcess {
-  const child = spawn(bin, ['agent', '--socket', socketPath, ...extraArgs], { env: { PATH: '/usr/bin:/bin', ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
+export function spawnAgent(
+  bin: string,
+  socketPath: string,
+  extraArgs: readonly string[] = [],
+  env: Record<string, string> = {},
+): AgentProcess {
+  const child = spawn(bin, ['agent', '--socket', socketPath, ...extraArgs], {
+    env: { PATH: '/usr/bin:/bin', ...env },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   let text = '';
   child.stderr.on('data', (b: Buffer) => (text += b.toString()));
   // 'close', not 'exit': the last lines of stderr may still be in the pipe when the process has exited.
@@ -30,7 +43,12 @@ export function spawnAgent(bin: string, socketPath: string, extraArgs: readonly 
   return { child, log: () => text, exited, kill: (signal = 'SIGKILL') => void child.kill(signal) };
 }
 
-export async function until(what: string, check: () => boolean, timeoutMs = 20_000, abort?: Promise<unknown>): Promise<void> {
+export async function until(
+  what: string,
+  check: () => boolean,
+  timeoutMs = 20_000,
+  abort?: Promise<unknown>,
+): Promise<void> {
   let aborted = false as boolean; // set by the callback below while the loop waits, not the constant false TypeScript assumes in it
   void abort?.then(() => (aborted = true));
   const deadline = Date.now() + timeoutMs;

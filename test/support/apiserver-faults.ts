@@ -24,7 +24,9 @@ export interface StoppedApiServer {
 export async function stopApiServer(cp: ControlPlane): Promise<StoppedApiServer> {
   requirePrivate(cp, 'stopApiServer');
   const pid = pidOf(cp);
-  const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter((a) => a !== '');
+  const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8')
+    .split('\0')
+    .filter((a) => a !== '');
   process.kill(pid, 'SIGKILL');
   while (isAlive(pid)) await sleep(20);
   return {
@@ -51,7 +53,10 @@ export async function freezeApiServer(cp: ControlPlane): Promise<() => void> {
   const pid = pidOf(cp);
   const port = Number(new URL(cp.url).port);
   const listener = listenerOf(port);
-  if (listener !== pid) throw new Error(`port ${port} is held by pid ${listener ?? 'none'}, not by kube-apiserver pid ${pid} (${cp.dir}/kube-apiserver.pid)`);
+  if (listener !== pid)
+    throw new Error(
+      `port ${port} is held by pid ${listener ?? 'none'}, not by kube-apiserver pid ${pid} (${cp.dir}/kube-apiserver.pid)`,
+    );
   process.kill(pid, 'SIGSTOP');
   const deadline = Date.now() + 10_000;
   while (!allThreadsStopped(pid)) {

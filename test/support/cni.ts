@@ -53,17 +53,10 @@ export interface RunOptions {
   readonly extraEnv?: Record<string, string>;
 }
 
-export function runCni(
-  binary: string,
-  call: CniCall,
-  stdin: unknown,
-  options: RunOptions = {},
-): Promise<CniOutcome> {
+export function runCni(binary: string, call: CniCall, stdin: unknown, options: RunOptions = {}): Promise<CniOutcome> {
   const env = { PATH: '/usr/sbin:/usr/bin:/sbin:/bin', ...TEST_TRUST_ENV, ...cniEnv(call), ...options.extraEnv };
   const [file, argv] =
-    options.inNetns === undefined
-      ? [binary, [] as string[]]
-      : ['ip', ['netns', 'exec', options.inNetns, binary]];
+    options.inNetns === undefined ? [binary, [] as string[]] : ['ip', ['netns', 'exec', options.inNetns, binary]];
   return new Promise((resolve, reject) => {
     const child = spawn(file, argv, { env, stdio: ['pipe', 'pipe', 'pipe'] });
     const out: Buffer[] = [];
@@ -93,10 +86,15 @@ export function runCni(
  * retries a failed sandbox call): with dozens of processes queued on one lock, a slow 2-CPU machine can make the
  * last of them wait longer than the lock's 30 s. `onRetry` counts them.
  */
-export async function retryLockWaits(run: () => Promise<CniOutcome>, onRetry: () => void, retries = 2): Promise<CniOutcome> {
+export async function retryLockWaits(
+  run: () => Promise<CniOutcome>,
+  onRetry: () => void,
+  retries = 2,
+): Promise<CniOutcome> {
   for (let attempt = 0; ; attempt++) {
     const outcome = await run();
-    const lockWait = outcome.code !== 0 && outcome.json?.['code'] === 11 && /waiting for the lock/.test(String(outcome.json['msg']));
+    const lockWait =
+      outcome.code !== 0 && outcome.json?.['code'] === 11 && /waiting for the lock/.test(String(outcome.json['msg']));
     if (!lockWait || attempt === retries) return outcome;
     onRetry();
   }

@@ -62,10 +62,18 @@ function attach(dir: string, isOwned: boolean): ControlPlane {
   const env = readEnvFile(join(dir, 'env'));
   const need = (key: string): string => {
     const value = env.get(key);
-    if (value === undefined || value === '') throw new Error(`${dir}/env has no ${key}: is a control plane running there?`);
+    if (value === undefined || value === '')
+      throw new Error(`${dir}/env has no ${key}: is a control plane running there?`);
     return value;
   };
-  return { dir, url: need('APISERVER_URL'), token: need('APISERVER_TOKEN'), ca: need('APISERVER_CA'), kubeconfig: need('KUBECONFIG'), owned: isOwned };
+  return {
+    dir,
+    url: need('APISERVER_URL'),
+    token: need('APISERVER_TOKEN'),
+    ca: need('APISERVER_CA'),
+    kubeconfig: need('KUBECONFIG'),
+    owned: isOwned,
+  };
 }
 
 export function stopControlPlane(cp: ControlPlane): void {
@@ -90,7 +98,13 @@ function readEnvFile(file: string): Map<string, string> {
 }
 
 /** One admin request (static token, the control plane's CA); independent of the code under test. */
-export function apiRequest(cp: ControlPlane, method: string, path: string, body?: unknown, contentType = 'application/json'): Promise<ApiAnswer> {
+export function apiRequest(
+  cp: ControlPlane,
+  method: string,
+  path: string,
+  body?: unknown,
+  contentType = 'application/json',
+): Promise<ApiAnswer> {
   const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
   return new Promise((resolve, reject) => {
     const req = request(
@@ -130,10 +144,18 @@ function parseBody(text: string): unknown {
 }
 
 /** Like apiRequest, but a non-2xx answer is an error that says what failed. */
-export async function api(cp: ControlPlane, method: string, path: string, body?: unknown, contentType?: string): Promise<unknown> {
+export async function api(
+  cp: ControlPlane,
+  method: string,
+  path: string,
+  body?: unknown,
+  contentType?: string,
+): Promise<unknown> {
   const res = await apiRequest(cp, method, path, body, contentType);
   if (res.status < 200 || res.status >= 300) {
-    throw new Error(`${method} ${path}: HTTP ${res.status} ${res.body === undefined ? '(no body)' : JSON.stringify(res.body).slice(0, 500)}`);
+    throw new Error(
+      `${method} ${path}: HTTP ${res.status} ${res.body === undefined ? '(no body)' : JSON.stringify(res.body).slice(0, 500)}`,
+    );
   }
   return res.body;
 }
@@ -151,7 +173,11 @@ export async function cacheHolds(cp: ControlPlane, path: string, resourceVersion
  * that cache, and a node's first read (`?resourceVersion=0`) takes whatever the cache has: within the watch's delay
  * after the create, nothing yet.
  */
-export async function createCached(ns: Namespace, plural: WhereaboutsPlural, object: Record<string, unknown>): Promise<Record<string, unknown>> {
+export async function createCached(
+  ns: Namespace,
+  plural: WhereaboutsPlural,
+  object: Record<string, unknown>,
+): Promise<Record<string, unknown>> {
   const created = await ns.create(plural, object);
   const { name, resourceVersion } = created['metadata'] as { name: string; resourceVersion: string };
   await cacheHolds(ns.cp, ns.path(plural, name), resourceVersion);
@@ -213,7 +239,11 @@ export async function createNamespace(cp: ControlPlane, prefix = 'ht'): Promise<
   };
 }
 
-export function kubeconfigFor(cp: ControlPlane, namespace: string, user: { token?: string; tokenFile?: string } = {}): string {
+export function kubeconfigFor(
+  cp: ControlPlane,
+  namespace: string,
+  user: { token?: string; tokenFile?: string } = {},
+): string {
   const credential = user.tokenFile !== undefined ? `tokenFile: ${user.tokenFile}` : `token: ${user.token ?? cp.token}`;
   return [
     'apiVersion: v1',

@@ -18,10 +18,11 @@ export async function startFaultProxy(upstream: string): Promise<FaultProxy> {
   const proxy: FaultProxy = {
     url: '',
     mode: 'pass',
-    close: () => new Promise((resolve) => {
-      for (const s of sockets) s.destroy();
-      server.close(() => resolve());
-    }),
+    close: () =>
+      new Promise((resolve) => {
+        for (const s of sockets) s.destroy();
+        server.close(() => resolve());
+      }),
   };
   const server: Server = createServer((client) => {
     const upstreamSocket = createConnection({ host: target.hostname, port: Number(target.port) });

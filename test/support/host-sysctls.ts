@@ -26,7 +26,9 @@ export function readForwarding(): Forwarding {
     const conf = join(procSys, 'net', family, 'conf');
     if (!existsSync(conf)) continue;
     // all and default first: writing them rewrites every interface, so they are also put back first.
-    const devices = readdirSync(conf).filter((d) => d !== 'all' && d !== 'default').sort();
+    const devices = readdirSync(conf)
+      .filter((d) => d !== 'all' && d !== 'default')
+      .sort();
     for (const dev of ['all', 'default', ...devices]) read(`net/${family}/conf/${dev}/forwarding`);
   }
   return values;

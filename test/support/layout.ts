@@ -25,7 +25,9 @@ export const LAYERS: readonly (readonly string[])[] = [
 ];
 
 /** The modules of src/store/kubernetes that other folders may import; the rest (the raw writers) are private. */
-export const STORE_PUBLIC: ReadonlySet<string> = new Set(['open.ts', 'objects.ts', 'pool-object.ts', 'writer.ts'].map((f) => `src/store/kubernetes/${f}`));
+export const STORE_PUBLIC: ReadonlySet<string> = new Set(
+  ['open.ts', 'objects.ts', 'pool-object.ts', 'writer.ts'].map((f) => `src/store/kubernetes/${f}`),
+);
 
 export type Graph = ReadonlyMap<string, readonly string[]>;
 
@@ -123,7 +125,8 @@ export function privateWriterImports(graph: Graph): string[] {
   const out: string[] = [];
   for (const [file, deps] of graph) {
     if (file.startsWith('src/store/kubernetes/')) continue;
-    for (const dep of deps) if (dep.startsWith('src/store/kubernetes/') && !STORE_PUBLIC.has(dep)) out.push(`${file} -> ${dep}`);
+    for (const dep of deps)
+      if (dep.startsWith('src/store/kubernetes/') && !STORE_PUBLIC.has(dep)) out.push(`${file} -> ${dep}`);
   }
   return out;
 }
@@ -136,6 +139,10 @@ export function rawWhereaboutsWrites(root = repoRoot): string[] {
   return sources(join(root, 'src'))
     .map((abs) => ({ file: relative(root, abs), text: readFileSync(abs, 'utf8') }))
     .filter(({ file }) => !file.startsWith('src/store/kubernetes/'))
-    .filter(({ text }) => /method:\s*'(POST|PUT|PATCH|DELETE)'/.test(text) && /objectPath\(|\/apis\/whereabouts\.cni\.cncf\.io|\$\{GROUP\}/.test(text))
+    .filter(
+      ({ text }) =>
+        /method:\s*'(POST|PUT|PATCH|DELETE)'/.test(text) &&
+        /objectPath\(|\/apis\/whereabouts\.cni\.cncf\.io|\$\{GROUP\}/.test(text),
+    )
     .map(({ file }) => file);
 }

@@ -27,10 +27,25 @@ const KINDS: Readonly<Record<string, Kind>> = {
   '/v1/nodes': { kind: 'Node', namespaced: false, status: true, custom: false },
   '/v1/events': { kind: 'Event', namespaced: true, status: false, custom: false },
   'coordination.k8s.io/v1/leases': { kind: 'Lease', namespaced: true, status: false, custom: false },
-  'k8s.cni.cncf.io/v1/network-attachment-definitions': { kind: 'NetworkAttachmentDefinition', namespaced: true, status: false, custom: true },
+  'k8s.cni.cncf.io/v1/network-attachment-definitions': {
+    kind: 'NetworkAttachmentDefinition',
+    namespaced: true,
+    status: false,
+    custom: true,
+  },
   'whereabouts.cni.cncf.io/v1alpha1/ippools': { kind: 'IPPool', namespaced: true, status: true, custom: true },
-  'whereabouts.cni.cncf.io/v1alpha1/overlappingrangeipreservations': { kind: 'OverlappingRangeIPReservation', namespaced: true, status: false, custom: true },
-  'whereabouts.cni.cncf.io/v1alpha1/nodeslicepools': { kind: 'NodeSlicePool', namespaced: true, status: false, custom: true },
+  'whereabouts.cni.cncf.io/v1alpha1/overlappingrangeipreservations': {
+    kind: 'OverlappingRangeIPReservation',
+    namespaced: true,
+    status: false,
+    custom: true,
+  },
+  'whereabouts.cni.cncf.io/v1alpha1/nodeslicepools': {
+    kind: 'NodeSlicePool',
+    namespaced: true,
+    status: false,
+    custom: true,
+  },
 };
 
 interface Route {
@@ -59,7 +74,11 @@ export function parseRoute(path: string): Route | undefined {
   if (kind === undefined) return undefined;
   const decode = (s: string | undefined) => (s === undefined ? undefined : decodeURIComponent(s));
   return {
-    key, kind, group, version, plural,
+    key,
+    kind,
+    group,
+    version,
+    plural,
     ...(namespace === undefined ? {} : { namespace: decode(namespace) }),
     ...(name === undefined ? {} : { name: decode(name) }),
     ...(subresource === undefined ? {} : { subresource }),
@@ -91,7 +110,10 @@ export function jsonPatch(target: unknown, operations: unknown): unknown {
   const doc = clone(target);
   for (const operation of operations) {
     if (!isObj(operation) || typeof operation['path'] !== 'string') return PATCH_FAILED;
-    const tokens = operation['path'].split('/').slice(1).map((t) => t.replaceAll('~1', '/').replaceAll('~0', '~'));
+    const tokens = operation['path']
+      .split('/')
+      .slice(1)
+      .map((t) => t.replaceAll('~1', '/').replaceAll('~0', '~'));
     const key = tokens.pop();
     let parent: unknown = doc;
     for (const t of tokens) parent = isObj(parent) ? parent[t] : undefined;
@@ -121,9 +143,24 @@ export function jsonPatch(target: unknown, operations: unknown): unknown {
 const resourceLabel = (r: Route): string => (r.group === '' ? r.plural : `${r.plural}.${r.group}`);
 
 function status(code: number, reason: string, message: string, r?: Route, name?: string): ApiResponse {
-  const details = r === undefined ? undefined : { ...(name === undefined ? {} : { name }), ...(r.group === '' ? {} : { group: r.group }), kind: r.plural };
+  const details =
+    r === undefined
+      ? undefined
+      : { ...(name === undefined ? {} : { name }), ...(r.group === '' ? {} : { group: r.group }), kind: r.plural };
   const why = reason === '' ? {} : { reason };
-  return { status: code, body: { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, ...why, ...(details === undefined ? {} : { details }), code } };
+  return {
+    status: code,
+    body: {
+      kind: 'Status',
+      apiVersion: 'v1',
+      metadata: {},
+      status: 'Failure',
+      message,
+      ...why,
+      ...(details === undefined ? {} : { details }),
+      code,
+    },
+  };
 }
 
 /** What a DELETE of anything but a pod answers: a Success Status, not the object. */
@@ -135,9 +172,13 @@ function deleted(r: Route, name: string, uid: unknown): ApiResponse {
 /** Kinds that carry metadata.generation (custom resources and pods; nodes, leases and events do not). */
 const hasGeneration = (kind: Kind): boolean => kind.custom || kind.kind === 'Pod';
 
-const notFound = (r: Route, name: string) => status(404, 'NotFound', `${resourceLabel(r)} "${name}" not found`, r, name);
-const conflict = (r: Route, name: string, why = 'the object has been modified; please apply your changes to the latest version and try again') =>
-  status(409, 'Conflict', `Operation cannot be fulfilled on ${resourceLabel(r)} "${name}": ${why}`, r, name);
+const notFound = (r: Route, name: string) =>
+  status(404, 'NotFound', `${resourceLabel(r)} "${name}" not found`, r, name);
+const conflict = (
+  r: Route,
+  name: string,
+  why = 'the object has been modified; please apply your changes to the latest version and try again',
+) => status(409, 'Conflict', `Operation cannot be fulfilled on ${resourceLabel(r)} "${name}": ${why}`, r, name);
 
 /** The server's state, shared by every client (simulated node or controller) of one simulated cluster. */
 export class MemoryApiServer {
@@ -155,23 +196,28 @@ export class MemoryApiServer {
   objects(key: string, namespace?: string): Obj[] {
     const prefix = `${key}|${namespace ?? ''}`;
     const out: Obj[] = [];
-    for (const [k, o] of this.#objects) if (namespace === undefined ? k.startsWith(`${key}|`) : k.startsWith(`${prefix}|`)) out.push(clone(o));
+    for (const [k, o] of this.#objects)
+      if (namespace === undefined ? k.startsWith(`${key}|`) : k.startsWith(`${prefix}|`)) out.push(clone(o));
     return out;
   }
 
   handle(req: ApiRequest): ApiResponse {
     this.counts[req.method] = (this.counts[req.method] ?? 0) + 1;
     const r = parseRoute(req.path);
-    if (r === undefined) return status(404, 'NotFound', `the server could not find the requested resource (${req.method} ${req.path})`);
-    if (r.subresource !== undefined && (r.subresource !== 'status' || !r.kind.status)) return status(404, 'NotFound', 'the server could not find the requested resource');
-    if (r.query.get('watch') === '1' || r.query.get('watch') === 'true') return status(405, 'MethodNotAllowed', 'the memory API serves no watches');
+    if (r === undefined)
+      return status(404, 'NotFound', `the server could not find the requested resource (${req.method} ${req.path})`);
+    if (r.subresource !== undefined && (r.subresource !== 'status' || !r.kind.status))
+      return status(404, 'NotFound', 'the server could not find the requested resource');
+    if (r.query.get('watch') === '1' || r.query.get('watch') === 'true')
+      return status(405, 'MethodNotAllowed', 'the memory API serves no watches');
     if (r.name === undefined) {
       if (req.method === 'GET') return this.#list(r);
       if (req.method === 'POST') return this.#create(r, req.body);
       if (req.method === 'DELETE') return this.#deleteCollection(r);
       return status(405, 'MethodNotAllowed', `${req.method} is not supported on a collection`);
     }
-    if (r.kind.namespaced && r.namespace === undefined) return status(404, 'NotFound', 'the server could not find the requested resource');
+    if (r.kind.namespaced && r.namespace === undefined)
+      return status(404, 'NotFound', 'the server could not find the requested resource');
     switch (req.method) {
       case 'GET': {
         const o = this.#objects.get(this.#key(r, r.name));
@@ -183,7 +229,12 @@ export class MemoryApiServer {
         if (req.contentType === 'application/json-patch+json') {
           return this.#update(r, r.name, (current) => jsonPatch(current, req.body));
         }
-        if (req.contentType !== 'application/merge-patch+json') return status(415, 'UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json (got ${req.contentType ?? 'none'})`);
+        if (req.contentType !== 'application/merge-patch+json')
+          return status(
+            415,
+            'UnsupportedMediaType',
+            `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json (got ${req.contentType ?? 'none'})`,
+          );
         return this.#update(r, r.name, (current) => mergePatch(current, req.body));
       case 'DELETE':
         return this.#delete(r, r.name, req.body);
@@ -202,13 +253,21 @@ export class MemoryApiServer {
     let rv: string;
     if (token !== null && token !== '') {
       const snap = this.#snapshots.get(token);
-      if (snap === undefined) return status(410, 'Expired', 'The provided continue parameter is too old to display a consistent list result.');
+      if (snap === undefined)
+        return status(
+          410,
+          'Expired',
+          'The provided continue parameter is too old to display a consistent list result.',
+        );
       this.#snapshots.delete(token);
       items = snap;
       rv = String((snap as unknown as { rv?: string }).rv ?? this.#rv);
     } else {
       const prefix = `${r.key}|${r.kind.namespaced && r.namespace !== undefined ? `${r.namespace}|` : ''}`;
-      items = [...this.#objects].filter(([k]) => k.startsWith(prefix)).sort(([a], [b]) => (a < b ? -1 : 1)).map(([, o]) => clone(o));
+      items = [...this.#objects]
+        .filter(([k]) => k.startsWith(prefix))
+        .sort(([a], [b]) => (a < b ? -1 : 1))
+        .map(([, o]) => clone(o));
       rv = String(this.#rv);
     }
     const limit = Number(r.query.get('limit') ?? '0');
@@ -226,24 +285,42 @@ export class MemoryApiServer {
   }
 
   #create(r: Route, body: unknown): ApiResponse {
-    if (!isObj(body) || !isObj(body['metadata'])) return status(400, 'BadRequest', 'the body must be an object with metadata');
+    if (!isObj(body) || !isObj(body['metadata']))
+      return status(400, 'BadRequest', 'the body must be an object with metadata');
     const meta = { ...body['metadata'] };
-    if (meta['name'] === undefined && typeof meta['generateName'] === 'string') meta['name'] = `${meta['generateName']}${randomUUID().slice(0, 5)}`;
+    if (meta['name'] === undefined && typeof meta['generateName'] === 'string')
+      meta['name'] = `${meta['generateName']}${randomUUID().slice(0, 5)}`;
     const name = meta['name'];
-    if (typeof name !== 'string' || name === '') return status(422, 'Invalid', `${r.kind.kind} "" is invalid: metadata.name: Required value: name or generateName is required`, r, '');
+    if (typeof name !== 'string' || name === '')
+      return status(
+        422,
+        'Invalid',
+        `${r.kind.kind} "" is invalid: metadata.name: Required value: name or generateName is required`,
+        r,
+        '',
+      );
     if (r.kind.namespaced) {
       if (r.namespace === undefined) return status(404, 'NotFound', 'the server could not find the requested resource');
       if (meta['namespace'] !== undefined && meta['namespace'] !== r.namespace) {
-        return status(400, 'BadRequest', 'the namespace of the provided object does not match the namespace sent on the request');
+        return status(
+          400,
+          'BadRequest',
+          'the namespace of the provided object does not match the namespace sent on the request',
+        );
       }
     }
     if (meta['resourceVersion'] !== undefined && meta['resourceVersion'] !== '') {
       return status(500, '', 'resourceVersion should not be set on objects to be created');
     }
     const key = this.#key(r, name);
-    if (this.#objects.has(key)) return status(409, 'AlreadyExists', `${resourceLabel(r)} "${name}" already exists`, r, name);
+    if (this.#objects.has(key))
+      return status(409, 'AlreadyExists', `${resourceLabel(r)} "${name}" already exists`, r, name);
     delete meta['deletionTimestamp'];
-    const object: Obj = { ...clone(body), apiVersion: r.group === '' ? r.version : `${r.group}/${r.version}`, kind: r.kind.kind };
+    const object: Obj = {
+      ...clone(body),
+      apiVersion: r.group === '' ? r.version : `${r.group}/${r.version}`,
+      kind: r.kind.kind,
+    };
     object['metadata'] = {
       ...meta,
       ...(r.kind.namespaced ? { namespace: r.namespace } : {}),
@@ -263,21 +340,38 @@ export class MemoryApiServer {
     const current = this.#objects.get(key);
     if (current === undefined) return notFound(r, name);
     const proposed = next(clone(current));
-    if (proposed === PATCH_FAILED) return status(422, 'Invalid', 'the server rejected our request due to an error in our request');
-    if (!isObj(proposed) || !isObj(proposed['metadata'])) return status(400, 'BadRequest', 'the body must be an object with metadata');
+    if (proposed === PATCH_FAILED)
+      return status(422, 'Invalid', 'the server rejected our request due to an error in our request');
+    if (!isObj(proposed) || !isObj(proposed['metadata']))
+      return status(400, 'BadRequest', 'the body must be an object with metadata');
     const pmeta = proposed['metadata'];
     const cmeta = current['metadata'] as Obj;
     if (pmeta['name'] !== undefined && pmeta['name'] !== name) {
-      return status(400, 'BadRequest', `the name of the object (${pmeta['name'] as string}) does not match the name on the URL (${name})`);
+      return status(
+        400,
+        'BadRequest',
+        `the name of the object (${pmeta['name'] as string}) does not match the name on the URL (${name})`,
+      );
     }
     const rv = pmeta['resourceVersion'];
     if (rv === undefined || rv === '') {
-      if (r.kind.custom) return status(422, 'Invalid', `${r.kind.kind}.${r.group} "${name}" is invalid: metadata.resourceVersion: Invalid value: 0x0: must be specified for an update`, r, name);
+      if (r.kind.custom)
+        return status(
+          422,
+          'Invalid',
+          `${r.kind.kind}.${r.group} "${name}" is invalid: metadata.resourceVersion: Invalid value: 0x0: must be specified for an update`,
+          r,
+          name,
+        );
     } else if (rv !== cmeta['resourceVersion']) {
       return conflict(r, name);
     }
     if (pmeta['uid'] !== undefined && pmeta['uid'] !== '' && pmeta['uid'] !== cmeta['uid']) {
-      return conflict(r, name, `Precondition failed: UID in precondition: ${pmeta['uid'] as string}, UID in object meta: ${String(cmeta['uid'])}`);
+      return conflict(
+        r,
+        name,
+        `Precondition failed: UID in precondition: ${pmeta['uid'] as string}, UID in object meta: ${String(cmeta['uid'])}`,
+      );
     }
     let object: Obj;
     if (r.subresource === 'status') {
@@ -288,12 +382,25 @@ export class MemoryApiServer {
         if (current['status'] === undefined) delete object['status'];
         else object['status'] = current['status'];
       }
-      const keep = ['uid', 'creationTimestamp', 'namespace', 'name', 'deletionTimestamp', 'deletionGracePeriodSeconds', 'generation'];
-      object['metadata'] = { ...pmeta, ...Object.fromEntries(keep.filter((k) => cmeta[k] !== undefined).map((k) => [k, cmeta[k]])) };
+      const keep = [
+        'uid',
+        'creationTimestamp',
+        'namespace',
+        'name',
+        'deletionTimestamp',
+        'deletionGracePeriodSeconds',
+        'generation',
+      ];
+      object['metadata'] = {
+        ...pmeta,
+        ...Object.fromEntries(keep.filter((k) => cmeta[k] !== undefined).map((k) => [k, cmeta[k]])),
+      };
     }
     if (isEquivalent(current, object)) return { status: 200, body: clone(current) }; // a no-op write keeps its version
     const meta = object['metadata'] as Obj;
-    const specChanged = r.subresource !== 'status' && !isEquivalent(withoutMetaStatus(current, r.kind.status), withoutMetaStatus(object, r.kind.status));
+    const specChanged =
+      r.subresource !== 'status' &&
+      !isEquivalent(withoutMetaStatus(current, r.kind.status), withoutMetaStatus(object, r.kind.status));
     if (hasGeneration(r.kind)) meta['generation'] = (Number(cmeta['generation']) || 1) + (specChanged ? 1 : 0);
     meta['resourceVersion'] = String(++this.#rv);
     // A terminating object whose last finalizer went is deleted.
@@ -314,19 +421,38 @@ export class MemoryApiServer {
     const options = isObj(body) ? body : {};
     const pre = isObj(options['preconditions']) ? options['preconditions'] : {};
     if (typeof pre['uid'] === 'string' && pre['uid'] !== meta['uid']) {
-      return conflict(r, name, `Precondition failed: UID in precondition: ${pre['uid']}, UID in object meta: ${String(meta['uid'])}`);
+      return conflict(
+        r,
+        name,
+        `Precondition failed: UID in precondition: ${pre['uid']}, UID in object meta: ${String(meta['uid'])}`,
+      );
     }
     if (typeof pre['resourceVersion'] === 'string' && pre['resourceVersion'] !== meta['resourceVersion']) {
-      return conflict(r, name, `Precondition failed: ResourceVersion in precondition: ${pre['resourceVersion']}, ResourceVersion in object meta: ${String(meta['resourceVersion'])}`);
+      return conflict(
+        r,
+        name,
+        `Precondition failed: ResourceVersion in precondition: ${pre['resourceVersion']}, ResourceVersion in object meta: ${String(meta['resourceVersion'])}`,
+      );
     }
-    const graceText = r.query.get('gracePeriodSeconds') ?? (typeof options['gracePeriodSeconds'] === 'number' ? String(options['gracePeriodSeconds']) : undefined);
+    const graceText =
+      r.query.get('gracePeriodSeconds') ??
+      (typeof options['gracePeriodSeconds'] === 'number' ? String(options['gracePeriodSeconds']) : undefined);
     const spec = isObj(current['spec']) ? current['spec'] : {};
     // A pod bound to a node is only marked (its kubelet finishes the deletion); grace 0 removes it at once.
-    const graceful = r.kind.kind === 'Pod' && typeof spec['nodeName'] === 'string' && spec['nodeName'] !== '' && graceText !== '0';
+    const graceful =
+      r.kind.kind === 'Pod' && typeof spec['nodeName'] === 'string' && spec['nodeName'] !== '' && graceText !== '0';
     if (graceful || hasFinalizers(meta)) {
       if (meta['deletionTimestamp'] !== undefined) return { status: 200, body: clone(current) };
       const grace = graceful ? Number(graceText ?? spec['terminationGracePeriodSeconds'] ?? 30) : 0;
-      const marked = { ...current, metadata: { ...meta, deletionTimestamp: wholeSeconds(new Date(Date.now() + grace * 1000)), deletionGracePeriodSeconds: grace, resourceVersion: String(++this.#rv) } };
+      const marked = {
+        ...current,
+        metadata: {
+          ...meta,
+          deletionTimestamp: wholeSeconds(new Date(Date.now() + grace * 1000)),
+          deletionGracePeriodSeconds: grace,
+          resourceVersion: String(++this.#rv),
+        },
+      };
       this.#objects.set(key, marked);
       return { status: 200, body: clone(marked) };
     }
@@ -336,13 +462,24 @@ export class MemoryApiServer {
       return deleted(r, name, meta['uid']);
     }
     // A pod's deletion is recorded as a last update (deletionTimestamp, grace 0), which is what DELETE answers.
-    const last = { ...current, metadata: { ...meta, deletionTimestamp: meta['deletionTimestamp'] ?? wholeSeconds(new Date()), deletionGracePeriodSeconds: 0, resourceVersion: String(++this.#rv) } };
+    const last = {
+      ...current,
+      metadata: {
+        ...meta,
+        deletionTimestamp: meta['deletionTimestamp'] ?? wholeSeconds(new Date()),
+        deletionGracePeriodSeconds: 0,
+        resourceVersion: String(++this.#rv),
+      },
+    };
     return { status: 200, body: clone(last) };
   }
 
   #deleteCollection(r: Route): ApiResponse {
     const listed = this.#list(r).body as { items: Obj[] };
-    for (const item of listed.items) this.#delete(r, String((item['metadata'] as Obj)['name']), { gracePeriodSeconds: Number(r.query.get('gracePeriodSeconds') ?? 30) });
+    for (const item of listed.items)
+      this.#delete(r, String((item['metadata'] as Obj)['name']), {
+        gracePeriodSeconds: Number(r.query.get('gracePeriodSeconds') ?? 30),
+      });
     return { status: 200, body: { ...listed, items: listed.items } };
   }
 }
@@ -367,7 +504,11 @@ function isEquivalent(a: unknown, b: unknown): boolean {
 function sorted(v: unknown): unknown {
   if (Array.isArray(v)) return v.map(sorted);
   if (!isObj(v)) return v;
-  return Object.fromEntries(Object.keys(v).sort().map((k) => [k, sorted(v[k])]));
+  return Object.fromEntries(
+    Object.keys(v)
+      .sort()
+      .map((k) => [k, sorted(v[k])]),
+  );
 }
 
 function wholeSeconds(d: Date): string {
@@ -386,7 +527,10 @@ export class MemoryApiClient extends ApiClient {
   readonly server: MemoryApiServer;
 
   constructor(server: MemoryApiServer, options: { namespace: string }) {
-    super({ server: 'https://memory.invalid', namespace: options.namespace, requestOptions: {}, agent: new Agent() }, { timeoutMs: 10_000 });
+    super(
+      { server: 'https://memory.invalid', namespace: options.namespace, requestOptions: {}, agent: new Agent() },
+      { timeoutMs: 10_000 },
+    );
     this.server = server;
   }
 

@@ -8,7 +8,8 @@ import { debianCniDir } from './paths.ts';
 /** Why e2e tests cannot run here, or undefined when they can. */
 export function e2eSkipReason(): string | undefined {
   if (process.getuid?.() !== 0) return 'e2e tests need root (network namespaces); CI runs as root';
-  if (!existsSync(`${debianCniDir}/bridge`)) return `Debian containernetworking-plugins missing (${debianCniDir}/bridge)`;
+  if (!existsSync(`${debianCniDir}/bridge`))
+    return `Debian containernetworking-plugins missing (${debianCniDir}/bridge)`;
   try {
     execFileSync('ip', ['-V'], { stdio: 'ignore' });
   } catch {

@@ -10,13 +10,22 @@ export async function cmdAdd(ctx: VerbContext & { env: AddEnv }): Promise<Result
   const options = { ...(await poolsOf(ctx, 'allocate')), warn: (msg: string) => logger.warning(msg) };
   const assigned = await assign(store, config, attachmentOf(ctx.env), options);
   const ips: IpamResultIP[] = [
-    ...config.ipam.addresses.map((s) => ({ address: s.address, ...(s.gateway === undefined ? {} : { gateway: s.gateway }) })),
+    ...config.ipam.addresses.map((s) => ({
+      address: s.address,
+      ...(s.gateway === undefined ? {} : { gateway: s.gateway }),
+    })),
     ...assigned.map((a) => ({
-      address: { family: a.address.family, address: a.address.value, prefix: a.pool.resultPrefix ?? a.range.cidr.prefix },
+      address: {
+        family: a.address.family,
+        address: a.address.value,
+        prefix: a.pool.resultPrefix ?? a.range.cidr.prefix,
+      },
       ...(a.range.gateway === undefined ? {} : { gateway: a.range.gateway }),
     })),
   ];
-  logger.info(`assigned ${assigned.map((a) => `${formatIP(a.address)}${a.claimed ? '' : ' (already held)'}`).join(', ') || 'static addresses only'}`);
+  logger.info(
+    `assigned ${assigned.map((a) => `${formatIP(a.address)}${a.claimed ? '' : ' (already held)'}`).join(', ') || 'static addresses only'}`,
+  );
   return renderResult(
     { ips, routes: config.ipam.routes, ...(config.ipam.dns === undefined ? {} : { dns: config.ipam.dns }) },
     ctx.version,

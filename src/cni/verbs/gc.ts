@@ -44,9 +44,14 @@ function describeEntry(fields: Record<string, unknown>, entry: unknown): string 
 
 export async function cmdGc(ctx: VerbContext): Promise<void> {
   const { valid, keepContainers, problems } = readValidAttachments(ctx.config.raw);
-  const report = await collectGarbage(ctx.store, ctx.config, valid, { keepContainers, ...(await poolsOf(ctx, 'release')) });
+  const report = await collectGarbage(ctx.store, ctx.config, valid, {
+    keepContainers,
+    ...(await poolsOf(ctx, 'release')),
+  });
   for (const r of report.released) {
-    ctx.logger.info(`gc released ${formatIP(r.address)} of ${r.record.podRef || 'container'} ${r.record.containerId} (${r.record.ifname})`);
+    ctx.logger.info(
+      `gc released ${formatIP(r.address)} of ${r.record.podRef || 'container'} ${r.record.containerId} (${r.record.ifname})`,
+    );
   }
   const errors = [...report.errors, ...problems.map((p) => configError(p))];
   if (errors.length > 0) throw combineErrors('GC finished with errors', errors);

@@ -13,8 +13,18 @@ import { readLivePods } from './pod-confirm.ts';
 import type { PodView } from './pod-view.ts';
 import { releaseFromPool, type Candidate, type Released } from './pool-release.ts';
 import { poolView, type PoolView } from '../pools/view.ts';
-import { missingReservations, recreateReservation, sameAttachment, type MissingReservation } from '../reservations/repair.ts';
-import { deleteReservation, judgeReservation, reservationSuspects, type ReservationReason } from '../reservations/orphaned.ts';
+import {
+  missingReservations,
+  recreateReservation,
+  sameAttachment,
+  type MissingReservation,
+} from '../reservations/repair.ts';
+import {
+  deleteReservation,
+  judgeReservation,
+  reservationSuspects,
+  type ReservationReason,
+} from '../reservations/orphaned.ts';
 import type { ReservationView } from '../runtime/views.ts';
 
 export interface CleanupInput {
@@ -33,7 +43,11 @@ export interface CleanupInput {
 
 export interface CleanupResult {
   readonly released: readonly Released[];
-  readonly reservationsDeleted: ReadonlyArray<{ readonly name: string; readonly podRef: string; readonly reason: ReservationReason }>;
+  readonly reservationsDeleted: ReadonlyArray<{
+    readonly name: string;
+    readonly podRef: string;
+    readonly reason: ReservationReason;
+  }>;
   /** Missing reservations of held addresses, re-created. */
   readonly reservationsRecreated: readonly MissingReservation[];
   /** Pods read live to confirm a suspicion. */
@@ -63,7 +77,11 @@ export async function cleanupPass(api: ApiClient, input: CleanupInput): Promise<
     if (pool.range === undefined) continue;
     for (const [address, record] of pool.allocations) {
       const ip = formatIP({ family: pool.range.family, value: address });
-      if (orphanReason(record, ip, input.pods.get(record.podRef), input.policy, now, pool.allocatedAt.get(address)) === undefined) continue;
+      if (
+        orphanReason(record, ip, input.pods.get(record.podRef), input.policy, now, pool.allocatedAt.get(address)) ===
+        undefined
+      )
+        continue;
       const list = byPool.get(pool) ?? [];
       if (list.length === 0) byPool.set(pool, list);
       list.push({ address, record });
@@ -73,12 +91,26 @@ export async function cleanupPass(api: ApiClient, input: CleanupInput): Promise<
   }
   const judge = { networkNames: input.networkNames, policy: input.policy, graceMs: input.reservationGraceMs, now };
   // Judged as if the suspected allocations were gone already: the reservation of a released address goes too.
-  const suspects = reservationSuspects(input.reservations.values(), input.pods, heldAddresses(input.pools.values(), releasing), judge);
+  const suspects = reservationSuspects(
+    input.reservations.values(),
+    input.pods,
+    heldAddresses(input.pools.values(), releasing),
+    judge,
+  );
   for (const r of suspects) suspectPods.add(r.podRef);
   const missing = missingReservations(input.pools.values(), input.reservations.values(), {
-    graceMs: input.reservationGraceMs, nowMs: now, monotonicNowMs: monotonicMs(), firstMissing: input.firstMissing ?? new Map<string, number>(),
+    graceMs: input.reservationGraceMs,
+    nowMs: now,
+    monotonicNowMs: monotonicMs(),
+    firstMissing: input.firstMissing ?? new Map<string, number>(),
   });
-  const nothing = { released: [], reservationsDeleted: [], reservationsRecreated: [], podsRead: 0, timings: { readMs: 0, releaseMs: 0, reservationsMs: 0 } };
+  const nothing = {
+    released: [],
+    reservationsDeleted: [],
+    reservationsRecreated: [],
+    podsRead: 0,
+    timings: { readMs: 0, releaseMs: 0, reservationsMs: 0 },
+  };
   if ((suspectPods.size === 0 && missing.length === 0) || !input.leading()) return nothing;
 
   const t0 = performance.now();
@@ -91,7 +123,13 @@ export async function cleanupPass(api: ApiClient, input: CleanupInput): Promise<
   const released: Released[] = [];
   await eachLimited([...byPool], 4, async ([pool, candidates]) => {
     const done = await releaseFromPool(api, pool, candidates, judgeRecord, { leading: input.leading, log: input.log });
-    for (const r of done) input.log.info(`released ${r.ip} of ${r.podRef} from IPPool ${r.pool}: ${r.reason}`, { pool: r.pool, ip: r.ip, pod: r.podRef, reason: r.reason });
+    for (const r of done)
+      input.log.info(`released ${r.ip} of ${r.podRef} from IPPool ${r.pool}: ${r.reason}`, {
+        pool: r.pool,
+        ip: r.ip,
+        pod: r.podRef,
+        reason: r.reason,
+      });
     released.push(...done);
   });
 
@@ -104,19 +142,31 @@ export async function cleanupPass(api: ApiClient, input: CleanupInput): Promise<
     const held = heldAddresses(fresh.values());
     await eachLimited(suspects, 8, async (view) => {
       const reason = judgeReservation(view, live.get(view.podRef), held, { ...judge, now: Date.now() });
-      if (reason === undefined || !(await deleteReservation(api, view, { leading: input.leading, log: input.log }))) return;
+      if (reason === undefined || !(await deleteReservation(api, view, { leading: input.leading, log: input.log })))
+        return;
       reservationsDeleted.push({ name: view.name, podRef: view.podRef, reason });
-      input.log.info(`deleted OverlappingRangeIPReservation ${view.name} of ${view.podRef}: ${reason}`, { reservation: view.name, pod: view.podRef, reason });
+      input.log.info(`deleted OverlappingRangeIPReservation ${view.name} of ${view.podRef}: ${reason}`, {
+        reservation: view.name,
+        pod: view.podRef,
+        reason,
+      });
     });
     await eachLimited(missing, 8, async (m) => {
       const record = fresh.get(m.pool)?.allocations.get(m.address);
       if (record === undefined || !sameAttachment(record, m.record)) return; // released or replaced meanwhile
       if (!(await recreateReservation(api, m, { leading: input.leading, log: input.log }))) return;
       reservationsRecreated.push(m);
-      input.log.warning(`re-created missing OverlappingRangeIPReservation ${m.name} for ${m.ip} of ${m.record.podRef} held in IPPool ${m.pool}`, { reservation: m.name, pool: m.pool, ip: m.ip, pod: m.record.podRef });
+      input.log.warning(
+        `re-created missing OverlappingRangeIPReservation ${m.name} for ${m.ip} of ${m.record.podRef} held in IPPool ${m.pool}`,
+        { reservation: m.name, pool: m.pool, ip: m.ip, pod: m.record.podRef },
+      );
     });
   }
-  const timings = { readMs: Math.round(t1 - t0), releaseMs: Math.round(t2 - t1), reservationsMs: Math.round(performance.now() - t2) };
+  const timings = {
+    readMs: Math.round(t1 - t0),
+    releaseMs: Math.round(t2 - t1),
+    reservationsMs: Math.round(performance.now() - t2),
+  };
   return { released, reservationsDeleted, reservationsRecreated, podsRead: suspectPods.size, timings };
 }
 

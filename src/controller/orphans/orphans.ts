@@ -76,10 +76,16 @@ export function orphanReason(
   if (pod === undefined) return 'pod-gone';
   // A young Pending pod's CNI ADD may be running right now (and may be adopting this very record): hands off.
   if (pod.phase === 'Pending' && nowMs - pod.createdAtMs < policy.pendingGraceMs) return undefined;
-  if (record.podUid !== undefined && record.podUid !== '' && pod.uid !== '' && record.podUid !== pod.uid) return 'pod-recreated';
+  if (record.podUid !== undefined && record.podUid !== '' && pod.uid !== '' && record.podUid !== pod.uid)
+    return 'pod-recreated';
   const released = podReleaseReason(pod, policy, nowMs);
   if (released !== undefined) return released;
-  if (policy.verifyNetworkStatus && pod.phase === 'Running' && pod.networkStatusIPs !== undefined && !pod.networkStatusIPs.has(ip)) {
+  if (
+    policy.verifyNetworkStatus &&
+    pod.phase === 'Running' &&
+    pod.networkStatusIPs !== undefined &&
+    !pod.networkStatusIPs.has(ip)
+  ) {
     return 'not-in-network-status';
   }
   return undefined;

@@ -10,13 +10,20 @@ import { podView, type PodView } from './pod-view.ts';
 /** podRef -> the live pod, null when it does not exist. A pod that could not be read is absent: decide nothing. */
 export type LivePods = ReadonlyMap<string, PodView | null>;
 
-export async function readLivePods(api: ApiClient, podRefs: Iterable<string>, options: { width?: number; log: Log }): Promise<LivePods> {
+export async function readLivePods(
+  api: ApiClient,
+  podRefs: Iterable<string>,
+  options: { width?: number; log: Log },
+): Promise<LivePods> {
   const out = new Map<string, PodView | null>();
   await eachLimited([...new Set(podRefs)], options.width ?? 16, async (podRef) => {
     const [namespace, name] = podRef.split('/', 2) as [string, string | undefined];
     if (name === undefined || name === '' || namespace === '') return;
     try {
-      const res = await api.send({ method: 'GET', path: `/api/v1/namespaces/${encodeURIComponent(namespace)}/pods/${encodeURIComponent(name)}` });
+      const res = await api.send({
+        method: 'GET',
+        path: `/api/v1/namespaces/${encodeURIComponent(namespace)}/pods/${encodeURIComponent(name)}`,
+      });
       if (res.status === 404) out.set(podRef, null);
       else if (res.status === 200) out.set(podRef, podView(res.body) ?? null);
       else options.log.warning(`cannot read pod ${podRef}: ${statusText(res)}; its allocations wait for the next pass`);

@@ -41,7 +41,11 @@ export function podView(item: unknown): PodView | undefined {
   const status = recordOf(recordOf(item)['status']);
   if (typeof meta['name'] !== 'string' || typeof meta['namespace'] !== 'string') return undefined;
   const conditions = list(status['conditions']);
-  const containers = [...list(status['initContainerStatuses']), ...list(status['containerStatuses']), ...list(status['ephemeralContainerStatuses'])];
+  const containers = [
+    ...list(status['initContainerStatuses']),
+    ...list(status['containerStatuses']),
+    ...list(status['ephemeralContainerStatuses']),
+  ];
   const annotations = recordOf(meta['annotations']);
   const networkStatusIPs = parseNetworkStatus(annotations[NETWORK_STATUS]);
   const mirrorOf = annotations[MIRROR];
@@ -52,14 +56,19 @@ export function podView(item: unknown): PodView | undefined {
     ...conditions.map((c) => time(c['lastTransitionTime'])),
   ];
   return {
-    uid: typeof mirrorOf === 'string' && mirrorOf !== '' ? mirrorOf : typeof meta['uid'] === 'string' ? meta['uid'] : '',
+    uid:
+      typeof mirrorOf === 'string' && mirrorOf !== '' ? mirrorOf : typeof meta['uid'] === 'string' ? meta['uid'] : '',
     phase: typeof status['phase'] === 'string' ? status['phase'] : 'Unknown',
     createdAtMs: time(meta['creationTimestamp']),
     terminating: meta['deletionTimestamp'] !== undefined && meta['deletionTimestamp'] !== null,
     ...(deletionAtMs === 0 ? {} : { deletionAtMs }),
-    ...(disruption === undefined ? {} : { disruption: typeof disruption['reason'] === 'string' ? disruption['reason'] : '' }),
+    ...(disruption === undefined
+      ? {}
+      : { disruption: typeof disruption['reason'] === 'string' ? disruption['reason'] : '' }),
     // A Running pod that reports no container at all is taken as running: nothing says its network is unused.
-    containersRunning: containers.some((c) => recordOf(c['state'])['running'] !== undefined) || (status['phase'] === 'Running' && containers.length === 0),
+    containersRunning:
+      containers.some((c) => recordOf(c['state'])['running'] !== undefined) ||
+      (status['phase'] === 'Running' && containers.length === 0),
     sandboxGone: conditions.some((c) => SANDBOX_CONDITIONS.includes(String(c['type'])) && c['status'] === 'False'),
     lastChangeMs: Math.max(0, ...changes),
     ...(networkStatusIPs === undefined ? {} : { networkStatusIPs }),

@@ -41,39 +41,57 @@ class NotLeading extends Error {}
 
 /** The same attachment: a record re-written for another container or pod is not the one judged. */
 export const sameRecord = (a: AllocationRecord, b: AllocationRecord): boolean =>
-  a.containerId === b.containerId && a.podRef === b.podRef && a.ifname === b.ifname && (a.podUid ?? '') === (b.podUid ?? '');
+  a.containerId === b.containerId &&
+  a.podRef === b.podRef &&
+  a.ifname === b.ifname &&
+  (a.podUid ?? '') === (b.podUid ?? '');
 
 /** A pool to free addresses in: the range's bounds and exclusions play no part (the controller, `hereabouts release`). */
 export function releaseRef(name: string, cidr: Cidr, network: string): PoolRef {
-  return { name, network, networkNamed: network !== '', range: { cidr, start: networkOf(cidr), end: lastOf(cidr), exclude: [] } };
+  return {
+    name,
+    network,
+    networkNamed: network !== '',
+    range: { cidr, start: networkOf(cidr), end: lastOf(cidr), exclude: [] },
+  };
 }
 
 /** The allocations released (empty when none was still an orphan, the pool kept changing, or leadership was lost). */
-export async function releaseFromPool(api: ApiClient, pool: PoolView, candidates: readonly Candidate[], judge: Judge, options: ReleaseOptions): Promise<Released[]> {
+export async function releaseFromPool(
+  api: ApiClient,
+  pool: PoolView,
+  candidates: readonly Candidate[],
+  judge: Judge,
+  options: ReleaseOptions,
+): Promise<Released[]> {
   const range = pool.range;
   if (range === undefined || !options.leading()) return [];
   const ref = releaseRef(pool.name, range, '');
   try {
-    return await new PoolWriter(api).commit(ref, (current) => {
-      const released: Released[] = [];
-      const addresses: bigint[] = [];
-      for (const candidate of candidates) {
-        const now = current.get(candidate.address);
-        if (now === undefined || !sameRecord(now, candidate.record)) continue; // released or re-allocated meanwhile
-        const ip = formatIP({ family: range.family, value: candidate.address });
-        const reason = judge(now, ip);
-        if (reason === undefined) continue;
-        addresses.push(candidate.address);
-        released.push({ pool: pool.name, ip, podRef: now.podRef, reason });
-      }
-      return { change: addresses.length === 0 ? null : { release: addresses }, value: released };
-    }, {
-      budgetMs: options.budgetMs ?? DEFAULT_BUDGET_MS,
-      log: options.log,
-      beforeWrite: () => {
-        if (!options.leading()) throw new NotLeading();
+    return await new PoolWriter(api).commit(
+      ref,
+      (current) => {
+        const released: Released[] = [];
+        const addresses: bigint[] = [];
+        for (const candidate of candidates) {
+          const now = current.get(candidate.address);
+          if (now === undefined || !sameRecord(now, candidate.record)) continue; // released or re-allocated meanwhile
+          const ip = formatIP({ family: range.family, value: candidate.address });
+          const reason = judge(now, ip);
+          if (reason === undefined) continue;
+          addresses.push(candidate.address);
+          released.push({ pool: pool.name, ip, podRef: now.podRef, reason });
+        }
+        return { change: addresses.length === 0 ? null : { release: addresses }, value: released };
       },
-    });
+      {
+        budgetMs: options.budgetMs ?? DEFAULT_BUDGET_MS,
+        log: options.log,
+        beforeWrite: () => {
+          if (!options.leading()) throw new NotLeading();
+        },
+      },
+    );
   } catch (err) {
     if (err instanceof NotLeading) return [];
     // The pool kept changing (code 11), or its spec.range no longer is this range: its orphans wait for the next pass.

@@ -25,14 +25,20 @@ export function sliceOwners(slices: Iterable<NodeSlicePoolView>): Map<string, Po
         continue; // an unreadable slice names no pool
       }
       owners.set(poolName(slice, { node: entry.nodeName }), { network: '', node: entry.nodeName });
-      owners.set(poolName(slice, { networkName: nsp.name, node: entry.nodeName }), { network: nsp.name, node: entry.nodeName });
+      owners.set(poolName(slice, { networkName: nsp.name, node: entry.nodeName }), {
+        network: nsp.name,
+        node: entry.nodeName,
+      });
     }
   }
   return owners;
 }
 
 /** A pool's network ('' for none) and node-slice owner; network undefined when its name follows no naming rule. */
-export function poolIdentity(view: PoolView, owners: ReadonlyMap<string, PoolOwner>): { network?: string; node?: string } {
+export function poolIdentity(
+  view: PoolView,
+  owners: ReadonlyMap<string, PoolOwner>,
+): { network?: string; node?: string } {
   const owner = owners.get(view.name);
   if (owner !== undefined) return owner;
   if (view.range === undefined) return {};

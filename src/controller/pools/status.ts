@@ -23,13 +23,24 @@ export interface PoolStatus {
 export function desiredStatus(range: Cidr, used: number, current: unknown, now: Date): PoolStatus | undefined {
   const capacity = poolCapacity(range);
   const free = capacity > BigInt(used) ? capacity - BigInt(used) : 0n;
-  const exhausted: Condition = free === 0n
-    ? { type: 'Exhausted', status: 'True', reason: 'NoFreeAddress', message: `all ${capacity} addresses are allocated` }
-    : { type: 'Exhausted', status: 'False', reason: 'AddressesFree', message: '' };
+  const exhausted: Condition =
+    free === 0n
+      ? {
+          type: 'Exhausted',
+          status: 'True',
+          reason: 'NoFreeAddress',
+          message: `all ${capacity} addresses are allocated`,
+        }
+      : { type: 'Exhausted', status: 'False', reason: 'AddressesFree', message: '' };
   const seen = recordOf(current);
   const same = seen['capacity'] === String(capacity) && seen['used'] === used && seen['free'] === String(free);
   if (same && conditionsMatch(seen['conditions'], [exhausted])) return undefined;
-  return { capacity: String(capacity), used, free: String(free), conditions: withConditions(seen['conditions'], [exhausted], now) };
+  return {
+    capacity: String(capacity),
+    used,
+    free: String(free),
+    conditions: withConditions(seen['conditions'], [exhausted], now),
+  };
 }
 
 export interface StatusWriteOptions {
@@ -40,17 +51,23 @@ export interface StatusWriteOptions {
 }
 
 /** Writes the status of every pool whose status is not current (four at a time); returns how many were written. */
-export async function writePoolStatuses(api: ApiClient, pools: Iterable<PoolView>, options: StatusWriteOptions): Promise<number> {
+export async function writePoolStatuses(
+  api: ApiClient,
+  pools: Iterable<PoolView>,
+  options: StatusWriteOptions,
+): Promise<number> {
   const stale: Array<{ view: PoolView; status: PoolStatus }> = [];
   for (const view of pools) {
-    const status = view.range === undefined ? undefined : desiredStatus(view.range, view.allocations.size, view.status, new Date());
+    const status =
+      view.range === undefined ? undefined : desiredStatus(view.range, view.allocations.size, view.status, new Date());
     if (status !== undefined) stale.push({ view, status });
   }
   let written = 0;
   await eachLimited(stale, 4, async ({ view, status }) => {
     if (!options.leading() || !(await writeStatus(api, view, status, options.log))) return;
     written++;
-    if (options.onExhausted !== undefined && wasExhausted(status.conditions) && !wasExhausted(view.status.conditions)) await options.onExhausted(view);
+    if (options.onExhausted !== undefined && wasExhausted(status.conditions) && !wasExhausted(view.status.conditions))
+      await options.onExhausted(view);
   });
   return written;
 }

@@ -52,7 +52,14 @@ export function poolView(object: unknown): PoolView | undefined {
   };
   const range = cidrOrUndefined(spec['range']);
   if (range === undefined) {
-    return { ...base, allocations: NONE, allocatedAt: NONE, capacity: 0n, free: 0n, problems: [`IPPool ${name}: spec.range ${JSON.stringify(spec['range'])} is not a CIDR`] };
+    return {
+      ...base,
+      allocations: NONE,
+      allocatedAt: NONE,
+      capacity: 0n,
+      free: 0n,
+      problems: [`IPPool ${name}: spec.range ${JSON.stringify(spec['range'])} is not a CIDR`],
+    };
   }
   const problems: string[] = [];
   const warn = (msg: string): void => {
@@ -67,7 +74,15 @@ export function poolView(object: unknown): PoolView | undefined {
   }
   const total = poolCapacity(range);
   const free = total - BigInt(allocations.size);
-  return { ...base, range, allocations, allocatedAt: createdTimes(spec['allocations'], range), capacity: total, free: free > 0n ? free : 0n, problems };
+  return {
+    ...base,
+    range,
+    allocations,
+    allocatedAt: createdTimes(spec['allocations'], range),
+    capacity: total,
+    free: free > 0n ? free : 0n,
+    problems,
+  };
 }
 
 /** When each allocation was made, for the entries that carry a createdAt (hereabouts'). */

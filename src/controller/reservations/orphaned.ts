@@ -70,7 +70,8 @@ export function reservationAfterGrace(
   judge: ReservationJudge,
 ): { readonly reason: ReservationReason; readonly atMs: number } | undefined {
   const ends = [view.createdAtMs + judge.graceMs];
-  if (pod !== null && pod !== undefined && pod.phase === 'Pending') ends.push(pod.createdAtMs + judge.policy.pendingGraceMs);
+  if (pod !== null && pod !== undefined && pod.phase === 'Pending')
+    ends.push(pod.createdAtMs + judge.policy.pendingGraceMs);
   for (const atMs of ends.sort((a, b) => a - b)) {
     if (atMs <= judge.now) continue;
     const reason = judgeReservation(view, pod, held, { ...judge, now: atMs });
@@ -79,7 +80,11 @@ export function reservationAfterGrace(
   return undefined;
 }
 
-export async function deleteReservation(api: ApiClient, view: ReservationView, options: { leading: () => boolean; log: Log }): Promise<boolean> {
+export async function deleteReservation(
+  api: ApiClient,
+  view: ReservationView,
+  options: { leading: () => boolean; log: Log },
+): Promise<boolean> {
   if (!options.leading()) return false;
   try {
     // 'gone' already, or 'conflict': changed since judged (re-adopted, handed over), so not what was judged

@@ -48,7 +48,11 @@ function candidatePrefixes(poolName: string): string[] {
 }
 
 /** The missing reservations of held addresses that are due for repair, from the caches (confirmed later). */
-export function missingReservations(pools: Iterable<PoolView>, reservations: Iterable<ReservationView>, judge: RepairJudge): MissingReservation[] {
+export function missingReservations(
+  pools: Iterable<PoolView>,
+  reservations: Iterable<ReservationView>,
+  judge: RepairJudge,
+): MissingReservation[] {
   const podOf = new Map<string, string>(); // reservation name -> podref
   for (const view of reservations) podOf.set(view.name, view.podRef);
   if (podOf.size === 0) {
@@ -103,7 +107,11 @@ export function sameAttachment(a: AllocationRecord, b: AllocationRecord): boolea
 }
 
 /** Creates the reservation; true when this call created it (false: it exists, or this replica stopped leading). */
-export async function recreateReservation(api: ApiClient, missing: MissingReservation, options: { leading: () => boolean; log: Log }): Promise<boolean> {
+export async function recreateReservation(
+  api: ApiClient,
+  missing: MissingReservation,
+  options: { leading: () => boolean; log: Log },
+): Promise<boolean> {
   if (!options.leading()) return false;
   const created = await new PoolWriter(api).recreateReservation(missing.name, missing.record);
   if (!created) options.log.debug(`OverlappingRangeIPReservation ${missing.name} exists after all`);

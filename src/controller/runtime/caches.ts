@@ -7,7 +7,16 @@ import { Informer, type ChangeKind } from './informer.ts';
 import type { Log } from '../../log/json-log.ts';
 import { podView, type PodView } from '../orphans/pod-view.ts';
 import { poolView, type PoolView } from '../pools/view.ts';
-import { nadView, nodeSlicePoolView, nodeView, reservationView, type NadView, type NodeSlicePoolView, type NodeView, type ReservationView } from './views.ts';
+import {
+  nadView,
+  nodeSlicePoolView,
+  nodeView,
+  reservationView,
+  type NadView,
+  type NodeSlicePoolView,
+  type NodeView,
+  type ReservationView,
+} from './views.ts';
 
 type Handler<T> = (kind: ChangeKind, key: string, current: T | undefined, previous: T | undefined) => void;
 
@@ -30,15 +39,46 @@ export class Caches {
   constructor(api: ApiClient, handlers: CacheHandlers, log: Log) {
     const ns = api.namespace;
     this.pods = new Informer(api, { resource: 'pods', path: '/api/v1/pods', view: podView, log, ...on(handlers.pods) });
-    this.pools = new Informer(api, { resource: 'ippools', path: objectPath(ns, 'ippools'), view: poolView, log, ...on(handlers.pools) });
-    this.reservations = new Informer(api, { resource: 'overlappingrangeipreservations', path: objectPath(ns, 'overlappingrangeipreservations'), view: reservationView, log });
-    this.nodeSlicePools = new Informer(api, { resource: 'nodeslicepools', path: objectPath(ns, 'nodeslicepools'), view: nodeSlicePoolView, log, ...on(handlers.nodeSlicePools) });
-    this.nads = new Informer(api, { resource: 'network-attachment-definitions', path: '/apis/k8s.cni.cncf.io/v1/network-attachment-definitions', view: nadView, log, ...on(handlers.nads) });
-    this.nodes = new Informer(api, { resource: 'nodes', path: '/api/v1/nodes', view: nodeView, log, ...on(handlers.nodes) });
+    this.pools = new Informer(api, {
+      resource: 'ippools',
+      path: objectPath(ns, 'ippools'),
+      view: poolView,
+      log,
+      ...on(handlers.pools),
+    });
+    this.reservations = new Informer(api, {
+      resource: 'overlappingrangeipreservations',
+      path: objectPath(ns, 'overlappingrangeipreservations'),
+      view: reservationView,
+      log,
+    });
+    this.nodeSlicePools = new Informer(api, {
+      resource: 'nodeslicepools',
+      path: objectPath(ns, 'nodeslicepools'),
+      view: nodeSlicePoolView,
+      log,
+      ...on(handlers.nodeSlicePools),
+    });
+    this.nads = new Informer(api, {
+      resource: 'network-attachment-definitions',
+      path: '/apis/k8s.cni.cncf.io/v1/network-attachment-definitions',
+      view: nadView,
+      log,
+      ...on(handlers.nads),
+    });
+    this.nodes = new Informer(api, {
+      resource: 'nodes',
+      path: '/api/v1/nodes',
+      view: nodeView,
+      log,
+      ...on(handlers.nodes),
+    });
   }
 
   get all(): ReadonlyArray<Informer<unknown>> {
-    return [this.pods, this.pools, this.reservations, this.nodeSlicePools, this.nads, this.nodes] as ReadonlyArray<Informer<unknown>>;
+    return [this.pods, this.pools, this.reservations, this.nodeSlicePools, this.nads, this.nodes] as ReadonlyArray<
+      Informer<unknown>
+    >;
   }
 
   start(): void {

@@ -22,9 +22,10 @@ export function withConditions(current: unknown, wanted: readonly Condition[], n
   }
   for (const w of wanted) {
     const before = list.find((c) => c['type'] === w.type);
-    const since = before !== undefined && before['status'] === w.status && typeof before['lastTransitionTime'] === 'string'
-      ? before['lastTransitionTime']
-      : now.toISOString().replace(/\.\d{3}Z$/, 'Z');
+    const since =
+      before !== undefined && before['status'] === w.status && typeof before['lastTransitionTime'] === 'string'
+        ? before['lastTransitionTime']
+        : now.toISOString().replace(/\.\d{3}Z$/, 'Z');
     out.push({ ...w, lastTransitionTime: since });
   }
   return out.sort((a, b) => (a.type < b.type ? -1 : a.type > b.type ? 1 : 0));
@@ -33,5 +34,9 @@ export function withConditions(current: unknown, wanted: readonly Condition[], n
 /** Whether `current` already says what `wanted` says (type, status, reason, message). */
 export function conditionsMatch(current: unknown, wanted: readonly Condition[]): boolean {
   const list = (Array.isArray(current) ? current : []).map(recordOf);
-  return wanted.every((w) => list.some((c) => c['type'] === w.type && c['status'] === w.status && c['reason'] === w.reason && c['message'] === w.message));
+  return wanted.every((w) =>
+    list.some(
+      (c) => c['type'] === w.type && c['status'] === w.status && c['reason'] === w.reason && c['message'] === w.message,
+    ),
+  );
 }

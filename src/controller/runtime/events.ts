@@ -45,7 +45,13 @@ export class EventRecorder {
    * the caller sends it once per change of state, so a repeat within the quiet period counts up instead of being
    * dropped.
    */
-  async emit(object: InvolvedObject, type: EventType, reason: string, message: string, options: { transition?: boolean } = {}): Promise<void> {
+  async emit(
+    object: InvolvedObject,
+    type: EventType,
+    reason: string,
+    message: string,
+    options: { transition?: boolean } = {},
+  ): Promise<void> {
     const key = `${object.kind}|${object.namespace}|${object.name}|${type}|${reason}|${message}`;
     const now = Date.now();
     const seen = this.#sent.get(key);
@@ -74,7 +80,13 @@ export class EventRecorder {
           apiVersion: 'v1',
           kind: 'Event',
           metadata: { name, namespace },
-          involvedObject: { apiVersion: object.apiVersion, kind: object.kind, name: object.name, ...(object.namespace === '' ? {} : { namespace: object.namespace }), ...(object.uid === undefined || object.uid === '' ? {} : { uid: object.uid }) },
+          involvedObject: {
+            apiVersion: object.apiVersion,
+            kind: object.kind,
+            name: object.name,
+            ...(object.namespace === '' ? {} : { namespace: object.namespace }),
+            ...(object.uid === undefined || object.uid === '' ? {} : { uid: object.uid }),
+          },
           type,
           reason,
           message: message.length > 1024 ? `${message.slice(0, 1021)}...` : message,

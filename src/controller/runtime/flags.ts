@@ -71,7 +71,9 @@ const BOOLEANS = ['cleanup-terminating', 'cleanup-disrupted', 'verify-network-st
 /** The options, or 'help'. Throws TypeError naming the flag for anything it cannot read. */
 export function parseControllerFlags(argv: readonly string[]): ControllerFlags | 'help' {
   // A bare boolean flag means true, as in Go; parseArgs needs the value spelled out.
-  const args = argv.map((arg) => (BOOLEANS.includes(arg.replace(/^--/, '')) && arg.startsWith('--') ? `${arg}=true` : arg));
+  const args = argv.map((arg) =>
+    BOOLEANS.includes(arg.replace(/^--/, '')) && arg.startsWith('--') ? `${arg}=true` : arg,
+  );
   const { values: v } = parseArgs({
     args,
     strict: true,
@@ -113,13 +115,18 @@ export function parseControllerFlags(argv: readonly string[]): ControllerFlags |
   // client-go's rules: a leader must give up before anyone may take over, and renew more than once per deadline.
   if (leader.retryPeriodMs <= 0) throw new TypeError(`--retry-period ${v['retry-period']} must be above 0`);
   if (leader.renewDeadlineMs >= leader.leaseDurationMs) {
-    throw new TypeError(`--renew-deadline ${v['renew-deadline']} must be shorter than --lease-duration ${v['lease-duration']}`);
+    throw new TypeError(
+      `--renew-deadline ${v['renew-deadline']} must be shorter than --lease-duration ${v['lease-duration']}`,
+    );
   }
   if (leader.retryPeriodMs * 1.2 >= leader.renewDeadlineMs) {
-    throw new TypeError(`--retry-period ${v['retry-period']} must be well below --renew-deadline ${v['renew-deadline']}`);
+    throw new TypeError(
+      `--retry-period ${v['retry-period']} must be well below --renew-deadline ${v['renew-deadline']}`,
+    );
   }
   const logLevel = LOG_LEVELS.find((l) => l === v['log-level']);
-  if (logLevel === undefined) throw new TypeError(`--log-level ${JSON.stringify(v['log-level'])} is not one of ${LOG_LEVELS.join(', ')}`);
+  if (logLevel === undefined)
+    throw new TypeError(`--log-level ${JSON.stringify(v['log-level'])} is not one of ${LOG_LEVELS.join(', ')}`);
   const reconcileIntervalMs = duration(v['reconcile-interval'], 'reconcile-interval');
   if (reconcileIntervalMs < 1000) throw new TypeError(`--reconcile-interval ${v['reconcile-interval']} is below 1s`);
   return {

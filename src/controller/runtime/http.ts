@@ -52,7 +52,8 @@ export function serve(addr: string, routes: Routes): Promise<Server> {
 export function parseAddr(addr: string): { host?: string; port: number } {
   const m = /^(?:\[([^\]]+)\]|([^:[\]]*))?:(\d{1,5})$/.exec(addr);
   const port = Number(m?.[3]);
-  if (m === null || port > 65535) throw new TypeError(`address ${JSON.stringify(addr)} must look like :9090 or host:9090`);
+  if (m === null || port > 65535)
+    throw new TypeError(`address ${JSON.stringify(addr)} must look like :9090 or host:9090`);
   const host = m[1] ?? (m[2] === '' ? undefined : m[2]);
   return { ...(host === undefined ? {} : { host }), port };
 }

@@ -112,14 +112,18 @@ export class Informer<T> {
     this.#synced = true;
     this.#failures = 0;
     this.#firstSync.resolve();
-    this.#o.log.debug(`${this.#o.resource}: listed ${fresh.size}`, { resource: this.#o.resource, resourceVersion: this.#resourceVersion });
+    this.#o.log.debug(`${this.#o.resource}: listed ${fresh.size}`, {
+      resource: this.#o.resource,
+      resourceVersion: this.#resourceVersion,
+    });
     this.#openWatch();
   }
 
   /** The resource is not served (its CRD is not installed): empty, and looked for again in a minute. */
   #absent(): void {
     if (this.#stopped) return;
-    if (!this.#synced) this.#o.log.warning(`${this.#o.resource}: not served by the API server (CRD not installed?); treated as empty`);
+    if (!this.#synced)
+      this.#o.log.warning(`${this.#o.resource}: not served by the API server (CRD not installed?); treated as empty`);
     this.#replace(new Map());
     this.#synced = true;
     this.#firstSync.resolve();
@@ -145,18 +149,23 @@ export class Informer<T> {
     if (this.#stopped) return;
     const timeoutSeconds = 300 + Math.floor(Math.random() * 300);
     const path = `${this.#o.path}?resourceVersion=${encodeURIComponent(this.#resourceVersion)}`;
-    this.#watch = openWatch(this.#api.endpoint, path, {
-      event: (event) => this.#apply(event),
-      end: (failure) => {
-        this.#watch = undefined;
-        if (this.#stopped) return;
-        if (this.#resourceVersion === '') return this.#relist('the watch expired (410 Gone)');
-        if (failure === undefined) return this.#openWatch(); // the server's timeout: carry on from where we are
-        if (failure.status === 410) return this.#relist('the watch expired (410 Gone)');
-        this.#synced = false; // events may have been missed: not trustworthy until listed again
-        this.#retry(`watch failed: ${failure.message}`, () => void this.#list());
+    this.#watch = openWatch(
+      this.#api.endpoint,
+      path,
+      {
+        event: (event) => this.#apply(event),
+        end: (failure) => {
+          this.#watch = undefined;
+          if (this.#stopped) return;
+          if (this.#resourceVersion === '') return this.#relist('the watch expired (410 Gone)');
+          if (failure === undefined) return this.#openWatch(); // the server's timeout: carry on from where we are
+          if (failure.status === 410) return this.#relist('the watch expired (410 Gone)');
+          this.#synced = false; // events may have been missed: not trustworthy until listed again
+          this.#retry(`watch failed: ${failure.message}`, () => void this.#list());
+        },
       },
-    }, { timeoutSeconds, idleMs: (timeoutSeconds + 60) * 1000 });
+      { timeoutSeconds, idleMs: (timeoutSeconds + 60) * 1000 },
+    );
   }
 
   #apply(event: WatchEvent): void {
@@ -197,7 +206,9 @@ export class Informer<T> {
     if (this.#stopped) return;
     this.#failures++;
     const delayMs = Math.min(30_000, 500 * 2 ** Math.min(this.#failures, 6)) * (0.8 + Math.random() * 0.4);
-    this.#o.log.warning(`${this.#o.resource}: ${why}; retrying in ${Math.round(delayMs)} ms`, { resource: this.#o.resource });
+    this.#o.log.warning(`${this.#o.resource}: ${why}; retrying in ${Math.round(delayMs)} ms`, {
+      resource: this.#o.resource,
+    });
     this.#timer = setTimeout(again, delayMs);
   }
 }

@@ -101,14 +101,23 @@ export class LeaderElector {
    * was read) reads again and decides again at once, within a budget that keeps the answer before the renew deadline.
    */
   async #tryAcquireOrRenew(): Promise<void> {
-    await retryOnConflict((attempt) => this.#attempt(attempt), { attempts: 3, budgetMs: this.#requestTimeoutMs(), proceed: () => !this.#stopped });
+    await retryOnConflict((attempt) => this.#attempt(attempt), {
+      attempts: 3,
+      budgetMs: this.#requestTimeoutMs(),
+      proceed: () => !this.#stopped,
+    });
   }
 
   async #attempt(attempt: number): Promise<undefined | Conflict> {
     const sentAt = monotonicMs();
     const wallAt = new Date();
     // The leader renews from the object it last wrote: one request; a 409 means someone else wrote it.
-    if (attempt === 0 && this.#leading && this.#lease !== undefined && this.#lease.spec.holderIdentity === this.#o.identity) {
+    if (
+      attempt === 0 &&
+      this.#leading &&
+      this.#lease !== undefined &&
+      this.#lease.spec.holderIdentity === this.#o.identity
+    ) {
       const res = await this.#put(this.#withHolder(this.#lease, wallAt));
       if (res.status === 200) {
         this.#renewed(res, sentAt);
@@ -151,7 +160,13 @@ export class LeaderElector {
       apiVersion: 'coordination.k8s.io/v1',
       kind: 'Lease',
       metadata: { name: this.#o.name, namespace: this.#o.namespace },
-      spec: { holderIdentity: this.#o.identity, leaseDurationSeconds: this.#seconds(), acquireTime: now, renewTime: now, leaseTransitions: 0 },
+      spec: {
+        holderIdentity: this.#o.identity,
+        leaseDurationSeconds: this.#seconds(),
+        acquireTime: now,
+        renewTime: now,
+        leaseTransitions: 0,
+      },
     };
     const res = await this.#send({ method: 'POST', path: this.#path(true), body });
     if (res.status === 201) {
@@ -182,7 +197,9 @@ export class LeaderElector {
 
   #setLeading(value: boolean, why: string): void {
     this.#leading = value;
-    this.#o.log.info(`${value ? 'leading' : 'not leading'}: lease ${this.#where()} ${why}`, { identity: this.#o.identity });
+    this.#o.log.info(`${value ? 'leading' : 'not leading'}: lease ${this.#where()} ${why}`, {
+      identity: this.#o.identity,
+    });
     this.#o.onChange?.(value);
   }
 

@@ -47,24 +47,42 @@ export class ControllerMetrics {
     const registers = [this.registry];
     const perPool = (name: string, help: string, value: (p: PoolView) => number): void => {
       new Gauge({
-        name, help, labelNames: ['pool', 'network', 'range'], registers,
+        name,
+        help,
+        labelNames: ['pool', 'network', 'range'],
+        registers,
         collect() {
           this.reset();
           const owners = sliceOwners(sources.nodeSlicePools());
           for (const pool of sources.pools()) {
             if (pool.range === undefined) continue;
-            const labels = { pool: pool.name, network: poolIdentity(pool, owners).network ?? '', range: formatCidr(pool.range) };
+            const labels = {
+              pool: pool.name,
+              network: poolIdentity(pool, owners).network ?? '',
+              range: formatCidr(pool.range),
+            };
             this.set(labels, value(pool));
           }
         },
       });
     };
     perPool('hereabouts_pool_allocations', 'Allocated addresses per IPPool', (p) => p.allocations.size);
-    perPool('hereabouts_pool_capacity', `Addresses the IPPool range can hand out, capped at ${MAX_EXACT} (exact below)`, (p) => exact(p.capacity));
-    perPool('hereabouts_pool_free', `Capacity minus allocations per IPPool, capped at ${MAX_EXACT} (exact below)`, (p) => exact(p.free));
+    perPool(
+      'hereabouts_pool_capacity',
+      `Addresses the IPPool range can hand out, capped at ${MAX_EXACT} (exact below)`,
+      (p) => exact(p.capacity),
+    );
+    perPool(
+      'hereabouts_pool_free',
+      `Capacity minus allocations per IPPool, capped at ${MAX_EXACT} (exact below)`,
+      (p) => exact(p.free),
+    );
     perPool('hereabouts_pool_usage_ratio', 'Allocations divided by capacity per IPPool (0 to 1)', usageRatio);
     new Gauge({
-      name: 'hereabouts_node_slices', help: 'Node slices per network (NodeSlicePool), assigned or free', labelNames: ['network', 'state'], registers,
+      name: 'hereabouts_node_slices',
+      help: 'Node slices per network (NodeSlicePool), assigned or free',
+      labelNames: ['network', 'state'],
+      registers,
       collect() {
         this.reset();
         for (const s of sources.slices()) {
@@ -74,36 +92,69 @@ export class ControllerMetrics {
       },
     });
     new Gauge({
-      name: 'hereabouts_nodes_without_slice', help: 'Nodes left without a slice because the network has none free', labelNames: ['network'], registers,
+      name: 'hereabouts_nodes_without_slice',
+      help: 'Nodes left without a slice because the network has none free',
+      labelNames: ['network'],
+      registers,
       collect() {
         this.reset();
         for (const [network, nodes] of sources.starved()) this.set({ network }, nodes.length);
       },
     });
     new Gauge({
-      name: 'hereabouts_leader', help: '1 while this replica holds the lease', registers,
+      name: 'hereabouts_leader',
+      help: '1 while this replica holds the lease',
+      registers,
       collect() {
         this.set(sources.leading() ? 1 : 0);
       },
     });
     new Gauge({
-      name: 'hereabouts_informer_synced', help: '1 while the cache of a resource reflects the API server', labelNames: ['resource'], registers,
+      name: 'hereabouts_informer_synced',
+      help: '1 while the cache of a resource reflects the API server',
+      labelNames: ['resource'],
+      registers,
       collect() {
         for (const i of sources.informers()) this.set({ resource: i.resource }, i.synced ? 1 : 0);
       },
     });
     new Gauge({
-      name: 'hereabouts_informer_objects', help: 'Objects held in the cache of a resource', labelNames: ['resource'], registers,
+      name: 'hereabouts_informer_objects',
+      help: 'Objects held in the cache of a resource',
+      labelNames: ['resource'],
+      registers,
       collect() {
         for (const i of sources.informers()) this.set({ resource: i.resource }, i.size);
       },
     });
-    this.#orphans = new Counter({ name: 'hereabouts_orphans_cleaned_total', help: 'Orphaned allocations released', labelNames: ['reason'], registers });
-    this.#reservations = new Counter({ name: 'hereabouts_reservations_cleaned_total', help: 'Orphaned OverlappingRangeIPReservations deleted', labelNames: ['reason'], registers });
-    this.#recreated = new Counter({ name: 'hereabouts_reservations_recreated_total', help: 'Missing OverlappingRangeIPReservations of held addresses re-created', registers });
-    this.#passes = new Counter({ name: 'hereabouts_reconcile_passes_total', help: 'Reconciliation passes by kind and result', labelNames: ['kind', 'result'], registers });
+    this.#orphans = new Counter({
+      name: 'hereabouts_orphans_cleaned_total',
+      help: 'Orphaned allocations released',
+      labelNames: ['reason'],
+      registers,
+    });
+    this.#reservations = new Counter({
+      name: 'hereabouts_reservations_cleaned_total',
+      help: 'Orphaned OverlappingRangeIPReservations deleted',
+      labelNames: ['reason'],
+      registers,
+    });
+    this.#recreated = new Counter({
+      name: 'hereabouts_reservations_recreated_total',
+      help: 'Missing OverlappingRangeIPReservations of held addresses re-created',
+      registers,
+    });
+    this.#passes = new Counter({
+      name: 'hereabouts_reconcile_passes_total',
+      help: 'Reconciliation passes by kind and result',
+      labelNames: ['kind', 'result'],
+      registers,
+    });
     this.#passSeconds = new Histogram({
-      name: 'hereabouts_reconcile_pass_seconds', help: 'Duration of reconciliation passes', labelNames: ['kind'], registers,
+      name: 'hereabouts_reconcile_pass_seconds',
+      help: 'Duration of reconciliation passes',
+      labelNames: ['kind'],
+      registers,
       buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30],
     });
     collectDefaultMetrics({ register: this.registry });

@@ -16,7 +16,12 @@ export interface ObjectRef {
 }
 
 function refOf(meta: Obj): ObjectRef {
-  return { name: str(meta['name']), namespace: str(meta['namespace']), uid: str(meta['uid']), resourceVersion: str(meta['resourceVersion']) };
+  return {
+    name: str(meta['name']),
+    namespace: str(meta['namespace']),
+    uid: str(meta['uid']),
+    resourceVersion: str(meta['resourceVersion']),
+  };
 }
 
 export interface ReservationView extends ObjectRef {
@@ -26,7 +31,11 @@ export interface ReservationView extends ObjectRef {
 
 export function reservationView(object: unknown): ReservationView {
   const meta = recordOf(recordOf(object)['metadata']);
-  return { ...refOf(meta), podRef: str(recordOf(recordOf(object)['spec'])['podref']), createdAtMs: Date.parse(str(meta['creationTimestamp'])) || 0 };
+  return {
+    ...refOf(meta),
+    podRef: str(recordOf(recordOf(object)['spec'])['podref']),
+    createdAtMs: Date.parse(str(meta['creationTimestamp'])) || 0,
+  };
 }
 
 export interface NodeSlicePoolView extends ObjectRef {
@@ -45,7 +54,10 @@ export interface NodeSlicePoolView extends ObjectRef {
 
 export function entriesOf(status: unknown): SliceEntry[] {
   const list = recordOf(status)['allocations'];
-  return (Array.isArray(list) ? list : []).map((e) => ({ nodeName: str(recordOf(e)['nodeName']), sliceRange: str(recordOf(e)['sliceRange']) }));
+  return (Array.isArray(list) ? list : []).map((e) => ({
+    nodeName: str(recordOf(e)['nodeName']),
+    sliceRange: str(recordOf(e)['sliceRange']),
+  }));
 }
 
 export function drainingOf(status: unknown): DrainingEntry[] {
@@ -63,18 +75,25 @@ export function nodeSlicePoolView(object: unknown): NodeSlicePoolView {
   const status = recordOf(recordOf(object)['status']);
   const conditions = new Map<string, string>();
   for (const c of Array.isArray(status['conditions']) ? status['conditions'] : []) {
-    conditions.set(str(recordOf(c)['type']), `${str(recordOf(c)['status'])}|${str(recordOf(c)['reason'])}|${str(recordOf(c)['message'])}`);
+    conditions.set(
+      str(recordOf(c)['type']),
+      `${str(recordOf(c)['status'])}|${str(recordOf(c)['reason'])}|${str(recordOf(c)['message'])}`,
+    );
   }
   const owners = Array.isArray(meta['ownerReferences']) ? meta['ownerReferences'] : [];
   return {
     ...refOf(meta),
     generation: typeof meta['generation'] === 'number' ? meta['generation'] : 0,
     range: str(spec['range']),
-    sliceSize: typeof spec['sliceSize'] === 'string' || typeof spec['sliceSize'] === 'number' ? String(spec['sliceSize']) : '',
+    sliceSize:
+      typeof spec['sliceSize'] === 'string' || typeof spec['sliceSize'] === 'number' ? String(spec['sliceSize']) : '',
     entries: entriesOf(status),
     draining: drainingOf(status),
     conditions,
-    ownerUids: owners.filter((o) => recordOf(o)['kind'] === 'NetworkAttachmentDefinition').map((o) => str(recordOf(o)['uid'])).sort(),
+    ownerUids: owners
+      .filter((o) => recordOf(o)['kind'] === 'NetworkAttachmentDefinition')
+      .map((o) => str(recordOf(o)['uid']))
+      .sort(),
   };
 }
 

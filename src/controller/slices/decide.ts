@@ -37,7 +37,11 @@ export interface SliceChoice {
 
 export function sameSlicing(spec: SliceSpec, range: string, sliceSize: string): boolean {
   const cidr = cidrOrUndefined(range);
-  return cidr !== undefined && formatCidr(cidr) === formatCidr(spec.range) && sliceSize.replace(/^\//, '') === String(spec.sliceSize);
+  return (
+    cidr !== undefined &&
+    formatCidr(cidr) === formatCidr(spec.range) &&
+    sliceSize.replace(/^\//, '') === String(spec.sliceSize)
+  );
 }
 
 export function sliceConditions(starved: readonly string[], spec: SliceSpec): Condition[] {
@@ -68,7 +72,13 @@ export function decideNodeSlicePool(plan: SlicePlan, choice: SliceChoice): Decid
     const same = view !== undefined && sameSlicing(plan.spec, view.range, view.sliceSize);
     const resliced = view !== undefined && !same;
     const lifecycle = advanceLifecycle(view, { resliced, liveNodes: plan.liveNodes, confirmedEmpty: plan.canFree });
-    const decision = assignSlices(plan.spec.range, plan.spec.sliceSize, lifecycle.entries, plan.liveNodes, lifecycle.blocked);
+    const decision = assignSlices(
+      plan.spec.range,
+      plan.spec.sliceSize,
+      lifecycle.entries,
+      plan.liveNodes,
+      lifecycle.blocked,
+    );
     choice.decision = decision;
     choice.lifecycle = lifecycle;
     choice.resliced = resliced;
@@ -76,7 +86,8 @@ export function decideNodeSlicePool(plan: SlicePlan, choice: SliceChoice): Decid
     const status = (current?.['status'] ?? {}) as Record<string, unknown>;
     const metadata = (current?.['metadata'] ?? {}) as Record<string, unknown>;
     const owners = ownerReferences(plan, metadata['ownerReferences']);
-    const ownersSame = view !== undefined && JSON.stringify(view.ownerUids) === JSON.stringify(plan.owners.map((o) => o.uid).sort());
+    const ownersSame =
+      view !== undefined && JSON.stringify(view.ownerUids) === JSON.stringify(plan.owners.map((o) => o.uid).sort());
     const conditionsSame = !plan.conditionsPersist || conditionsMatch(status['conditions'], wanted);
     const moved = lifecycle.drained.length + lifecycle.released.length + lifecycle.restored.length > 0;
     if (same && decision.assigned.length === 0 && !moved && ownersSame && conditionsSame) return undefined;

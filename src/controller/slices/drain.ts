@@ -42,7 +42,11 @@ export class DrainConfirmer {
   async confirmEmpty(
     spec: SliceSpec,
     draining: readonly DrainingEntry[],
-    input: { readonly pools: ReadonlyMap<string, PoolView>; readonly log: Log; readonly version: SliceVersion | undefined },
+    input: {
+      readonly pools: ReadonlyMap<string, PoolView>;
+      readonly log: Log;
+      readonly version: SliceVersion | undefined;
+    },
   ): Promise<Set<string>> {
     const confirmed = new Set<string>();
     const now = monotonicMs();
@@ -60,7 +64,8 @@ export class DrainConfirmer {
       if ((input.pools.get(`${this.#api.namespace}/${name}`)?.allocations.size ?? 0) > 0) continue;
       if (await this.#retireIfEmpty(name, slice, input.version, input.log)) confirmed.add(sliceKey(d));
     }
-    for (const key of this.#since.keys()) if (key.startsWith(`${spec.network} `) && !seen.has(key)) this.#since.delete(key);
+    for (const key of this.#since.keys())
+      if (key.startsWith(`${spec.network} `) && !seen.has(key)) this.#since.delete(key);
     return confirmed;
   }
 

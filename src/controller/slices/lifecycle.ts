@@ -26,7 +26,11 @@ export const sliceKey = (e: SliceEntry): string => `${e.nodeName} ${e.sliceRange
 
 export function advanceLifecycle(
   current: { readonly entries: readonly SliceEntry[]; readonly draining: readonly DrainingEntry[] } | undefined,
-  options: { readonly resliced: boolean; readonly liveNodes: readonly string[]; readonly confirmedEmpty: (entry: SliceEntry) => boolean },
+  options: {
+    readonly resliced: boolean;
+    readonly liveNodes: readonly string[];
+    readonly confirmedEmpty: (entry: SliceEntry) => boolean;
+  },
 ): Lifecycle {
   const live = new Set(options.liveNodes);
   const draining = new Map((current?.draining ?? []).map((d) => [sliceKey(d), d]));
@@ -57,10 +61,18 @@ export function advanceLifecycle(
     if (!options.confirmedEmpty(d)) continue;
     draining.delete(key);
     released.push(d);
-    if (assigned.has(key)) entries = entries.map((e) => (sliceKey(e) === key ? { nodeName: '', sliceRange: e.sliceRange } : e));
+    if (assigned.has(key))
+      entries = entries.map((e) => (sliceKey(e) === key ? { nodeName: '', sliceRange: e.sliceRange } : e));
   }
   const left = [...draining.values()];
   // An unreadable sliceRange blocks nothing it could name; the plugin cannot use it either.
   const blocked = left.map((d) => cidrOrUndefined(d.sliceRange)).filter((c): c is Cidr => c !== undefined);
-  return { entries, draining: left, blocked, drained: drained.filter((d) => draining.has(sliceKey(d))), released, restored };
+  return {
+    entries,
+    draining: left,
+    blocked,
+    drained: drained.filter((d) => draining.has(sliceKey(d))),
+    released,
+    restored,
+  };
 }

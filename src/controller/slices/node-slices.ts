@@ -41,9 +41,19 @@ export interface SliceReport {
 
 const nadRef = (source: string, nads: ReadonlyMap<string, NadView>): InvolvedObject => {
   const [namespace = '', name = ''] = source.split('/', 2);
-  return { apiVersion: NAD_API_VERSION, kind: 'NetworkAttachmentDefinition', namespace, name, uid: nads.get(source)?.uid ?? '' };
+  return {
+    apiVersion: NAD_API_VERSION,
+    kind: 'NetworkAttachmentDefinition',
+    namespace,
+    name,
+    uid: nads.get(source)?.uid ?? '',
+  };
 };
-const poolRef = (view: { name: string; namespace: string; uid: string }): InvolvedObject => ({ apiVersion: API_VERSION, kind: 'NodeSlicePool', ...view });
+const poolRef = (view: { name: string; namespace: string; uid: string }): InvolvedObject => ({
+  apiVersion: API_VERSION,
+  kind: 'NodeSlicePool',
+  ...view,
+});
 
 export class NodeSlices {
   readonly #api: ApiClient;
@@ -67,7 +77,12 @@ export class NodeSlices {
     for (const nad of input.nads.values()) {
       if (nad.problem !== undefined) {
         this.#logOnce(`nad:${nad.namespace}/${nad.name}`, nad.problem, input.log);
-        await input.events.emit(nadRef(`${nad.namespace}/${nad.name}`, input.nads), 'Warning', 'InvalidNodeSliceConfig', nad.problem);
+        await input.events.emit(
+          nadRef(`${nad.namespace}/${nad.name}`, input.nads),
+          'Warning',
+          'InvalidNodeSliceConfig',
+          nad.problem,
+        );
       }
       if (nad.slice !== undefined) specs.push(nad.slice);
     }
@@ -76,7 +91,8 @@ export class NodeSlices {
       if (!input.leading()) return report;
       report.conflicts.push(conflict.message);
       this.#logOnce(`network:${network}`, conflict.message, input.log);
-      for (const source of conflict.sources) await input.events.emit(nadRef(source, input.nads), 'Warning', 'NetworkConflict', conflict.message);
+      for (const source of conflict.sources)
+        await input.events.emit(nadRef(source, input.nads), 'Warning', 'NetworkConflict', conflict.message);
       await this.#markConflict(network, conflict.message, input);
     }
     for (const key of this.#logged.keys()) {
@@ -84,7 +100,9 @@ export class NodeSlices {
       const solved = kind === 'network' ? !conflicting.has(name) : input.nads.get(name)?.problem === undefined;
       if (!solved) continue;
       this.#logged.delete(key);
-      input.log.info(`node slices: ${kind === 'network' ? `the NADs of network ${name} agree` : `NAD ${name} reads`} again`);
+      input.log.info(
+        `node slices: ${kind === 'network' ? `the NADs of network ${name} agree` : `NAD ${name} reads`} again`,
+      );
     }
     for (const { spec, sources } of agreed.values()) {
       if (!input.leading()) return report;
@@ -93,14 +111,29 @@ export class NodeSlices {
     return report;
   }
 
-  async #reconcileNetwork(spec: SliceSpec, sources: readonly string[], input: SliceInput, report: SliceReport): Promise<void> {
+  async #reconcileNetwork(
+    spec: SliceSpec,
+    sources: readonly string[],
+    input: SliceInput,
+    report: SliceReport,
+  ): Promise<void> {
     const namespace = this.#api.namespace;
-    const owners = sources.filter((s) => s.startsWith(`${namespace}/`)).map((s) => input.nads.get(s)).filter((n): n is NadView => n !== undefined);
+    const owners = sources
+      .filter((s) => s.startsWith(`${namespace}/`))
+      .map((s) => input.nads.get(s))
+      .filter((n): n is NadView => n !== undefined);
     const cached = input.nodeSlicePools.get(`${namespace}/${spec.network}`);
     const version = cached === undefined ? undefined : { uid: cached.uid, generation: cached.generation };
     const confirmed = await this.#drain.confirmEmpty(spec, cached?.draining ?? [], { ...input, version });
     const canFree = (entry: SliceEntry): boolean => confirmed.has(sliceKey(entry));
-    const plan = { spec, namespace, owners, liveNodes: [...input.nodes.keys()], canFree, conditionsPersist: this.#conditionsPersist };
+    const plan = {
+      spec,
+      namespace,
+      owners,
+      liveNodes: [...input.nodes.keys()],
+      canFree,
+      conditionsPersist: this.#conditionsPersist,
+    };
     const choice: SliceChoice = { resliced: false, sentConditions: false };
     // Decide on the cache first: most passes change nothing and then read nothing.
     if (cached !== undefined && decideNodeSlicePool(plan, choice)(cachedObject(cached)) === undefined) {
@@ -108,7 +141,11 @@ export class NodeSlices {
       if (starved.length > 0) report.starved.set(spec.network, starved);
       return;
     }
-    const { outcome, written } = await this.#writer.writeNodeSlicePool(spec.network, decideNodeSlicePool(plan, choice), { leading: input.leading });
+    const { outcome, written } = await this.#writer.writeNodeSlicePool(
+      spec.network,
+      decideNodeSlicePool(plan, choice),
+      { leading: input.leading },
+    );
     const decision = choice.decision;
     if (decision === undefined || (outcome !== 'created' && outcome !== 'updated')) {
       if (outcome === 'conflict') input.log.info(`NodeSlicePool ${spec.network} kept changing; left for the next pass`);
@@ -116,26 +153,46 @@ export class NodeSlices {
     }
     if (choice.sentConditions && !hasConditions(written)) {
       this.#conditionsPersist = false;
-      input.log.warning('the NodeSlicePool CRD drops status.conditions (an older CRD?): conditions are not recorded, events still are');
+      input.log.warning(
+        'the NodeSlicePool CRD drops status.conditions (an older CRD?): conditions are not recorded, events still are',
+      );
     }
     if ((choice.lifecycle?.draining.length ?? 0) > 0 && !hasDraining(written) && this.#drainingPersists) {
       this.#drainingPersists = false;
-      input.log.warning("the NodeSlicePool CRD drops status.draining (Whereabouts' CRD?): draining slices are forgotten at once; install hereabouts' CRD");
+      input.log.warning(
+        "the NodeSlicePool CRD drops status.draining (Whereabouts' CRD?): draining slices are forgotten at once; install hereabouts' CRD",
+      );
     }
     const meta = recordOf(recordOf(written)['metadata']);
     const ref = poolRef({ name: spec.network, namespace, uid: typeof meta['uid'] === 'string' ? meta['uid'] : '' });
-    if (outcome === 'created') input.log.info(`created NodeSlicePool ${spec.network} slicing ${sources.join(', ')}`, { network: spec.network });
+    if (outcome === 'created')
+      input.log.info(`created NodeSlicePool ${spec.network} slicing ${sources.join(', ')}`, { network: spec.network });
     const lifecycle = choice.lifecycle;
     if (choice.resliced) {
       const draining = lifecycle?.draining.length ?? 0;
-      await input.events.emit(ref, 'Warning', 'Resliced', `range or slice size changed: /${spec.sliceSize} slices of ${formatCidr(spec.range)} assigned anew; ${draining} old slice(s) drain until their pools are empty`);
+      await input.events.emit(
+        ref,
+        'Warning',
+        'Resliced',
+        `range or slice size changed: /${spec.sliceSize} slices of ${formatCidr(spec.range)} assigned anew; ${draining} old slice(s) drain until their pools are empty`,
+      );
     }
     for (const d of lifecycle?.drained ?? []) {
-      input.log.info(`slice ${d.sliceRange} of node ${d.nodeName} in ${spec.network} drains (${d.reason}): nothing more is allocated from it`, { network: spec.network });
-      await input.events.emit(ref, 'Normal', 'SliceDraining', `${d.nodeName} ${d.sliceRange} drains (${d.reason}): released once its pool is empty`);
+      input.log.info(
+        `slice ${d.sliceRange} of node ${d.nodeName} in ${spec.network} drains (${d.reason}): nothing more is allocated from it`,
+        { network: spec.network },
+      );
+      await input.events.emit(
+        ref,
+        'Normal',
+        'SliceDraining',
+        `${d.nodeName} ${d.sliceRange} drains (${d.reason}): released once its pool is empty`,
+      );
     }
     for (const d of lifecycle?.restored ?? []) {
-      input.log.info(`node ${d.nodeName} is back: it keeps slice ${d.sliceRange} of ${spec.network}`, { network: spec.network });
+      input.log.info(`node ${d.nodeName} is back: it keeps slice ${d.sliceRange} of ${spec.network}`, {
+        network: spec.network,
+      });
       await input.events.emit(ref, 'Normal', 'SliceRestored', `${d.nodeName} ${d.sliceRange}: the node is back`);
     }
     for (const a of decision.assigned) {
@@ -147,8 +204,16 @@ export class NodeSlices {
       const slice = `${d.nodeName} ${d.sliceRange}`;
       report.freed.push(`${spec.network}: ${slice}`);
       const why = d.reason === 'NodeLeft' ? 'the node left' : 'the network was resliced';
-      input.log.info(`${d.reason === 'NodeLeft' ? 'freed' : 'released'} slice ${slice} of ${spec.network}: ${why} and its pool is empty`, { network: spec.network });
-      await input.events.emit(ref, 'Normal', d.reason === 'NodeLeft' ? 'SliceFreed' : 'SliceReleased', `${d.reason === 'NodeLeft' ? 'freed' : 'released'} ${slice}: ${why} and its pool is empty`);
+      input.log.info(
+        `${d.reason === 'NodeLeft' ? 'freed' : 'released'} slice ${slice} of ${spec.network}: ${why} and its pool is empty`,
+        { network: spec.network },
+      );
+      await input.events.emit(
+        ref,
+        'Normal',
+        d.reason === 'NodeLeft' ? 'SliceFreed' : 'SliceReleased',
+        `${d.reason === 'NodeLeft' ? 'freed' : 'released'} ${slice}: ${why} and its pool is empty`,
+      );
     }
     if (decision.starved.length > 0) {
       report.starved.set(spec.network, decision.starved);
@@ -168,11 +233,16 @@ export class NodeSlices {
   async #markConflict(network: string, message: string, input: SliceInput): Promise<void> {
     const cached = input.nodeSlicePools.get(`${this.#api.namespace}/${network}`);
     if (cached === undefined || !this.#conditionsPersist) return;
-    const wanted: Condition[] = [{ type: 'ConfigConflict', status: 'True', reason: 'NetworkAttachmentDefinitionsDisagree', message }];
+    const wanted: Condition[] = [
+      { type: 'ConfigConflict', status: 'True', reason: 'NetworkAttachmentDefinitionsDisagree', message },
+    ];
     const decide = (current: Record<string, unknown> | undefined): Record<string, unknown> | undefined => {
       const status = (current?.['status'] ?? {}) as Record<string, unknown>;
       if (current === undefined || conditionsMatch(status['conditions'], wanted)) return undefined;
-      return { ...current, status: { ...status, conditions: withConditions(status['conditions'], wanted, new Date()) } };
+      return {
+        ...current,
+        status: { ...status, conditions: withConditions(status['conditions'], wanted, new Date()) },
+      };
     };
     if (decide(cachedObject(cached)) === undefined) return;
     await this.#writer.writeNodeSlicePool(network, decide, { leading: input.leading });
@@ -187,7 +257,12 @@ function cachedObject(view: NodeSlicePoolView): Record<string, unknown> {
     return { type, status, reason, message: message.join('|') };
   });
   return {
-    metadata: { name: view.name, namespace: view.namespace, uid: view.uid, ownerReferences: view.ownerUids.map((uid) => ({ kind: 'NetworkAttachmentDefinition', uid })) },
+    metadata: {
+      name: view.name,
+      namespace: view.namespace,
+      uid: view.uid,
+      ownerReferences: view.ownerUids.map((uid) => ({ kind: 'NetworkAttachmentDefinition', uid })),
+    },
     spec: { range: view.range, sliceSize: view.sliceSize },
     status: { allocations: view.entries, draining: view.draining, conditions },
   };
@@ -203,7 +278,9 @@ function hasConditions(written: unknown): boolean {
 }
 
 /** Slices per network for the metrics: assigned and free. */
-export function sliceCounts(pools: Iterable<NodeSlicePoolView>): Array<{ network: string; assigned: number; free: number }> {
+export function sliceCounts(
+  pools: Iterable<NodeSlicePoolView>,
+): Array<{ network: string; assigned: number; free: number }> {
   const out = [];
   for (const pool of pools) {
     const assigned = pool.entries.filter((e) => e.nodeName !== '').length;

@@ -25,7 +25,9 @@ const isOurs = (ipam: Obj): boolean => ipam['type'] === 'hereabouts' || ipam['ty
 const NODE_LOCAL_KEYS = ['datastore', 'data_dir', 'kubernetes', 'cache_dir', 'configuration_path', 'log_file'];
 
 /** The CNI config of a NAD and its hereabouts/whereabouts IPAM sections; undefined when it has none. */
-function ipamSections(nad: unknown): { source: string; config: Obj; sections: Array<{ plugin: Obj; ipam: Obj }> } | undefined {
+function ipamSections(
+  nad: unknown,
+): { source: string; config: Obj; sections: Array<{ plugin: Obj; ipam: Obj }> } | undefined {
   const meta = recordOf(recordOf(nad)['metadata']);
   const source = `${String(meta['namespace'])}/${String(meta['name'])}`;
   const text = recordOf(recordOf(nad)['spec'])['config'];
@@ -34,7 +36,9 @@ function ipamSections(nad: unknown): { source: string; config: Obj; sections: Ar
   try {
     config = recordOf(JSON.parse(text));
   } catch (err) {
-    throw new TypeError(`NetworkAttachmentDefinition ${source}: spec.config is not JSON (${messageOf(err)})`, { cause: err });
+    throw new TypeError(`NetworkAttachmentDefinition ${source}: spec.config is not JSON (${messageOf(err)})`, {
+      cause: err,
+    });
   }
   const plugins = Array.isArray(config['plugins']) ? (config['plugins'] as unknown[]).map(recordOf) : [config];
   const sections = plugins.map((plugin) => ({ plugin, ipam: recordOf(plugin['ipam']) })).filter((s) => isOurs(s.ipam));
@@ -71,7 +75,9 @@ function readableSections(nad: unknown): ReturnType<typeof ipamSections> | undef
 
 /** The network_name values a NAD uses (to split reservation names correctly). */
 export function networkNamesOf(nad: unknown): string[] {
-  return (readableSections(nad)?.sections ?? []).map((s) => s.ipam['network_name']).filter((n): n is string => typeof n === 'string' && n !== '');
+  return (readableSections(nad)?.sections ?? [])
+    .map((s) => s.ipam['network_name'])
+    .filter((n): n is string => typeof n === 'string' && n !== '');
 }
 
 /** The IPPool names of a NAD's ranges outside node-slice mode, named as the plugin names them; [] when unreadable. */
@@ -105,16 +111,26 @@ export function sliceSpecOf(nad: unknown): SliceSpec | undefined {
   const ranges = parsed.ipam.ranges;
   const [first] = ranges;
   if (first === undefined || ranges.length !== 1 || parsed.ipam.nodeSliceSize === undefined) {
-    throw new TypeError(`NetworkAttachmentDefinition ${found.source}: node_slice_size needs exactly one range (got ${ranges.length})`);
+    throw new TypeError(
+      `NetworkAttachmentDefinition ${found.source}: node_slice_size needs exactly one range (got ${ranges.length})`,
+    );
   }
   const networkName = parsed.ipam.networkName;
   const named = networkName !== undefined && networkName !== '';
-  return { network: named ? networkName : parsed.name, networkNamed: named, range: first.cidr, sliceSize: parsed.ipam.nodeSliceSize, source: found.source };
+  return {
+    network: named ? networkName : parsed.name,
+    networkNamed: named,
+    range: first.cidr,
+    sliceSize: parsed.ipam.nodeSliceSize,
+    source: found.source,
+  };
 }
 
 /** Two specs slice the same way. */
 export function sameSlicing(a: SliceSpec, b: SliceSpec): boolean {
-  return formatCidr(a.range) === formatCidr(b.range) && a.sliceSize === b.sliceSize && a.networkNamed === b.networkNamed;
+  return (
+    formatCidr(a.range) === formatCidr(b.range) && a.sliceSize === b.sliceSize && a.networkNamed === b.networkNamed
+  );
 }
 
 export interface NetworkGroups {

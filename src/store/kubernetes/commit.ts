@@ -70,15 +70,24 @@ export interface CommitOptions {
 export const COMMIT_RETRY = { stepFromAttempt: true, capMs: 3_000 } as const;
 
 /** Commits `plan` on `pool`: attempts until one is not refused (or the budget is spent), then settles. */
-export async function commitPool<T>(ctx: CommitContext, pool: PoolRef, plan: Plan<T>, options: CommitOptions = {}): Promise<T> {
+export async function commitPool<T>(
+  ctx: CommitContext,
+  pool: PoolRef,
+  plan: Plan<T>,
+  options: CommitOptions = {},
+): Promise<T> {
   const commit = new PoolCommit(ctx, pool, plan, options);
   let settled: Settled<T>;
   try {
     const outcome = await retryOnConflict(() => commit.attempt(), { ...COMMIT_RETRY, budgetMs: ctx.budgetMs });
     if (outcome.kind !== 'done') {
-      throw new HereaboutsError(ErrorKind.Conflict, `IPPool ${pool.name}: gave up after ${outcome.conflicts} conflicting writes in ${ctx.budgetMs} ms`, {
-        details: 'other writers keep changing this pool; retry the request',
-      });
+      throw new HereaboutsError(
+        ErrorKind.Conflict,
+        `IPPool ${pool.name}: gave up after ${outcome.conflicts} conflicting writes in ${ctx.budgetMs} ms`,
+        {
+          details: 'other writers keep changing this pool; retry the request',
+        },
+      );
     }
     settled = outcome.value;
   } catch (err) {

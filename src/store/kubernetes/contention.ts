@@ -67,7 +67,8 @@ export class WriteMemory {
     if (marks === undefined) return;
     const now = Date.now();
     const monotonic = monotonicMs();
-    if (marks.collidedUntil !== undefined && marks.collidedUntil > now) this.contention.mark(key, monotonic, marks.collidedUntil - now);
+    if (marks.collidedUntil !== undefined && marks.collidedUntil > now)
+      this.contention.mark(key, monotonic, marks.collidedUntil - now);
     if (marks.busyUntil !== undefined && marks.busyUntil > now) this.busy.mark(key, monotonic, marks.busyUntil - now);
   }
 
@@ -77,6 +78,9 @@ export class WriteMemory {
     const monotonic = monotonicMs();
     const collided = this.contention.remainingMs(key, monotonic);
     const busyMs = this.busy.remainingMs(key, monotonic);
-    return { ...(collided > 0 ? { collidedUntil: now + collided } : {}), ...(busyMs > 0 ? { busyUntil: now + busyMs } : {}) };
+    return {
+      ...(collided > 0 ? { collidedUntil: now + collided } : {}),
+      ...(busyMs > 0 ? { busyUntil: now + busyMs } : {}),
+    };
   }
 }

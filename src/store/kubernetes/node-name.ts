@@ -41,9 +41,13 @@ export function resolveNodeName(options: NodeNameOptions = {}): NodeNameSource {
   }
   const host = readNameFile('/etc/hostname') ?? (options.hostname ?? hostname)().trim();
   if (host === '') {
-    throw new HereaboutsError(ErrorKind.InvalidEnvironment, 'cannot tell the node name: NODENAME is unset, no nodename file, empty host name', {
-      details: 'set NODENAME or write the node name to <configuration_path>/nodename',
-    });
+    throw new HereaboutsError(
+      ErrorKind.InvalidEnvironment,
+      'cannot tell the node name: NODENAME is unset, no nodename file, empty host name',
+      {
+        details: 'set NODENAME or write the node name to <configuration_path>/nodename',
+      },
+    );
   }
   return { name: host, from: 'hostname' };
 }
@@ -51,7 +55,8 @@ export function resolveNodeName(options: NodeNameOptions = {}): NodeNameSource {
 function candidateDirs(options: NodeNameOptions): string[] {
   const dirs: string[] = [];
   const configured = options.configurationPath;
-  if (configured !== undefined && configured !== '') dirs.push(isDirectory(configured) ? configured : dirname(configured));
+  if (configured !== undefined && configured !== '')
+    dirs.push(isDirectory(configured) ? configured : dirname(configured));
   dirs.push(...(options.configDirs ?? DEFAULT_CONFIG_DIRS));
   return [...new Set(dirs)];
 }

@@ -69,7 +69,11 @@ function networkOfConfig(config: NetworkConfig): Network {
 }
 
 /** This node's slice pools for a network with node_slice_size: the one to allocate from, or all to release from. */
-export async function nodeSlicePools(ctx: SliceContext, config: NetworkConfig, purpose: PoolPurpose): Promise<PoolRef[]> {
+export async function nodeSlicePools(
+  ctx: SliceContext,
+  config: NetworkConfig,
+  purpose: PoolPurpose,
+): Promise<PoolRef[]> {
   const network = networkOfConfig(config);
   const memory = readSliceMemory(ctx, network.name);
   let object: unknown;
@@ -106,7 +110,10 @@ function usableSlice(slicing: NodeSlicing, config: NetworkConfig, network: strin
   }
   const slice = slicing.slice;
   if (slice === undefined) {
-    throw new NoSliceError(`no slice assigned to node ${node} in NodeSlicePool ${network} yet`, 'the controller assigns slices to nodes; retry later');
+    throw new NoSliceError(
+      `no slice assigned to node ${node} in NodeSlicePool ${network} yet`,
+      'the controller assigns slices to nodes; retry later',
+    );
   }
   if (slicing.draining.some((d) => formatCidr(d) === formatCidr(slice))) {
     throw new NoSliceError(
@@ -118,7 +125,13 @@ function usableSlice(slicing: NodeSlicing, config: NetworkConfig, network: strin
 }
 
 /** Every pool this node may hold something in: its slice, its draining slices, the slices it remembers or has cached. */
-function releasePools(ctx: SliceContext, config: NetworkConfig, network: Network, object: unknown, memory: SliceMemory | undefined): PoolRef[] {
+function releasePools(
+  ctx: SliceContext,
+  config: NetworkConfig,
+  network: Network,
+  object: unknown,
+  memory: SliceMemory | undefined,
+): PoolRef[] {
   const cached = cachedSlices(ctx, network.name, network.networkName);
   const held = (memory?.held ?? []).map(parseOrUndefined).filter((c): c is Cidr => c !== undefined);
   const remembered = [...held, ...cached];
@@ -137,7 +150,10 @@ function unique(slices: readonly Cidr[]): Cidr[] {
 }
 
 function slicePool(node: string, network: Network, config: NetworkConfig, slice: Cidr): PoolRef {
-  const range = config.ipam.ranges.find((r) => r.cidr.family === slice.family && contains(masked(r.cidr), { family: slice.family, value: networkOf(slice) }));
+  const range = config.ipam.ranges.find(
+    (r) =>
+      r.cidr.family === slice.family && contains(masked(r.cidr), { family: slice.family, value: networkOf(slice) }),
+  );
   return {
     name: poolName(slice, { ...(network.networkName === undefined ? {} : { networkName: network.networkName }), node }),
     network: network.name,
@@ -171,7 +187,14 @@ export function sliceRange(range: RangeConfig, slice: Cidr): RangeConfig {
 }
 
 /** Records the slices this node uses (and forgets, on a release, what the NodeSlicePool no longer lists). */
-function remember(ctx: SliceContext, network: string, memory: SliceMemory | undefined, slicing: NodeSlicing, slices: readonly Cidr[], options: { prune?: boolean } = {}): void {
+function remember(
+  ctx: SliceContext,
+  network: string,
+  memory: SliceMemory | undefined,
+  slicing: NodeSlicing,
+  slices: readonly Cidr[],
+  options: { prune?: boolean } = {},
+): void {
   const held = new Set([...(options.prune === true ? [] : (memory?.held ?? [])), ...slices.map(formatCidr)]);
   const next: SliceMemory = {
     generation: slicing.generation,
@@ -198,19 +221,38 @@ export function slicingOf(object: unknown, name: string, node: string, memory?: 
   const rangeText = isRecord(spec) ? spec['range'] : undefined;
   const range = parseOrUndefined(rangeText);
   if (range === undefined) {
-    throw new HereaboutsError(ErrorKind.Internal, `NodeSlicePool ${name} has no valid spec.range (${JSON.stringify(rangeText)})`);
+    throw new HereaboutsError(
+      ErrorKind.Internal,
+      `NodeSlicePool ${name} has no valid spec.range (${JSON.stringify(rangeText)})`,
+    );
   }
   const sizeText = isRecord(spec) ? spec['sliceSize'] : undefined;
   const sizeString = typeof sizeText === 'string' || typeof sizeText === 'number' ? String(sizeText) : '';
   const sliceSize = Number(sizeString.replace(/^\//, ''));
-  if (!Number.isInteger(sliceSize) || sliceSize < range.prefix || sliceSize > (range.family === 4 ? 32 : 128) || sizeString === '') {
-    throw new HereaboutsError(ErrorKind.Internal, `NodeSlicePool ${name} has no valid spec.sliceSize (${JSON.stringify(sizeText)}) for ${formatCidr(range)}`);
+  if (
+    !Number.isInteger(sliceSize) ||
+    sliceSize < range.prefix ||
+    sliceSize > (range.family === 4 ? 32 : 128) ||
+    sizeString === ''
+  ) {
+    throw new HereaboutsError(
+      ErrorKind.Internal,
+      `NodeSlicePool ${name} has no valid spec.sliceSize (${JSON.stringify(sizeText)}) for ${formatCidr(range)}`,
+    );
   }
-  const generation = isRecord(metadata) && typeof metadata['generation'] === 'number' ? metadata['generation'] : undefined;
+  const generation =
+    isRecord(metadata) && typeof metadata['generation'] === 'number' ? metadata['generation'] : undefined;
   const uid = isRecord(metadata) && typeof metadata['uid'] === 'string' ? metadata['uid'] : undefined;
-  const resourceVersion = isRecord(metadata) && typeof metadata['resourceVersion'] === 'string' ? metadata['resourceVersion'] : undefined;
+  const resourceVersion =
+    isRecord(metadata) && typeof metadata['resourceVersion'] === 'string' ? metadata['resourceVersion'] : undefined;
   const tracksDraining = isRecord(status) && Array.isArray(status['draining']);
-  if (memory !== undefined && generation !== undefined && memory.generation === generation && memory.sliceSize === sliceSize && memory.range === formatCidr(range)) {
+  if (
+    memory !== undefined &&
+    generation !== undefined &&
+    memory.generation === generation &&
+    memory.sliceSize === sliceSize &&
+    memory.range === formatCidr(range)
+  ) {
     return {
       generation,
       resourceVersion,
@@ -222,21 +264,40 @@ export function slicingOf(object: unknown, name: string, node: string, memory?: 
       tracksDraining,
     };
   }
-  const mineIn = (list: unknown): unknown[] => (Array.isArray(list) ? list : [])
-    .filter((e: unknown): e is Record<string, unknown> => isRecord(e) && e['nodeName'] === node)
-    .map((e) => e['sliceRange']);
+  const mineIn = (list: unknown): unknown[] =>
+    (Array.isArray(list) ? list : [])
+      .filter((e: unknown): e is Record<string, unknown> => isRecord(e) && e['nodeName'] === node)
+      .map((e) => e['sliceRange']);
   const [assigned] = mineIn(isRecord(status) ? status['allocations'] : undefined);
   const slice = assigned === undefined ? undefined : sliceOf(assigned, range, { name, node, within: true });
   // A draining slice may be of an earlier range or slice size.
-  const draining = mineIn(isRecord(status) ? status['draining'] : undefined).map((text) => sliceOf(text, range, { name, node, within: false }));
-  return { generation, resourceVersion, uid, range, sliceSize, ...(slice === undefined ? {} : { slice }), draining, tracksDraining };
+  const draining = mineIn(isRecord(status) ? status['draining'] : undefined).map((text) =>
+    sliceOf(text, range, { name, node, within: false }),
+  );
+  return {
+    generation,
+    resourceVersion,
+    uid,
+    range,
+    sliceSize,
+    ...(slice === undefined ? {} : { slice }),
+    draining,
+    tracksDraining,
+  };
 }
 
 function sliceOf(text: unknown, range: Cidr, where: { name: string; node: string; within: boolean }): Cidr {
   const slice = parseOrUndefined(text);
-  const fits = slice !== undefined && slice.family === range.family && (!where.within || (slice.prefix >= range.prefix && contains(range, { family: slice.family, value: slice.address })));
+  const fits =
+    slice !== undefined &&
+    slice.family === range.family &&
+    (!where.within ||
+      (slice.prefix >= range.prefix && contains(range, { family: slice.family, value: slice.address })));
   if (!fits) {
-    throw new HereaboutsError(ErrorKind.Internal, `NodeSlicePool ${where.name}: slice ${JSON.stringify(text)} of node ${where.node} is not inside ${formatCidr(range)}`);
+    throw new HereaboutsError(
+      ErrorKind.Internal,
+      `NodeSlicePool ${where.name}: slice ${JSON.stringify(text)} of node ${where.node} is not inside ${formatCidr(range)}`,
+    );
   }
   return slice;
 }

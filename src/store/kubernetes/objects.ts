@@ -25,8 +25,14 @@ export interface GetOptions {
 }
 
 /** The object, or undefined when it does not exist. */
-export async function getObject(api: ApiClient, plural: Plural, name: string, options: GetOptions = {}): Promise<unknown> {
-  const query = options.notOlderThan === undefined ? '' : `?resourceVersion=${encodeURIComponent(options.notOlderThan)}`;
+export async function getObject(
+  api: ApiClient,
+  plural: Plural,
+  name: string,
+  options: GetOptions = {},
+): Promise<unknown> {
+  const query =
+    options.notOlderThan === undefined ? '' : `?resourceVersion=${encodeURIComponent(options.notOlderThan)}`;
   const res = await api.send({ method: 'GET', path: `${objectPath(api.namespace, plural, name)}${query}` });
   if (res.status === 404) return undefined;
   if (res.status < 200 || res.status >= 300) throw new ApiStatusError(`get ${plural}/${name}`, res);

@@ -34,7 +34,9 @@ export function longLivedHost(): StoreHost {
 export interface OpenKubernetesOptions {
   readonly log: Logger;
   /** Overrides for tests and benchmarks (timeouts, lock timing, slice-cache TTL). */
-  readonly tuning?: Partial<Omit<KubernetesStoreOptions, 'api' | 'node' | 'cacheDir' | 'reservations' | 'log' | 'memory'>> & {
+  readonly tuning?: Partial<
+    Omit<KubernetesStoreOptions, 'api' | 'node' | 'cacheDir' | 'reservations' | 'log' | 'memory'>
+  > & {
     readonly requestTimeoutMs?: number;
   };
   /** Defaults to process.env (NODENAME). */
@@ -68,7 +70,11 @@ export async function openKubernetesStore(
   );
   const { requestTimeoutMs, ...tuning } = options.tuning ?? {};
   const tlsSessions = new TlsSessionStore(datastore.cacheDir, endpoint.server, endpoint.requestOptions);
-  const api = new ApiClient(endpoint, { timeoutMs: requestTimeoutMs ?? REQUEST_TIMEOUT_MS, tlsSessions, connections: host.connections });
+  const api = new ApiClient(endpoint, {
+    timeoutMs: requestTimeoutMs ?? REQUEST_TIMEOUT_MS,
+    tlsSessions,
+    connections: host.connections,
+  });
   return new KubernetesStore({
     ...tuning,
     api,

@@ -27,7 +27,12 @@ export interface CachedPool extends PoolState {
 }
 
 /** The cached pool, or undefined (no cache, another scope, or unreadable: the caller reads the API instead). */
-export function readCachedPool(paths: PoolPaths, pool: PoolRef, scope: CacheScope, warn: (msg: string) => void): CachedPool | undefined {
+export function readCachedPool(
+  paths: PoolPaths,
+  pool: PoolRef,
+  scope: CacheScope,
+  warn: (msg: string) => void,
+): CachedPool | undefined {
   let text: string;
   try {
     text = readFileSync(paths.data, 'utf8');
@@ -39,10 +44,20 @@ export function readCachedPool(paths: PoolPaths, pool: PoolRef, scope: CacheScop
   try {
     const doc: unknown = JSON.parse(text);
     if (!isRecord(doc) || doc['format'] !== CACHE_FORMAT) return undefined;
-    if (doc['server'] !== scope.server || doc['namespace'] !== scope.namespace || doc['name'] !== pool.name) return undefined;
+    if (doc['server'] !== scope.server || doc['namespace'] !== scope.namespace || doc['name'] !== pool.name)
+      return undefined;
     if (doc['range'] !== rangeText(pool.range.cidr) || typeof doc['resourceVersion'] !== 'string') return undefined;
-    const allocations = decodeAllocations(doc['allocations'], pool.range.cidr, { where: paths.data, warn, strict: true });
-    return { allocations, resourceVersion: doc['resourceVersion'], fresh: false, contention: marksIn(doc['contention']) };
+    const allocations = decodeAllocations(doc['allocations'], pool.range.cidr, {
+      where: paths.data,
+      warn,
+      strict: true,
+    });
+    return {
+      allocations,
+      resourceVersion: doc['resourceVersion'],
+      fresh: false,
+      contention: marksIn(doc['contention']),
+    };
   } catch (err) {
     warn(`ignoring unreadable cache ${paths.data}, reading the API instead: ${messageOf(err)}`);
     return undefined;
@@ -56,7 +71,10 @@ export function writeCachedPool(
   state: { readonly allocations: Allocations; readonly resourceVersion: string; readonly contention: ContentionMarks },
   lock: HeldLock,
 ): void {
-  const contention = state.contention.collidedUntil === undefined && state.contention.busyUntil === undefined ? {} : { contention: state.contention };
+  const contention =
+    state.contention.collidedUntil === undefined && state.contention.busyUntil === undefined
+      ? {}
+      : { contention: state.contention };
   const doc = {
     range: rangeText(pool.range.cidr),
     allocations: encodeAllocations(pool.range.cidr, state.allocations),
@@ -79,7 +97,10 @@ function marksIn(value: unknown): ContentionMarks {
   };
   const collidedUntil = at('collidedUntil');
   const busyUntil = at('busyUntil');
-  return { ...(collidedUntil === undefined ? {} : { collidedUntil }), ...(busyUntil === undefined ? {} : { busyUntil }) };
+  return {
+    ...(collidedUntil === undefined ? {} : { collidedUntil }),
+    ...(busyUntil === undefined ? {} : { busyUntil }),
+  };
 }
 
 /** Forgets the cached pool (it no longer exists in the API). */

@@ -90,9 +90,11 @@ export class PoolCommit<T> {
 
   /** The start of an attempt: the view to plan on (read again after a refused write), and what the refusal showed. */
   async resume(): Promise<void> {
-    if (this.lastRefusal !== undefined || this.state === undefined) this.state = await this.readAgain(this.lastRefusal?.version);
+    if (this.lastRefusal !== undefined || this.state === undefined)
+      this.state = await this.readAgain(this.lastRefusal?.version);
     // A claim refused, yet the pool had not moved: the object is not what the JSON patch expects (no spec.allocations).
-    if (this.lastRefusal?.jsonClaim === true && this.lastRefusal.version === this.state.resourceVersion) this.jsonClaims = false;
+    if (this.lastRefusal?.jsonClaim === true && this.lastRefusal.version === this.state.resourceVersion)
+      this.jsonClaims = false;
     this.lastRefusal = undefined;
     // A write planned on a fresh view lost to another writer's claim of the very same address.
     if (this.contested !== undefined && this.state.allocations.has(this.contested)) this.collided();
@@ -105,7 +107,10 @@ export class PoolCommit<T> {
    */
   async plan(): Promise<Planned<T> | typeof AGAIN> {
     const state = this.view;
-    const hints = { reserved: new Set([...this.created.keys(), ...this.adopted.keys()]), ...(this.spread === undefined ? {} : { spread: this.spread }) };
+    const hints = {
+      reserved: new Set([...this.created.keys(), ...this.adopted.keys()]),
+      ...(this.spread === undefined ? {} : { spread: this.spread }),
+    };
     const planned = this.#plan(state.allocations, this.refused, hints);
     if (planned.change === null) {
       if (!state.fresh) {
@@ -120,9 +125,13 @@ export class PoolCommit<T> {
         await this.freshen();
         return AGAIN;
       }
-      throw new HereaboutsError(ErrorKind.Unavailable, `IPPool ${this.#pool.name} was retired: its node slice was released after this request read it`, {
-        details: 'the next ADD reads this node\'s current slice',
-      });
+      throw new HereaboutsError(
+        ErrorKind.Unavailable,
+        `IPPool ${this.#pool.name} was retired: its node slice was released after this request read it`,
+        {
+          details: "the next ADD reads this node's current slice",
+        },
+      );
     }
     return { value: planned.value, change };
   }
@@ -133,16 +142,25 @@ export class PoolCommit<T> {
    */
   async reserve(change: PoolChange): Promise<'ready' | typeof AGAIN> {
     const claim = change.claim;
-    if (claim === undefined || !this.#ctx.reservations || this.created.has(claim.address) || this.adopted.has(claim.address)) return 'ready';
+    if (
+      claim === undefined ||
+      !this.#ctx.reservations ||
+      this.created.has(claim.address) ||
+      this.adopted.has(claim.address)
+    )
+      return 'ready';
     if (!this.view.fresh && this.#options.trustInitial !== true) {
       await this.freshen(); // reserve only what this plan can commit
       return AGAIN;
     }
     const outcome = await reserve(this.#ctx.api, this.#pool, this.#ip(claim.address), claim.record);
     if (outcome.kind === 'taken') {
-      this.#ctx.log.info(`IPPool ${this.#pool.name}: ${formatIP(this.#ip(claim.address))} is reserved through an overlapping range; planning again`);
+      this.#ctx.log.info(
+        `IPPool ${this.#pool.name}: ${formatIP(this.#ip(claim.address))} is reserved through an overlapping range; planning again`,
+      );
       this.refused.add(claim.address);
-      if (this.view.fresh) this.collided(); // planned on the API's view: a writer racing for the same address
+      if (this.view.fresh)
+        this.collided(); // planned on the API's view: a writer racing for the same address
       else await this.freshen(); // someone else got there first: the cached view is behind
       return AGAIN;
     }
@@ -152,7 +170,11 @@ export class PoolCommit<T> {
     // answered: a read from the watch cache now (~2 ms of API server CPU) spares a refused write (~12 ms) and
     // the round trips and backoff after it. Only a writer that does not reserve first (Whereabouts, a network
     // without enable_overlapping_ranges) can commit the reserved address meanwhile: the plan then moves on.
-    if (this.view.fresh && this.#options.trustInitial !== true && this.#ctx.memory.busy.contended(this.#key, monotonicMs())) {
+    if (
+      this.view.fresh &&
+      this.#options.trustInitial !== true &&
+      this.#ctx.memory.busy.contended(this.#key, monotonicMs())
+    ) {
       await this.freshen();
       return AGAIN;
     }
@@ -170,7 +192,10 @@ export class PoolCommit<T> {
     const lone = this.jsonClaims && !unretire && claim !== undefined && isLoneClaim(change) ? claim : undefined;
     let written: PoolState | typeof CONFLICT;
     try {
-      written = await writePool(this.#ctx, this.#pool, state, next, { unretire, ...(lone === undefined ? {} : { lone }) });
+      written = await writePool(this.#ctx, this.#pool, state, next, {
+        unretire,
+        ...(lone === undefined ? {} : { lone }),
+      });
     } catch (err) {
       // The write may have landed: its claim's reservation must then stay, or an overlapping range could reuse it,
       // and the caller's cache no longer says what this node last wrote.
@@ -192,7 +217,8 @@ export class PoolCommit<T> {
   async settle(settled: Settled<T>): Promise<void> {
     this.#options.onSettled?.(settled.state, this.#ctx.memory.marksOf(this.#key));
     await this.settleUnused(settled.state.allocations);
-    if (this.#ctx.reservations && settled.written !== undefined) await settleWritten(this.#ctx, this.#pool, settled.written.change, settled.written.before);
+    if (this.#ctx.reservations && settled.written !== undefined)
+      await settleWritten(this.#ctx, this.#pool, settled.written.change, settled.written.before);
   }
 
   /** The reservations held and not committed, against the pool's `final` allocations (undefined: the commit failed). */
@@ -220,7 +246,11 @@ export class PoolCommit<T> {
    */
   async freshen(): Promise<void> {
     const known = this.view;
-    this.state = await fetchPool(this.#ctx, this.#pool, known.resourceVersion === undefined ? {} : { notOlderThan: known.resourceVersion });
+    this.state = await fetchPool(
+      this.#ctx,
+      this.#pool,
+      known.resourceVersion === undefined ? {} : { notOlderThan: known.resourceVersion },
+    );
   }
 
   /** A collision with another writer on the very address planned (see `collisions`). */
@@ -234,7 +264,9 @@ export class PoolCommit<T> {
   /** The write was refused: the next attempt reads the pool again (resume()). */
   #refusedWrite(claimed: bigint | undefined, jsonClaim: boolean): typeof CONFLICT {
     const state = this.view;
-    this.#ctx.log.info(`IPPool ${this.#pool.name}: changed since resourceVersion ${state.resourceVersion ?? '(none)'}; reading it again`);
+    this.#ctx.log.info(
+      `IPPool ${this.#pool.name}: changed since resourceVersion ${state.resourceVersion ?? '(none)'}; reading it again`,
+    );
     this.lastRefusal = { version: state.resourceVersion, jsonClaim };
     if (state.fresh) {
       this.contested = claimed; // planned on the API's view: another writer raced us
@@ -251,10 +283,13 @@ export class PoolCommit<T> {
 /** Records written by this node carry its name (claims, and the new container of an idempotent ADD). */
 function stamped(change: PoolChange, node: string | undefined): PoolChange {
   if (node === undefined) return change;
-  const withNode = (record: AllocationRecord): AllocationRecord => (record.node === node ? record : { ...record, node });
+  const withNode = (record: AllocationRecord): AllocationRecord =>
+    record.node === node ? record : { ...record, node };
   return {
     ...change,
     ...(change.claim === undefined ? {} : { claim: { ...change.claim, record: withNode(change.claim.record) } }),
-    ...(change.update === undefined ? {} : { update: change.update.map((u) => ({ ...u, record: withNode(u.record) })) }),
+    ...(change.update === undefined
+      ? {}
+      : { update: change.update.map((u) => ({ ...u, record: withNode(u.record) })) }),
   };
 }

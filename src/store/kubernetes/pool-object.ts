@@ -34,7 +34,9 @@ function retiredOf(metadata: Record<string, unknown>): SliceVersion | undefined 
   if (typeof value !== 'string') return undefined;
   const m = /^(.*)\/(\d+)$/.exec(value);
   // An unreadable mark still retires the pool: refusing an ADD is safe, guessing is not.
-  return m?.[1] === undefined || m[2] === undefined ? { uid: value, generation: Number.MAX_SAFE_INTEGER } : { uid: m[1], generation: Number(m[2]) };
+  return m?.[1] === undefined || m[2] === undefined
+    ? { uid: value, generation: Number.MAX_SAFE_INTEGER }
+    : { uid: m[1], generation: Number(m[2]) };
 }
 
 /** True when a claim planned from the slice assignment `assignedIn` may not land in a pool retired as `retired`. */
@@ -58,7 +60,10 @@ export function decodePoolObject(object: unknown, pool: PoolRef, warn: (msg: str
   const spec = isRecord(object) ? object['spec'] : undefined;
   const resourceVersion = isRecord(metadata) ? metadata['resourceVersion'] : undefined;
   if (!isRecord(spec) || typeof resourceVersion !== 'string') {
-    throw new HereaboutsError(ErrorKind.Internal, `${where}: the API returned an object without spec or resourceVersion`);
+    throw new HereaboutsError(
+      ErrorKind.Internal,
+      `${where}: the API returned an object without spec or resourceVersion`,
+    );
   }
   checkRange(spec['range'], pool, where);
   const allocations = decodeAllocations(spec['allocations'] ?? {}, pool.range.cidr, { where, warn, strict: false });
@@ -75,9 +80,13 @@ function checkRange(value: unknown, pool: PoolRef, where: string): void {
     if (!(err instanceof TypeError || err instanceof RangeError)) throw err;
   }
   if (actual !== expected) {
-    throw new HereaboutsError(ErrorKind.Internal, `${where} has spec.range ${JSON.stringify(value)}, expected ${expected}`, {
-      details: 'another object uses this pool name; rename the network (network_name) or remove the object',
-    });
+    throw new HereaboutsError(
+      ErrorKind.Internal,
+      `${where} has spec.range ${JSON.stringify(value)}, expected ${expected}`,
+      {
+        details: 'another object uses this pool name; rename the network (network_name) or remove the object',
+      },
+    );
   }
 }
 
@@ -123,12 +132,19 @@ export function encodeAllocations(range: Cidr, allocations: Allocations): Record
 }
 
 /** A new IPPool holding `allocations` (the first write of a pool creates it with the claim in it). */
-export function newPoolObject(pool: PoolRef, namespace: string, allocations: Allocations): { metadata: { name: string } } {
+export function newPoolObject(
+  pool: PoolRef,
+  namespace: string,
+  allocations: Allocations,
+): { metadata: { name: string } } {
   return {
     apiVersion: API_VERSION,
     kind: 'IPPool',
     metadata: { name: pool.name, namespace },
-    spec: { range: rangeText(pool.range.cidr), allocations: stampCreated(encodeAllocations(pool.range.cidr, allocations)) },
+    spec: {
+      range: rangeText(pool.range.cidr),
+      allocations: stampCreated(encodeAllocations(pool.range.cidr, allocations)),
+    },
   } as { metadata: { name: string } };
 }
 
@@ -150,7 +166,13 @@ const CLEARED_MANAGED_FIELDS: readonly object[] = [{}];
  * The merge patch from `current` to `next`, conditional on `resourceVersion`: removed offsets become null, new and
  * rewritten ones carry the modelled fields (null clears one that was dropped). Unchanged entries are not sent.
  */
-export function allocationsPatch(range: Cidr, current: Allocations, next: Allocations, resourceVersion: string, options: { unretire?: boolean } = {}): unknown {
+export function allocationsPatch(
+  range: Cidr,
+  current: Allocations,
+  next: Allocations,
+  resourceVersion: string,
+  options: { unretire?: boolean } = {},
+): unknown {
   const base = networkOf(range);
   const changes: Record<string, Record<string, string | null> | null> = {};
   for (const address of current.keys()) {
@@ -165,7 +187,11 @@ export function allocationsPatch(range: Cidr, current: Allocations, next: Alloca
     else for (const field of ['podUid', 'node']) entry[field] ??= null;
     changes[String(address - base)] = entry;
   }
-  const metadata = { resourceVersion, managedFields: CLEARED_MANAGED_FIELDS, ...(options.unretire === true ? { annotations: { [RETIRED_ANNOTATION]: null } } : {}) };
+  const metadata = {
+    resourceVersion,
+    managedFields: CLEARED_MANAGED_FIELDS,
+    ...(options.unretire === true ? { annotations: { [RETIRED_ANNOTATION]: null } } : {}),
+  };
   return { metadata, spec: { allocations: changes } };
 }
 
@@ -175,7 +201,12 @@ export function allocationsPatch(range: Cidr, current: Allocations, next: Alloca
  * patch), and the patch sends only the new record. It needs `spec.allocations` to exist; when it does not, the add
  * does not apply (422, like a failed test) and the caller writes a merge patch instead.
  */
-export function claimPatch(range: Cidr, resourceVersion: string, address: bigint, record: AllocationRecord): JsonPatchOperation[] {
+export function claimPatch(
+  range: Cidr,
+  resourceVersion: string,
+  address: bigint,
+  record: AllocationRecord,
+): JsonPatchOperation[] {
   const entry = `/spec/allocations/${String(address - networkOf(range))}`;
   return [
     { op: 'test', path: '/metadata/resourceVersion', value: resourceVersion },

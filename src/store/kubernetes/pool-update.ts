@@ -30,7 +30,9 @@ export async function updatePool<T>(ctx: WriteContext, pool: PoolRef, plan: Plan
   try {
     mkdirSync(paths.networkDir, { recursive: true, mode: DIR_MODE });
   } catch (err) {
-    throw new HereaboutsError(ErrorKind.Io, `cannot create cache directory ${paths.networkDir}: ${messageOf(err)}`, { cause: err });
+    throw new HereaboutsError(ErrorKind.Io, `cannot create cache directory ${paths.networkDir}: ${messageOf(err)}`, {
+      cause: err,
+    });
   }
   const lock = await acquireLock(paths, ctx.lockTiming, { log: ctx.log });
   try {
@@ -41,7 +43,8 @@ export async function updatePool<T>(ctx: WriteContext, pool: PoolRef, plan: Plan
       trustInitial: pool.resultPrefix !== undefined,
       beforeWrite: () => lock.assertHeld(),
       onSettled: (state, contention) => {
-        if (state.resourceVersion !== cached?.resourceVersion || marked(contention, cached?.contention ?? {})) persist(paths, pool, ctx.scope, state, contention, lock);
+        if (state.resourceVersion !== cached?.resourceVersion || marked(contention, cached?.contention ?? {}))
+          persist(paths, pool, ctx.scope, state, contention, lock);
       },
       // The next update on this node then starts from a quorum read, not from a version older than its own write.
       onUncertain: () => forget(paths, ctx.log),
@@ -51,10 +54,24 @@ export async function updatePool<T>(ctx: WriteContext, pool: PoolRef, plan: Plan
   }
 }
 
-function persist(paths: PoolPaths, pool: PoolRef, scope: CacheScope, state: PoolState, contention: ContentionMarks, lock: HeldLock): void {
+function persist(
+  paths: PoolPaths,
+  pool: PoolRef,
+  scope: CacheScope,
+  state: PoolState,
+  contention: ContentionMarks,
+  lock: HeldLock,
+): void {
   // A retired pool is never served from the cache, which does not record the mark.
   if (state.resourceVersion === undefined || state.retired !== undefined) dropCachedPool(paths);
-  else writeCachedPool(paths, pool, scope, { allocations: state.allocations, resourceVersion: state.resourceVersion, contention }, lock);
+  else
+    writeCachedPool(
+      paths,
+      pool,
+      scope,
+      { allocations: state.allocations, resourceVersion: state.resourceVersion, contention },
+      lock,
+    );
 }
 
 /** Contention this commit saw anew (a mark set or pushed on by more than a second): worth a cache write. */

@@ -31,7 +31,12 @@ export async function writePool(
   }
   if (options.lone !== undefined) {
     const { address, record } = options.lone;
-    const result = await jsonPatch(ctx.api, 'ippools', pool.name, claimPatch(pool.range.cidr, state.resourceVersion, address, record));
+    const result = await jsonPatch(
+      ctx.api,
+      'ippools',
+      pool.name,
+      claimPatch(pool.range.cidr, state.resourceVersion, address, record),
+    );
     if (result.kind !== 'patched') return CONFLICT;
     return decodePoolObject(result.object, pool, warn);
   }

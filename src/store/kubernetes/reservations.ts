@@ -36,13 +36,22 @@ export function reservationNameOf(pool: PoolRef, ip: IPAddress): string {
 }
 
 function specOf(record: AllocationRecord): Record<string, string> {
-  const spec: Record<string, string> = { podref: record.podRef, ifname: record.ifname, containerid: record.containerId };
+  const spec: Record<string, string> = {
+    podref: record.podRef,
+    ifname: record.ifname,
+    containerid: record.containerId,
+  };
   if (record.node !== undefined) spec['node'] = record.node;
   if (record.podUid !== undefined) spec['podUid'] = record.podUid;
   return spec;
 }
 
-export async function reserve(api: ApiClient, pool: PoolRef, ip: IPAddress, record: AllocationRecord): Promise<ReserveOutcome> {
+export async function reserve(
+  api: ApiClient,
+  pool: PoolRef,
+  ip: IPAddress,
+  record: AllocationRecord,
+): Promise<ReserveOutcome> {
   const name = reservationNameOf(pool, ip);
   const outcome = await retryOnConflict<ReserveOutcome>(
     async () => {
@@ -69,7 +78,8 @@ export async function reserve(api: ApiClient, pool: PoolRef, ip: IPAddress, reco
 
 function heldOutcome(kind: 'created' | 'adopted', name: string, object: unknown): ReserveOutcome {
   const version = versionOf(object);
-  if (version === undefined) throw new TypeError(`OverlappingRangeIPReservation ${name}: the API returned no uid or resourceVersion`);
+  if (version === undefined)
+    throw new TypeError(`OverlappingRangeIPReservation ${name}: the API returned no uid or resourceVersion`);
   return { kind, held: { name, version } };
 }
 
@@ -116,7 +126,12 @@ export async function dropCreated(api: ApiClient, held: Held, options: { timeout
 export async function handOver(api: ApiClient, held: Held, holder: AllocationRecord): Promise<void> {
   const existing = await getObject(api, PLURAL, held.name);
   const version = versionOf(existing);
-  if (version === undefined || version.uid !== held.version.uid || version.resourceVersion !== held.version.resourceVersion) return;
+  if (
+    version === undefined ||
+    version.uid !== held.version.uid ||
+    version.resourceVersion !== held.version.resourceVersion
+  )
+    return;
   if (namesAttachment(existing, holder)) return;
   await replaceObject(api, PLURAL, held.name, withSpec(existing, holder));
 }
@@ -125,7 +140,12 @@ export async function handOver(api: ApiClient, held: Held, holder: AllocationRec
  * After a pool write released `record`'s address: deletes the reservation if it still names that attachment, on
  * the version read. 'kept' when it names someone else (re-adopted meanwhile, or an overlapping range's holder).
  */
-export async function releaseReservation(api: ApiClient, pool: PoolRef, ip: IPAddress, record: AllocationRecord): Promise<'deleted' | 'kept' | 'gone'> {
+export async function releaseReservation(
+  api: ApiClient,
+  pool: PoolRef,
+  ip: IPAddress,
+  record: AllocationRecord,
+): Promise<'deleted' | 'kept' | 'gone'> {
   const name = reservationNameOf(pool, ip);
   const existing = await getObject(api, PLURAL, name);
   const version = versionOf(existing);
@@ -136,7 +156,12 @@ export async function releaseReservation(api: ApiClient, pool: PoolRef, ip: IPAd
 }
 
 /** An idempotent re-ADD recorded a new container: the reservation follows, if it still names the same owner. */
-export async function followRecord(api: ApiClient, pool: PoolRef, ip: IPAddress, record: AllocationRecord): Promise<'updated' | 'unchanged' | 'repaired'> {
+export async function followRecord(
+  api: ApiClient,
+  pool: PoolRef,
+  ip: IPAddress,
+  record: AllocationRecord,
+): Promise<'updated' | 'unchanged' | 'repaired'> {
   const name = reservationNameOf(pool, ip);
   const existing = await getObject(api, PLURAL, name);
   if (existing === undefined) {

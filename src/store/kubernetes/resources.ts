@@ -12,7 +12,11 @@ function ok(res: ApiResponse): boolean {
 
 export type CreateResult = { readonly kind: 'created'; readonly object: unknown } | { readonly kind: 'exists' };
 
-export async function createObject(api: ApiClient, plural: Plural, object: { metadata: { name: string } }): Promise<CreateResult> {
+export async function createObject(
+  api: ApiClient,
+  plural: Plural,
+  object: { metadata: { name: string } },
+): Promise<CreateResult> {
   const res = await api.send({ method: 'POST', path: objectPath(api.namespace, plural), body: object });
   if (res.status === 409) return { kind: 'exists' };
   if (!ok(res)) throw new ApiStatusError(`create ${plural}/${object.metadata.name}`, res);
@@ -20,9 +24,7 @@ export async function createObject(api: ApiClient, plural: Plural, object: { met
 }
 
 export type PatchResult =
-  | { readonly kind: 'patched'; readonly object: unknown }
-  | { readonly kind: 'conflict' }
-  | { readonly kind: 'gone' };
+  { readonly kind: 'patched'; readonly object: unknown } | { readonly kind: 'conflict' } | { readonly kind: 'gone' };
 
 /** JSON merge patch; a metadata.resourceVersion in the patch makes it conditional (409 when the object moved on). */
 export async function mergePatch(api: ApiClient, plural: Plural, name: string, patch: unknown): Promise<PatchResult> {
@@ -39,7 +41,12 @@ export async function mergePatch(api: ApiClient, plural: Plural, name: string, p
  * newer version tests `/metadata/resourceVersion` first (and is then refused cheaply, before the rest is applied).
  * A failed test, or an operation that does not apply to the object, is 422 ('test-failed').
  */
-export async function jsonPatch(api: ApiClient, plural: Plural, name: string, operations: readonly JsonPatchOperation[]): Promise<PatchResult | { readonly kind: 'test-failed' }> {
+export async function jsonPatch(
+  api: ApiClient,
+  plural: Plural,
+  name: string,
+  operations: readonly JsonPatchOperation[],
+): Promise<PatchResult | { readonly kind: 'test-failed' }> {
   const res = await sendPatch(api, plural, name, operations, 'application/json-patch+json');
   if (res.status === 422) return { kind: 'test-failed' };
   if (res.status === 409) return { kind: 'conflict' };
@@ -52,12 +59,23 @@ export type JsonPatchOperation =
   | { readonly op: 'test'; readonly path: string; readonly value: unknown }
   | { readonly op: 'add'; readonly path: string; readonly value: unknown };
 
-function sendPatch(api: ApiClient, plural: Plural, name: string, body: unknown, contentType: string): Promise<ApiResponse> {
+function sendPatch(
+  api: ApiClient,
+  plural: Plural,
+  name: string,
+  body: unknown,
+  contentType: string,
+): Promise<ApiResponse> {
   return api.send({ method: 'PATCH', path: objectPath(api.namespace, plural, name), body, contentType });
 }
 
 /** PUT of a whole object; its metadata.resourceVersion makes it conditional (409 when the object moved on). */
-export async function replaceObject(api: ApiClient, plural: Plural, name: string, object: unknown): Promise<PatchResult> {
+export async function replaceObject(
+  api: ApiClient,
+  plural: Plural,
+  name: string,
+  object: unknown,
+): Promise<PatchResult> {
   const res = await api.send({ method: 'PUT', path: objectPath(api.namespace, plural, name), body: object });
   if (res.status === 409) return { kind: 'conflict' };
   if (res.status === 404) return { kind: 'gone' };
@@ -82,7 +100,11 @@ export async function deleteExactly(
     {
       method: 'DELETE',
       path: objectPath(api.namespace, plural, name),
-      body: { apiVersion: 'v1', kind: 'DeleteOptions', preconditions: { uid: version.uid, resourceVersion: version.resourceVersion } },
+      body: {
+        apiVersion: 'v1',
+        kind: 'DeleteOptions',
+        preconditions: { uid: version.uid, resourceVersion: version.resourceVersion },
+      },
     },
     options,
   );
@@ -91,4 +113,3 @@ export async function deleteExactly(
   if (!ok(res)) throw new ApiStatusError(`delete ${plural}/${name}`, res);
   return 'deleted';
 }
-

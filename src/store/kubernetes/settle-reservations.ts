@@ -24,30 +24,44 @@ export async function settleUnused(
       if (holder !== undefined) await handOver(ctx.api, reservation, holder);
       else if (held.created.has(value)) await dropCreated(ctx.api, reservation, { timeoutMs: ctx.cleanupTimeoutMs });
     } catch (err) {
-      ctx.log.warning(`IPPool ${pool.name}: could not settle the unused reservation ${reservation.name} (the controller will): ${messageOf(err)}`);
+      ctx.log.warning(
+        `IPPool ${pool.name}: could not settle the unused reservation ${reservation.name} (the controller will): ${messageOf(err)}`,
+      );
     }
   }
 }
 
 /** After the pool write (the pool is the truth): released addresses lose their reservation, rewritten records' follow. */
-export async function settleWritten(ctx: CommitContext, pool: PoolRef, change: PoolChange, before: Allocations): Promise<void> {
+export async function settleWritten(
+  ctx: CommitContext,
+  pool: PoolRef,
+  change: PoolChange,
+  before: Allocations,
+): Promise<void> {
   const family = pool.range.cidr.family;
   for (const value of change.release ?? []) {
     const record = before.get(value);
     if (record === undefined) continue;
     try {
       const result = await releaseReservation(ctx.api, pool, { family, value }, record);
-      if (result === 'kept') ctx.log.info(`IPPool ${pool.name}: the reservation of ${formatIP({ family, value })} names another attachment now; kept`);
+      if (result === 'kept')
+        ctx.log.info(
+          `IPPool ${pool.name}: the reservation of ${formatIP({ family, value })} names another attachment now; kept`,
+        );
     } catch (err) {
       // The address is free in the pool; its stale reservation only blocks it until the controller removes it.
-      ctx.log.warning(`IPPool ${pool.name}: released ${formatIP({ family, value })} but could not delete its reservation: ${messageOf(err)}`);
+      ctx.log.warning(
+        `IPPool ${pool.name}: released ${formatIP({ family, value })} but could not delete its reservation: ${messageOf(err)}`,
+      );
     }
   }
   for (const { address, record } of change.update ?? []) {
     try {
       await followRecord(ctx.api, pool, { family, value: address }, record);
     } catch (err) {
-      ctx.log.warning(`IPPool ${pool.name}: could not bring the reservation of ${formatIP({ family, value: address })} in step: ${messageOf(err)}`);
+      ctx.log.warning(
+        `IPPool ${pool.name}: could not bring the reservation of ${formatIP({ family, value: address })} in step: ${messageOf(err)}`,
+      );
     }
   }
 }

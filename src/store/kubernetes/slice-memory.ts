@@ -51,9 +51,20 @@ export function readSliceMemory(ctx: MemoryContext, network: string): SliceMemor
   }
   // Another format (an older version's), another cluster, namespace or node: not ours to trust.
   if (!isRecord(doc) || doc['format'] !== FORMAT) return undefined;
-  if (doc['server'] !== ctx.scope.server || doc['namespace'] !== ctx.scope.namespace || doc['nodeSlicePool'] !== network || doc['node'] !== ctx.node) return undefined;
+  if (
+    doc['server'] !== ctx.scope.server ||
+    doc['namespace'] !== ctx.scope.namespace ||
+    doc['nodeSlicePool'] !== network ||
+    doc['node'] !== ctx.node
+  )
+    return undefined;
   const { generation, resourceVersion, range, sliceSize, slice, draining, held } = doc;
-  if ((generation !== undefined && typeof generation !== 'number') || typeof range !== 'string' || typeof sliceSize !== 'number') return undefined;
+  if (
+    (generation !== undefined && typeof generation !== 'number') ||
+    typeof range !== 'string' ||
+    typeof sliceSize !== 'number'
+  )
+    return undefined;
   if ((slice !== undefined && typeof slice !== 'string') || !strings(draining) || !strings(held)) return undefined;
   // Written by a version that did not record it, or not one the API server could parse: the next read takes any version.
   const version = typeof resourceVersion === 'string' && /^[1-9]\d*$/.test(resourceVersion) ? { resourceVersion } : {};
@@ -62,7 +73,14 @@ export function readSliceMemory(ctx: MemoryContext, network: string): SliceMemor
 
 export function writeSliceMemory(ctx: MemoryContext, network: string, memory: SliceMemory): void {
   const file = fileOf(ctx, network);
-  const doc = { format: FORMAT, server: ctx.scope.server, namespace: ctx.scope.namespace, nodeSlicePool: network, node: ctx.node, ...memory };
+  const doc = {
+    format: FORMAT,
+    server: ctx.scope.server,
+    namespace: ctx.scope.namespace,
+    nodeSlicePool: network,
+    node: ctx.node,
+    ...memory,
+  };
   try {
     mkdirSync(file.networkDir, { recursive: true, mode: 0o700 });
     writePoolFile(file.data, file.tempPrefix, `${JSON.stringify(doc)}\n`, () => {});
@@ -90,16 +108,27 @@ export function cachedSlices(ctx: MemoryContext, network: string, networkName: s
   for (const name of names) {
     try {
       const doc: unknown = JSON.parse(readFileSync(join(dir, name), 'utf8'));
-      if (!isRecord(doc) || doc['format'] !== CACHE_FORMAT || doc['server'] !== ctx.scope.server || doc['namespace'] !== ctx.scope.namespace) continue;
+      if (
+        !isRecord(doc) ||
+        doc['format'] !== CACHE_FORMAT ||
+        doc['server'] !== ctx.scope.server ||
+        doc['namespace'] !== ctx.scope.namespace
+      )
+        continue;
       if (typeof doc['range'] !== 'string' || typeof doc['name'] !== 'string') continue;
       // Empty when last seen: this node's own writes always pass through this cache, so nothing of it is there.
       if (!isRecord(doc['allocations']) || Object.keys(doc['allocations']).length === 0) continue;
       const slice = masked(parseCidr(doc['range']));
       // Only this node's slice pools of this network: the name says whose it is.
-      if (doc['name'] === poolName(slice, { ...(networkName === undefined ? {} : { networkName }), node: ctx.node })) found.push(slice);
+      if (doc['name'] === poolName(slice, { ...(networkName === undefined ? {} : { networkName }), node: ctx.node }))
+        found.push(slice);
     } catch (err) {
       // Not a pool cache file of ours (or torn): it names no pool to look in.
-      if (!(err instanceof SyntaxError || err instanceof TypeError || err instanceof RangeError) && errnoOf(err) === undefined) throw err;
+      if (
+        !(err instanceof SyntaxError || err instanceof TypeError || err instanceof RangeError) &&
+        errnoOf(err) === undefined
+      )
+        throw err;
     }
   }
   return found;

@@ -28,9 +28,10 @@ export async function writeNodeSlicePool(
       const body = decide(current);
       if (body === undefined) return { outcome: 'unchanged' };
       if (!options.leading()) return { outcome: 'not-leading' };
-      const res = current === undefined
-        ? await api.send({ method: 'POST', path: objectPath(api.namespace, 'nodeslicepools'), body })
-        : await api.send({ method: 'PUT', path: objectPath(api.namespace, 'nodeslicepools', name), body });
+      const res =
+        current === undefined
+          ? await api.send({ method: 'POST', path: objectPath(api.namespace, 'nodeslicepools'), body })
+          : await api.send({ method: 'PUT', path: objectPath(api.namespace, 'nodeslicepools', name), body });
       if (res.status === 201) return { outcome: 'created', written: res.body };
       if (res.status === 200) return { outcome: 'updated', written: res.body };
       // 409: changed since read (or created meanwhile); 404: deleted since read.

@@ -54,7 +54,14 @@ export class PoolWriter {
    * in every pool (reservations go through releaseReservation or deleteReservation).
    */
   commit<T>(pool: PoolRef, plan: Plan<T>, options: WriterCommitOptions): Promise<T> {
-    const ctx = { api: this.#api, reservations: false, budgetMs: options.budgetMs, cleanupTimeoutMs: CLEANUP_TIMEOUT_MS, log: options.log, memory: this.#memory };
+    const ctx = {
+      api: this.#api,
+      reservations: false,
+      budgetMs: options.budgetMs,
+      cleanupTimeoutMs: CLEANUP_TIMEOUT_MS,
+      log: options.log,
+      memory: this.#memory,
+    };
     const commitOptions: CommitOptions = options.beforeWrite === undefined ? {} : { beforeWrite: options.beforeWrite };
     return commitPool(ctx, pool, plan, commitOptions);
   }
@@ -68,7 +75,12 @@ export class PoolWriter {
     const object = await getObject(this.#api, 'ippools', pool);
     const annotations = { [RETIRED_ANNOTATION]: retiredValue(version) };
     if (object === undefined) {
-      const body = { apiVersion: API_VERSION, kind: 'IPPool', metadata: { name: pool, annotations }, spec: { range: rangeText(slice), allocations: {} } };
+      const body = {
+        apiVersion: API_VERSION,
+        kind: 'IPPool',
+        metadata: { name: pool, annotations },
+        spec: { range: rangeText(slice), allocations: {} },
+      };
       return (await createObject(this.#api, 'ippools', body)).kind === 'created';
     }
     // Anything unexpected counts as holding addresses: the slice keeps draining rather than risk a duplicate.
@@ -79,7 +91,9 @@ export class PoolWriter {
     const allocations = spec['allocations'];
     if (!(allocations === undefined || (isRecord(allocations) && Object.keys(allocations).length === 0))) return false;
     // A plugin write since the read (a late claim) makes this 409: the slice keeps draining.
-    return (await mergePatch(this.#api, 'ippools', pool, { metadata: { resourceVersion, annotations } })).kind === 'patched';
+    return (
+      (await mergePatch(this.#api, 'ippools', pool, { metadata: { resourceVersion, annotations } })).kind === 'patched'
+    );
   }
 
   /**
@@ -88,7 +102,12 @@ export class PoolWriter {
    */
   async recreateReservation(name: string, record: AllocationRecord): Promise<boolean> {
     const spec = { podref: record.podRef, ifname: record.ifname, containerid: record.containerId };
-    const body = { apiVersion: API_VERSION, kind: 'OverlappingRangeIPReservation', metadata: { name, namespace: this.#api.namespace }, spec };
+    const body = {
+      apiVersion: API_VERSION,
+      kind: 'OverlappingRangeIPReservation',
+      metadata: { name, namespace: this.#api.namespace },
+      spec,
+    };
     return (await createObject(this.#api, RESERVATIONS, body)).kind === 'created';
   }
 
@@ -109,7 +128,10 @@ export class PoolWriter {
    * Writes an IPPool's status subresource conditional on the version it describes: 'stale' when the pool moved on
    * or is gone (the next pass writes it again), `problem` for any other refusal.
    */
-  async writePoolStatus(pool: { readonly name: string; readonly resourceVersion: string }, status: Record<string, unknown>): Promise<'written' | 'stale' | { problem: string }> {
+  async writePoolStatus(
+    pool: { readonly name: string; readonly resourceVersion: string },
+    status: Record<string, unknown>,
+  ): Promise<'written' | 'stale' | { problem: string }> {
     const res = await this.#api.send({
       method: 'PATCH',
       path: `${objectPath(this.#api.namespace, 'ippools', pool.name)}/status`,
@@ -122,7 +144,11 @@ export class PoolWriter {
   }
 
   /** Reads the NodeSlicePool, lets `decide` make the new object, and writes it conditionally (retried on 409). */
-  writeNodeSlicePool(name: string, decide: DecideObject, options: { leading: () => boolean; attempts?: number }): Promise<SliceWrite> {
+  writeNodeSlicePool(
+    name: string,
+    decide: DecideObject,
+    options: { leading: () => boolean; attempts?: number },
+  ): Promise<SliceWrite> {
     return writeNodeSlicePool(this.#api, name, decide, options);
   }
 }

@@ -12,7 +12,10 @@ export function applyChange(pool: PoolRef, current: Allocations, change: PoolCha
   for (const address of change.release ?? []) next.delete(address);
   for (const { address, record } of change.update ?? []) {
     if (!next.has(address)) {
-      throw new HereaboutsError(ErrorKind.Internal, `pool ${pool.name}: update of ${text(address)}, which is not allocated`);
+      throw new HereaboutsError(
+        ErrorKind.Internal,
+        `pool ${pool.name}: update of ${text(address)}, which is not allocated`,
+      );
     }
     next.set(address, record);
   }
@@ -22,7 +25,10 @@ export function applyChange(pool: PoolRef, current: Allocations, change: PoolCha
       throw new HereaboutsError(ErrorKind.Internal, `pool ${pool.name}: claim of ${text(address)}, outside the range`);
     }
     if (next.has(address)) {
-      throw new HereaboutsError(ErrorKind.Internal, `pool ${pool.name}: claim of ${text(address)}, which is already allocated`);
+      throw new HereaboutsError(
+        ErrorKind.Internal,
+        `pool ${pool.name}: claim of ${text(address)}, which is already allocated`,
+      );
     }
     next.set(address, record);
   }

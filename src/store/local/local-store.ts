@@ -61,7 +61,11 @@ export class LocalStore implements Store {
   #locked<T>(pool: PoolRef, paths: PoolPaths, lock: HeldLock, plan: Plan<T>): T {
     const current = readPoolFile(paths.data, pool.range.cidr);
     const refused = new Set<bigint>();
-    const ctx: ReservationContext = { dataDir: this.dataDir, timing: this.#timing, ...(this.#log === undefined ? {} : { log: this.#log }) };
+    const ctx: ReservationContext = {
+      dataDir: this.dataDir,
+      timing: this.#timing,
+      ...(this.#log === undefined ? {} : { log: this.#log }),
+    };
     for (;;) {
       const planned = plan(current, refused);
       const change = planned.change;

@@ -65,7 +65,7 @@ export function preparePoolDir(dataDir: string, networkDir: string): void {
   } catch (err) {
     if (!(err instanceof UnsafeFileError)) throw err;
     throw new HereaboutsError(ErrorKind.Io, `local store directory ${JSON.stringify(err.path)} ${err.reason}`, {
-      details: 'the store writes only into directories of its own (mode 0700, owned by the plugin\'s user, no links)',
+      details: "the store writes only into directories of its own (mode 0700, owned by the plugin's user, no links)",
       cause: err,
     });
   }

@@ -45,7 +45,12 @@ interface Reservation {
  * Reserves `address` for a claim in `pool` (whose lock the caller holds): 'taken' when a pool of an overlapping
  * range holds it, or may be about to (its lock is busy), or the reservation cannot be read.
  */
-export function reserve(ctx: ReservationContext, pool: PoolRef, address: bigint, record: AllocationRecord): 'reserved' | 'taken' {
+export function reserve(
+  ctx: ReservationContext,
+  pool: PoolRef,
+  address: bigint,
+  record: AllocationRecord,
+): 'reserved' | 'taken' {
   const file = reservationFile(ctx.dataDir, pool, address);
   const content = encode(pool, record);
   ensureDir(dirname(file));
@@ -74,13 +79,20 @@ export function unreserve(ctx: ReservationContext, pool: PoolRef, address: bigin
   } catch (err) {
     if (errnoOf(err) !== 'ENOENT') {
       // The address is free in the pool; its leftover reservation is taken over by the next claimer.
-      ctx.log?.warning(`released ${describe(pool, address)} but could not remove its reservation ${file}: ${messageOf(err)}`);
+      ctx.log?.warning(
+        `released ${describe(pool, address)} but could not remove its reservation ${file}: ${messageOf(err)}`,
+      );
     }
   }
 }
 
 /** Keeps the reservation of a held address in step with its record (a re-ADD records a new container). */
-export function refreshReservation(ctx: ReservationContext, pool: PoolRef, address: bigint, record: AllocationRecord): void {
+export function refreshReservation(
+  ctx: ReservationContext,
+  pool: PoolRef,
+  address: bigint,
+  record: AllocationRecord,
+): void {
   const file = reservationFile(ctx.dataDir, pool, address);
   const existing = readReservation(file);
   if (existing !== undefined && existing.pool !== pool.name) {
@@ -110,7 +122,9 @@ function takeOverIfLeaked(
   if (lock === undefined) return false; // its pool is being written: the address may be about to be committed there
   try {
     if (readPoolFile(poolPaths(ctx.dataDir, owner).data, range).has(address)) return false;
-    ctx.log?.debug(`reservation of ${describe(pool, address)} was left by pool ${owner.name}, which does not hold it; taking it over`);
+    ctx.log?.debug(
+      `reservation of ${describe(pool, address)} was left by pool ${owner.name}, which does not hold it; taking it over`,
+    );
     replace(found.file, found.content);
     return true;
   } finally {
@@ -148,7 +162,13 @@ function readReservation(file: string): Reservation | undefined {
   const { pool, range, containerid, podref, ifname } = doc as Record<string, unknown>;
   const strings = [pool, range, containerid, podref, ifname];
   if (!strings.every((s): s is string => typeof s === 'string') || pool === '') return undefined;
-  return { pool: pool as string, range: range as string, containerid: containerid as string, podref: podref as string, ifname: ifname as string };
+  return {
+    pool: pool as string,
+    range: range as string,
+    containerid: containerid as string,
+    podref: podref as string,
+    ifname: ifname as string,
+  };
 }
 
 /** Creates `file` only if absent, durable before it appears (temp + fsync, link, fsync of the directory). */

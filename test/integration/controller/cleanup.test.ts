@@ -4,7 +4,18 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { api, controlPlane, createNamespace, type Namespace } from '../../support/control-plane.ts';
-import { allocation, createPod, createPool, deleteAllPods, deletePod, events, offsets, runOnce, setPodStatus, terminatePod } from './harness.ts';
+import {
+  allocation,
+  createPod,
+  createPool,
+  deleteAllPods,
+  deletePod,
+  events,
+  offsets,
+  runOnce,
+  setPodStatus,
+  terminatePod,
+} from './harness.ts';
 
 describe('controller orphan cleanup', () => {
   let ns: Namespace;
@@ -25,12 +36,20 @@ describe('controller orphan cleanup', () => {
   test('the allocation of a deleted pod is released, with an event on the pool', async () => {
     const uid = await createPod(ns, 'gone', { phase: 'Running' });
     const keep = await createPod(ns, 'stays', { phase: 'Running' });
-    await createPool(ns, '10.80.1.0-24', '10.80.1.0/24', { '1': allocation(ns, 'gone', uid), '2': allocation(ns, 'stays', keep) });
+    await createPool(ns, '10.80.1.0-24', '10.80.1.0/24', {
+      '1': allocation(ns, 'gone', uid),
+      '2': allocation(ns, 'stays', keep),
+    });
     await deletePod(ns, 'gone');
     const run = once();
     assert.deepEqual(await offsets(ns, '10.80.1.0-24'), ['2']);
-    assert.ok(run.lines.some((l) => l.msg === `released 10.80.1.1 of ${ns.name}/gone from IPPool 10.80.1.0-24: pod-gone`), run.stderr);
-    const event = (await events(ns)).find((e) => e.reason === 'OrphansReleased' && e.involvedObject.name === '10.80.1.0-24');
+    assert.ok(
+      run.lines.some((l) => l.msg === `released 10.80.1.1 of ${ns.name}/gone from IPPool 10.80.1.0-24: pod-gone`),
+      run.stderr,
+    );
+    const event = (await events(ns)).find(
+      (e) => e.reason === 'OrphansReleased' && e.involvedObject.name === '10.80.1.0-24',
+    );
     assert.match(event?.message ?? '', /released 1 orphaned allocation\(s\): 10\.80\.1\.1 of .*\/gone \(pod-gone\)/);
   });
 
@@ -46,9 +65,16 @@ describe('controller orphan cleanup', () => {
 
   test('an allocation recorded with the live pod UID is kept', async () => {
     const uid = await createPod(ns, 'same', { phase: 'Running' });
-    await createPool(ns, '10.80.3.0-24', '10.80.3.0/24', { '1': allocation(ns, 'same', uid), '2': allocation(ns, 'same') });
+    await createPool(ns, '10.80.3.0-24', '10.80.3.0/24', {
+      '1': allocation(ns, 'same', uid),
+      '2': allocation(ns, 'same'),
+    });
     once();
-    assert.deepEqual(await offsets(ns, '10.80.3.0-24'), ['1', '2'], 'a record without podUid (Whereabouts) is matched by name');
+    assert.deepEqual(
+      await offsets(ns, '10.80.3.0-24'),
+      ['1', '2'],
+      'a record without podUid (Whereabouts) is matched by name',
+    );
   });
 
   test('a terminating pod keeps its allocation unless --cleanup-terminating is true', async () => {
@@ -68,20 +94,39 @@ describe('controller orphan cleanup', () => {
     assert.deepEqual(await offsets(ns, '10.80.5.0-24'), ['1'], '--cleanup-disrupted=false keeps it');
     const run = once();
     assert.deepEqual(await offsets(ns, '10.80.5.0-24'), []);
-    assert.ok(run.lines.some((l) => l.msg === `released 10.80.5.1 of ${ns.name}/tainted from IPPool 10.80.5.0-24: pod-disrupted`), run.stderr);
+    assert.ok(
+      run.lines.some(
+        (l) => l.msg === `released 10.80.5.1 of ${ns.name}/tainted from IPPool 10.80.5.0-24: pod-disrupted`,
+      ),
+      run.stderr,
+    );
   });
 
   // The Eviction API (a drain), the scheduler's preemption and the kubelet set DisruptionTarget=True when they start
   // a pod's graceful termination: its containers still run, and so does its network, for the grace period.
-  for (const [i, reason] of ['EvictionByEvictionAPI', 'PreemptionByScheduler', 'TerminationByKubelet', 'DeletionByTaintManager'].entries()) {
+  for (const [i, reason] of [
+    'EvictionByEvictionAPI',
+    'PreemptionByScheduler',
+    'TerminationByKubelet',
+    'DeletionByTaintManager',
+  ].entries()) {
     test(`a pod still running in its grace period after DisruptionTarget=True (${reason}) keeps its allocation`, async () => {
       const name = `draining-${i}`;
-      const uid = await createPod(ns, name, { phase: 'Running', node: 'node-x', finalizer: true, disrupted: reason, container: 'running' });
+      const uid = await createPod(ns, name, {
+        phase: 'Running',
+        node: 'node-x',
+        finalizer: true,
+        disrupted: reason,
+        container: 'running',
+      });
       await terminatePod(ns, name); // bound to a node: deletionTimestamp 30 s ahead, the finalizer keeps it
       const pool = `10.80.${20 + i}.0-24`;
       await createPool(ns, pool, `10.80.${20 + i}.0/24`, { '1': allocation(ns, name, uid) });
       const run = once();
-      assert.ok(run.lines.some((l) => l.msg.startsWith('full pass done')), run.stderr);
+      assert.ok(
+        run.lines.some((l) => l.msg.startsWith('full pass done')),
+        run.stderr,
+      );
       assert.deepEqual(await offsets(ns, pool), ['1'], run.stderr);
       if (reason !== 'DeletionByTaintManager') return;
       // The taint manager's deletion: released once the pod's containers stopped.
@@ -93,23 +138,45 @@ describe('controller orphan cleanup', () => {
 
   test('a terminal pod keeps its allocation while its sandbox may exist; released once it is gone or after --terminal-grace', async () => {
     const done = await createPod(ns, 'job-done', { phase: 'Succeeded', container: 'terminated' });
-    const failed = await createPod(ns, 'job-failed', { phase: 'Failed', container: 'terminated', disrupted: 'TerminationByKubelet' });
-    await createPool(ns, '10.80.9.0-24', '10.80.9.0/24', { '1': allocation(ns, 'job-done', done), '2': allocation(ns, 'job-failed', failed) });
+    const failed = await createPod(ns, 'job-failed', {
+      phase: 'Failed',
+      container: 'terminated',
+      disrupted: 'TerminationByKubelet',
+    });
+    await createPool(ns, '10.80.9.0-24', '10.80.9.0/24', {
+      '1': allocation(ns, 'job-done', done),
+      '2': allocation(ns, 'job-failed', failed),
+    });
     once();
     assert.deepEqual(await offsets(ns, '10.80.9.0-24'), ['1', '2'], 'terminal a moment ago, sandbox state unknown');
     // The kubelet turns PodReadyToStartContainers False once it has torn the sandbox down (CNI DEL was attempted).
-    await setPodStatus(ns, 'job-done', { phase: 'Succeeded', container: 'terminated', conditions: [{ type: 'PodReadyToStartContainers', status: 'False' }] });
+    await setPodStatus(ns, 'job-done', {
+      phase: 'Succeeded',
+      container: 'terminated',
+      conditions: [{ type: 'PodReadyToStartContainers', status: 'False' }],
+    });
     const run = once();
     assert.deepEqual(await offsets(ns, '10.80.9.0-24'), ['2']);
-    assert.ok(run.lines.some((l) => l.msg === `released 10.80.9.1 of ${ns.name}/job-done from IPPool 10.80.9.0-24: pod-terminal`), run.stderr);
+    assert.ok(
+      run.lines.some(
+        (l) => l.msg === `released 10.80.9.1 of ${ns.name}/job-done from IPPool 10.80.9.0-24: pod-terminal`,
+      ),
+      run.stderr,
+    );
     once('--terminal-grace', '0s'); // graceful node shutdown: no kubelet left to say so
     assert.deepEqual(await offsets(ns, '10.80.9.0-24'), []);
   });
 
   test("an address missing from a running pod's network-status is released; the listed one stays", async () => {
     const uid = await createPod(ns, 'multus', { phase: 'Running', networkStatus: ['10.80.6.2', 'fd00:80:6::2'] });
-    await createPool(ns, '10.80.6.0-24', '10.80.6.0/24', { '1': allocation(ns, 'multus', uid), '2': allocation(ns, 'multus', uid) });
-    await createPool(ns, 'fd00-80-6---64', 'fd00:80:6::/64', { '2': allocation(ns, 'multus', uid), '3': allocation(ns, 'multus', uid) });
+    await createPool(ns, '10.80.6.0-24', '10.80.6.0/24', {
+      '1': allocation(ns, 'multus', uid),
+      '2': allocation(ns, 'multus', uid),
+    });
+    await createPool(ns, 'fd00-80-6---64', 'fd00:80:6::/64', {
+      '2': allocation(ns, 'multus', uid),
+      '3': allocation(ns, 'multus', uid),
+    });
     once('--verify-network-status=false');
     assert.deepEqual(await offsets(ns, '10.80.6.0-24'), ['1', '2'], '--verify-network-status=false keeps both');
     once();
@@ -127,7 +194,9 @@ describe('controller orphan cleanup', () => {
   });
 
   test('allocations without a pod reference are left alone', async () => {
-    await createPool(ns, '10.80.8.0-24', '10.80.8.0/24', { '1': { id: 'runtime-without-pod', podref: '', ifname: 'eth0' } });
+    await createPool(ns, '10.80.8.0-24', '10.80.8.0/24', {
+      '1': { id: 'runtime-without-pod', podref: '', ifname: 'eth0' },
+    });
     once();
     assert.deepEqual(await offsets(ns, '10.80.8.0-24'), ['1']);
   });

@@ -4,12 +4,26 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { bin } from './harness.ts';
 
-const run = (...args: string[]) => spawnSync(bin, ['controller', ...args], { encoding: 'utf8', env: {}, timeout: 20_000 });
+const run = (...args: string[]) =>
+  spawnSync(bin, ['controller', ...args], { encoding: 'utf8', env: {}, timeout: 20_000 });
 
 test('controller --help prints every flag and exits 0', () => {
   const r = run('--help');
   assert.equal(r.status, 0, r.stderr);
-  for (const flag of ['--leader-elect-namespace', '--leader-elect-name', '--lease-duration', '--renew-deadline', '--retry-period', '--reconcile-interval', '--cleanup-terminating', '--cleanup-disrupted', '--verify-network-status', '--pending-grace', '--metrics-addr', '--health-addr']) {
+  for (const flag of [
+    '--leader-elect-namespace',
+    '--leader-elect-name',
+    '--lease-duration',
+    '--renew-deadline',
+    '--retry-period',
+    '--reconcile-interval',
+    '--cleanup-terminating',
+    '--cleanup-disrupted',
+    '--verify-network-status',
+    '--pending-grace',
+    '--metrics-addr',
+    '--health-addr',
+  ]) {
     assert.ok(r.stdout.includes(flag), `${flag} missing from --help`);
   }
 });

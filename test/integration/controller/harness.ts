@@ -17,7 +17,10 @@ export interface LogLine {
 }
 
 export function parseLines(stderr: string): LogLine[] {
-  return stderr.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as LogLine);
+  return stderr
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l) as LogLine);
 }
 
 /** `hereabouts controller --once` in the namespace; reservations are judged without the grace period by default. */
@@ -40,7 +43,10 @@ export interface Running {
 }
 
 export function startController(ns: Namespace, ...flags: string[]): Running {
-  const child = spawn(bin, ['controller', '--kubeconfig', ns.kubeconfig, ...QUIET, ...flags], { stdio: ['ignore', 'ignore', 'pipe'], env: {} });
+  const child = spawn(bin, ['controller', '--kubeconfig', ns.kubeconfig, ...QUIET, ...flags], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+    env: {},
+  });
   let text = '';
   child.stderr.on('data', (b: Buffer) => (text += b.toString()));
   // 'close', not 'exit': the last lines of stderr may still be in the pipe when the process has exited.
@@ -63,7 +69,8 @@ export function startController(ns: Namespace, ...flags: string[]): Running {
       for (;;) {
         const found = parseLines(text).filter(pred);
         if (found.length >= count) return found;
-        if (Date.now() > deadline || closed) assert.fail(`${found.length} of ${count} matching log lines within ${timeoutMs} ms:\n${text}`);
+        if (Date.now() > deadline || closed)
+          assert.fail(`${found.length} of ${count} matching log lines within ${timeoutMs} ms:\n${text}`);
         await sleep(50);
       }
     },
@@ -102,14 +109,33 @@ export interface PodOptions {
 
 /** Creates a pod (and sets its status through the status subresource when asked); returns its UID. */
 export async function createPod(ns: Namespace, name: string, opts: PodOptions = {}): Promise<string> {
-  const annotations = opts.networkStatus === undefined ? undefined : { 'k8s.v1.cni.cncf.io/network-status': JSON.stringify([{ name: 'default/net1', interface: 'net1', ips: opts.networkStatus }]) };
+  const annotations =
+    opts.networkStatus === undefined
+      ? undefined
+      : {
+          'k8s.v1.cni.cncf.io/network-status': JSON.stringify([
+            { name: 'default/net1', interface: 'net1', ips: opts.networkStatus },
+          ]),
+        };
   const created = (await api(ns.cp, 'POST', `/api/v1/namespaces/${ns.name}/pods`, {
     apiVersion: 'v1',
     kind: 'Pod',
-    metadata: { name, ...(opts.finalizer === true ? { finalizers: ['hereabouts.test/hold'] } : {}), ...(annotations === undefined ? {} : { annotations }) },
-    spec: { containers: [{ name: 'c', image: 'busybox' }], ...(opts.node === undefined ? {} : { nodeName: opts.node }) },
+    metadata: {
+      name,
+      ...(opts.finalizer === true ? { finalizers: ['hereabouts.test/hold'] } : {}),
+      ...(annotations === undefined ? {} : { annotations }),
+    },
+    spec: {
+      containers: [{ name: 'c', image: 'busybox' }],
+      ...(opts.node === undefined ? {} : { nodeName: opts.node }),
+    },
   })) as { metadata: { uid: string } };
-  if (opts.phase !== undefined || opts.disrupted !== undefined || opts.container !== undefined || opts.conditions !== undefined) {
+  if (
+    opts.phase !== undefined ||
+    opts.disrupted !== undefined ||
+    opts.container !== undefined ||
+    opts.conditions !== undefined
+  ) {
     await setPodStatus(ns, name, opts);
   }
   return created.metadata.uid;
@@ -117,17 +143,42 @@ export async function createPod(ns: Namespace, name: string, opts: PodOptions = 
 
 /** Writes the pod's status as a kubelet (or the taint manager, or the Eviction API) would. */
 export async function setPodStatus(ns: Namespace, name: string, opts: PodOptions): Promise<void> {
-  const reason = opts.disrupted === true ? 'DeletionByTaintManager' : typeof opts.disrupted === 'string' ? opts.disrupted : undefined;
+  const reason =
+    opts.disrupted === true
+      ? 'DeletionByTaintManager'
+      : typeof opts.disrupted === 'string'
+        ? opts.disrupted
+        : undefined;
   const now = new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
   const conditions = [
-    ...(reason === undefined ? [] : [{ type: 'DisruptionTarget', status: 'True', reason, message: `test: ${reason}`, lastTransitionTime: now }]),
+    ...(reason === undefined
+      ? []
+      : [{ type: 'DisruptionTarget', status: 'True', reason, message: `test: ${reason}`, lastTransitionTime: now }]),
     ...(opts.conditions ?? []),
   ];
-  const state = opts.container === 'running' ? { running: { startedAt: now } } : opts.container === 'terminated' ? { terminated: { exitCode: 0, reason: 'Completed', finishedAt: now } } : undefined;
-  const containerStatuses = state === undefined ? undefined : [{ name: 'c', image: 'busybox', imageID: '', ready: opts.container === 'running', restartCount: 0, state }];
-  await api(ns.cp, 'PATCH', `/api/v1/namespaces/${ns.name}/pods/${name}/status`, {
-    status: { phase: opts.phase ?? 'Running', conditions, ...(containerStatuses === undefined ? {} : { containerStatuses }) },
-  }, 'application/merge-patch+json');
+  const state =
+    opts.container === 'running'
+      ? { running: { startedAt: now } }
+      : opts.container === 'terminated'
+        ? { terminated: { exitCode: 0, reason: 'Completed', finishedAt: now } }
+        : undefined;
+  const containerStatuses =
+    state === undefined
+      ? undefined
+      : [{ name: 'c', image: 'busybox', imageID: '', ready: opts.container === 'running', restartCount: 0, state }];
+  await api(
+    ns.cp,
+    'PATCH',
+    `/api/v1/namespaces/${ns.name}/pods/${name}/status`,
+    {
+      status: {
+        phase: opts.phase ?? 'Running',
+        conditions,
+        ...(containerStatuses === undefined ? {} : { containerStatuses }),
+      },
+    },
+    'application/merge-patch+json',
+  );
 }
 
 /** Deletes a pod with its default grace period (30 s when bound to a node); with a finalizer it stays Terminating. */
@@ -141,9 +192,18 @@ export async function deletePod(ns: Namespace, name: string): Promise<void> {
 
 /** Removes test finalizers and deletes every pod of the namespace. */
 export async function deleteAllPods(ns: Namespace): Promise<void> {
-  const list = (await api(ns.cp, 'GET', `/api/v1/namespaces/${ns.name}/pods`)) as { items: Array<{ metadata: { name: string; finalizers?: string[] } }> };
+  const list = (await api(ns.cp, 'GET', `/api/v1/namespaces/${ns.name}/pods`)) as {
+    items: Array<{ metadata: { name: string; finalizers?: string[] } }>;
+  };
   for (const pod of list.items) {
-    if (pod.metadata.finalizers !== undefined) await apiRequest(ns.cp, 'PATCH', `/api/v1/namespaces/${ns.name}/pods/${pod.metadata.name}`, { metadata: { finalizers: null } }, 'application/merge-patch+json');
+    if (pod.metadata.finalizers !== undefined)
+      await apiRequest(
+        ns.cp,
+        'PATCH',
+        `/api/v1/namespaces/${ns.name}/pods/${pod.metadata.name}`,
+        { metadata: { finalizers: null } },
+        'application/merge-patch+json',
+      );
   }
   await api(ns.cp, 'DELETE', `/api/v1/namespaces/${ns.name}/pods?gracePeriodSeconds=0`);
 }
@@ -164,7 +224,12 @@ export function allocation(ns: Namespace, pod: string, podUid?: string): Allocat
   return { id: `ctr-${pod}`, podref: `${ns.name}/${pod}`, ifname: 'net1', ...(podUid === undefined ? {} : { podUid }) };
 }
 
-export async function createPool(ns: Namespace, name: string, range: string, allocations: Record<string, Allocation>): Promise<void> {
+export async function createPool(
+  ns: Namespace,
+  name: string,
+  range: string,
+  allocations: Record<string, Allocation>,
+): Promise<void> {
   await ns.create('ippools', { apiVersion: GROUP, kind: 'IPPool', metadata: { name }, spec: { range, allocations } });
 }
 
@@ -176,7 +241,12 @@ export async function offsets(ns: Namespace, pool: string): Promise<string[]> {
 }
 
 export async function createReservation(ns: Namespace, name: string, podref: string): Promise<void> {
-  await ns.create('overlappingrangeipreservations', { apiVersion: GROUP, kind: 'OverlappingRangeIPReservation', metadata: { name }, spec: { podref, ifname: 'net1', containerid: 'x' } });
+  await ns.create('overlappingrangeipreservations', {
+    apiVersion: GROUP,
+    kind: 'OverlappingRangeIPReservation',
+    metadata: { name },
+    spec: { podref, ifname: 'net1', containerid: 'x' },
+  });
 }
 
 export interface ReservationSeen {
@@ -185,7 +255,10 @@ export interface ReservationSeen {
 }
 
 export async function reservations(ns: Namespace): Promise<ReservationSeen[]> {
-  return (await ns.list('overlappingrangeipreservations')).map((o) => ({ name: (o['metadata'] as { name: string }).name, spec: o['spec'] as ReservationSeen['spec'] }));
+  return (await ns.list('overlappingrangeipreservations')).map((o) => ({
+    name: (o['metadata'] as { name: string }).name,
+    spec: o['spec'] as ReservationSeen['spec'],
+  }));
 }
 
 export async function reservationNames(ns: Namespace): Promise<string[]> {
@@ -206,10 +279,23 @@ export async function events(ns: Namespace, namespace = ns.name): Promise<EventS
   return ((await api(ns.cp, 'GET', `/api/v1/namespaces/${namespace}/events`)) as { items: EventSeen[] }).items;
 }
 
-export async function createNad(ns: Namespace, name: string, ipam: Record<string, unknown>, namespace = ns.name): Promise<{ uid: string }> {
+export async function createNad(
+  ns: Namespace,
+  name: string,
+  ipam: Record<string, unknown>,
+  namespace = ns.name,
+): Promise<{ uid: string }> {
   const config = JSON.stringify({ cniVersion: '1.0.0', name, type: 'macvlan', master: 'eth0', ipam });
-  const created = (await api(ns.cp, 'POST', `/apis/k8s.cni.cncf.io/v1/namespaces/${namespace}/network-attachment-definitions`, {
-    apiVersion: 'k8s.cni.cncf.io/v1', kind: 'NetworkAttachmentDefinition', metadata: { name }, spec: { config },
-  })) as { metadata: { uid: string } };
+  const created = (await api(
+    ns.cp,
+    'POST',
+    `/apis/k8s.cni.cncf.io/v1/namespaces/${namespace}/network-attachment-definitions`,
+    {
+      apiVersion: 'k8s.cni.cncf.io/v1',
+      kind: 'NetworkAttachmentDefinition',
+      metadata: { name },
+      spec: { config },
+    },
+  )) as { metadata: { uid: string } };
   return { uid: created.metadata.uid };
 }

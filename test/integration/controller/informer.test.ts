@@ -47,7 +47,10 @@ describe('controller informer against the real API server', () => {
   test('the first list fills the cache; watched changes follow', async () => {
     assert.deepEqual(changes, ['added first']);
     await createPod(ns, 'second', { phase: 'Running' });
-    assert.ok(await eventually(() => informer.items.get(`${ns.name}/second`)?.phase === 'Running', 5000), changes.join(', '));
+    assert.ok(
+      await eventually(() => informer.items.get(`${ns.name}/second`)?.phase === 'Running', 5000),
+      changes.join(', '),
+    );
     await deletePod(ns, 'first');
     assert.ok(await eventually(() => !informer.items.has(`${ns.name}/first`), 5000));
     assert.ok(changes.includes('deleted first'));
@@ -57,7 +60,13 @@ describe('controller informer against the real API server', () => {
     client.endpoint.agent.destroy(); // every open socket, the watch's included
     await createPod(ns, 'third');
     await deletePod(ns, 'second');
-    assert.ok(await eventually(() => informer.synced && informer.items.has(`${ns.name}/third`) && !informer.items.has(`${ns.name}/second`), 10_000), changes.join(', '));
+    assert.ok(
+      await eventually(
+        () => informer.synced && informer.items.has(`${ns.name}/third`) && !informer.items.has(`${ns.name}/second`),
+        10_000,
+      ),
+      changes.join(', '),
+    );
     assert.ok(changes.includes('added third') && changes.includes('deleted second'), changes.join(', '));
   });
 });
@@ -66,7 +75,10 @@ describe('controller informer and an expired watch (410 Gone)', () => {
   let server: Server;
   let dir: string;
   const lists: string[] = [];
-  const pod = (name: string, rv: string) => ({ metadata: { name, namespace: 'ns', uid: `uid-${name}`, resourceVersion: rv }, status: { phase: 'Running' } });
+  const pod = (name: string, rv: string) => ({
+    metadata: { name, namespace: 'ns', uid: `uid-${name}`, resourceVersion: rv },
+    status: { phase: 'Running' },
+  });
   before(async () => {
     let watches = 0;
     server = createServer((req, res) => {
@@ -75,12 +87,16 @@ describe('controller informer and an expired watch (410 Gone)', () => {
       if (url.searchParams.get('watch') === null) {
         lists.push(url.search);
         const items = lists.length === 1 ? [pod('a', '5')] : [pod('b', '16'), pod('c', '19')];
-        return res.end(JSON.stringify({ kind: 'PodList', metadata: { resourceVersion: lists.length === 1 ? '10' : '20' }, items }));
+        return res.end(
+          JSON.stringify({ kind: 'PodList', metadata: { resourceVersion: lists.length === 1 ? '10' : '20' }, items }),
+        );
       }
       watches++;
       if (watches === 1) {
         res.write(`${JSON.stringify({ type: 'ADDED', object: pod('b', '11') })}\n`);
-        res.write(`${JSON.stringify({ type: 'ERROR', object: { kind: 'Status', code: 410, reason: 'Expired', message: 'too old resource version' } })}\n`);
+        res.write(
+          `${JSON.stringify({ type: 'ERROR', object: { kind: 'Status', code: 410, reason: 'Expired', message: 'too old resource version' } })}\n`,
+        );
         return res.end();
       }
       res.write(`${JSON.stringify({ type: 'BOOKMARK', object: { metadata: { resourceVersion: '21' } } })}\n`); // and stays open
@@ -88,7 +104,10 @@ describe('controller informer and an expired watch (410 Gone)', () => {
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     dir = mkdtempSync(join(tmpdir(), 'hereabouts-informer-'));
     const { port } = server.address() as { port: number };
-    writeFileSync(join(dir, 'kubeconfig'), `apiVersion: v1\nkind: Config\nclusters: [{name: f, cluster: {server: "http://127.0.0.1:${port}", insecure-skip-tls-verify: true}}]\nusers: [{name: f, user: {token: t}}]\ncontexts: [{name: f, context: {cluster: f, user: f, namespace: ns}}]\ncurrent-context: f\n`);
+    writeFileSync(
+      join(dir, 'kubeconfig'),
+      `apiVersion: v1\nkind: Config\nclusters: [{name: f, cluster: {server: "http://127.0.0.1:${port}", insecure-skip-tls-verify: true}}]\nusers: [{name: f, user: {token: t}}]\ncontexts: [{name: f, context: {cluster: f, user: f, namespace: ns}}]\ncurrent-context: f\n`,
+    );
   });
   after(() => {
     server.closeAllConnections();
@@ -99,7 +118,13 @@ describe('controller informer and an expired watch (410 Gone)', () => {
   test('a 410 Gone re-lists and reports what appeared and disappeared meanwhile', async () => {
     const client = new ApiClient(await loadEndpoint(join(dir, 'kubeconfig')), { timeoutMs: 5000 });
     const changes: string[] = [];
-    const informer = new Informer(client, { resource: 'pods', path: '/api/v1/pods', view: podView, log: quiet, onChange: (kind, key) => changes.push(`${kind} ${key}`) });
+    const informer = new Informer(client, {
+      resource: 'pods',
+      path: '/api/v1/pods',
+      view: podView,
+      log: quiet,
+      onChange: (kind, key) => changes.push(`${kind} ${key}`),
+    });
     informer.start();
     try {
       assert.ok(await eventually(() => lists.length === 2 && informer.items.has('ns/c'), 5000), changes.join(', '));
@@ -113,5 +138,3 @@ describe('controller informer and an expired watch (410 Gone)', () => {
     }
   });
 });
-
-

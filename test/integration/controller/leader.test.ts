@@ -7,10 +7,22 @@ import assert from 'node:assert/strict';
 import { api, apiRequest, controlPlane, createNamespace, type Namespace } from '../../support/control-plane.ts';
 import { allocation, createPool, offsets, startController, type LogLine, type Running } from './harness.ts';
 
-const LEASE = ['--lease-duration', '3s', '--renew-deadline', '2s', '--retry-period', '300ms', '--reconcile-interval', '1s', '--log-level', 'debug'];
+const LEASE = [
+  '--lease-duration',
+  '3s',
+  '--renew-deadline',
+  '2s',
+  '--retry-period',
+  '300ms',
+  '--reconcile-interval',
+  '1s',
+  '--log-level',
+  'debug',
+];
 const leasePath = (ns: Namespace) => `/apis/coordination.k8s.io/v1/namespaces/${ns.name}/leases/hereabouts-controller`;
 type LeaseSpec = { holderIdentity?: string; leaseTransitions?: number };
-const lease = async (ns: Namespace) => ((await apiRequest(ns.cp, 'GET', leasePath(ns))).body as { spec?: LeaseSpec }).spec ?? {};
+const lease = async (ns: Namespace) =>
+  ((await apiRequest(ns.cp, 'GET', leasePath(ns))).body as { spec?: LeaseSpec }).spec ?? {};
 const passDone = (l: LogLine) => / pass done/.test(l.msg);
 const skipped = (l: LogLine) => l.msg === 'full pass skipped: not leading';
 /** Lines numbered after `n` (the pass counter of the log lines). */
@@ -39,7 +51,10 @@ describe('controller leader election', () => {
     const b = start('replica-b');
     await b.waitForLine((l) => l.msg === 'controller started', 20_000);
     await createPool(ns, '10.83.0.0-24', '10.83.0.0/24', { '1': allocation(ns, 'ghost-1') });
-    await a.waitForLine((l) => l.msg === `released 10.83.0.1 of ${ns.name}/ghost-1 from IPPool 10.83.0.0-24: pod-gone`, 20_000);
+    await a.waitForLine(
+      (l) => l.msg === `released 10.83.0.1 of ${ns.name}/ghost-1 from IPPool 10.83.0.0-24: pod-gone`,
+      20_000,
+    );
     // b's own passes came (three after the release) and were skipped: it did not act because it did not lead.
     const from = lastPass(b);
     await b.waitForLines((l) => skipped(l) && after_(from)(l), 3, 20_000);
@@ -54,7 +69,10 @@ describe('controller leader election', () => {
     assert.equal(taken.holderIdentity, 'replica-b');
     assert.equal(taken.leaseTransitions, transitions + 1, 'one transition, from a to b');
     await createPool(ns, '10.83.1.0-24', '10.83.1.0/24', { '1': allocation(ns, 'ghost-2') });
-    await b.waitForLine((l) => l.msg === `released 10.83.1.1 of ${ns.name}/ghost-2 from IPPool 10.83.1.0-24: pod-gone`, 20_000);
+    await b.waitForLine(
+      (l) => l.msg === `released 10.83.1.1 of ${ns.name}/ghost-2 from IPPool 10.83.1.0-24: pod-gone`,
+      20_000,
+    );
     assert.equal(await b.stop(), 0);
     assert.equal((await lease(ns)).holderIdentity, '', 'SIGTERM hands the lease back');
   });
@@ -82,6 +100,10 @@ describe('controller leader election', () => {
       clearInterval(renewing);
     }
     assert.equal(await c.stop(), 0);
-    assert.equal((await lease(ns)).holderIdentity, 'intruder', 'a replica that does not hold the lease leaves it alone on SIGTERM');
+    assert.equal(
+      (await lease(ns)).holderIdentity,
+      'intruder',
+      'a replica that does not hold the lease leaves it alone on SIGTERM',
+    );
   });
 });

@@ -13,7 +13,10 @@ import { jsonLog } from '../../../src/log/json-log.ts';
 class Cuttable extends ApiClient {
   cut = false;
   override send(req: ApiRequest, options?: { timeoutMs?: number }): Promise<ApiResponse> {
-    if (this.cut) return Promise.reject(new ApiUnreachableError(`${req.method} ${req.path}: cut off by the test`, { ambiguous: false }));
+    if (this.cut)
+      return Promise.reject(
+        new ApiUnreachableError(`${req.method} ${req.path}: cut off by the test`, { ambiguous: false }),
+      );
     return super.send(req, options);
   }
 }
@@ -43,7 +46,12 @@ describe('lease timing on the monotonic clock', () => {
     const changes: boolean[] = [];
     let waiter: (() => void) | undefined;
     const elector = new LeaderElector(client, {
-      namespace: ns.name, name, identity: `${name}-id`, leaseDurationMs: 3000, renewDeadlineMs: 2000, retryPeriodMs: 300,
+      namespace: ns.name,
+      name,
+      identity: `${name}-id`,
+      leaseDurationMs: 3000,
+      renewDeadlineMs: 2000,
+      retryPeriodMs: 300,
       log: jsonLog({ level: 'error' }),
       onChange: (leading) => {
         changes.push(leading);
@@ -58,7 +66,9 @@ describe('lease timing on the monotonic clock', () => {
   const renewTimes = async (name: string, count: number): Promise<void> => {
     const seen = new Set<string>();
     while (seen.size < count) {
-      const lease = (await apiRequest(ns.cp, 'GET', `/apis/coordination.k8s.io/v1/namespaces/${ns.name}/leases/${name}`)).body as { metadata: { resourceVersion: string } };
+      const lease = (
+        await apiRequest(ns.cp, 'GET', `/apis/coordination.k8s.io/v1/namespaces/${ns.name}/leases/${name}`)
+      ).body as { metadata: { resourceVersion: string } };
       seen.add(lease.metadata.resourceVersion);
       await new Promise((r) => setTimeout(r, 50));
     }
@@ -81,7 +91,11 @@ describe('lease timing on the monotonic clock', () => {
     client.cut = true;
     const lost = change();
     const timeout = new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), 15_000).unref());
-    assert.notEqual(await Promise.race([lost, timeout]), 'timeout', 'still leading 15 s after renewals stopped (renew deadline 2 s)');
+    assert.notEqual(
+      await Promise.race([lost, timeout]),
+      'timeout',
+      'still leading 15 s after renewals stopped (renew deadline 2 s)',
+    );
     assert.deepEqual(changes, [true, false]);
     assert.equal(elector.leading, false);
   });

@@ -42,7 +42,8 @@ describe('controller removals never race a fresh allocation', () => {
 
   const pools = async (): Promise<Map<string, PoolView>> => {
     const out = new Map<string, PoolView>();
-    for (const item of await ns.list('ippools')) out.set(`${ns.name}/${(item['metadata'] as { name: string }).name}`, poolView(item)!);
+    for (const item of await ns.list('ippools'))
+      out.set(`${ns.name}/${(item['metadata'] as { name: string }).name}`, poolView(item)!);
     return out;
   };
   const input = async (pods: Map<string, PodView>): Promise<CleanupInput> => ({
@@ -50,7 +51,13 @@ describe('controller removals never race a fresh allocation', () => {
     pools: await pools(),
     reservations: new Map(),
     networkNames: new Set(),
-    policy: { cleanupTerminating: false, cleanupDisrupted: true, verifyNetworkStatus: true, pendingGraceMs: 300_000, terminalGraceMs: 60_000 },
+    policy: {
+      cleanupTerminating: false,
+      cleanupDisrupted: true,
+      verifyNetworkStatus: true,
+      pendingGraceMs: 300_000,
+      terminalGraceMs: 60_000,
+    },
     reservationGraceMs: 0,
     leading: () => true,
     log: jsonLog({ level: 'error' }),
@@ -63,11 +70,21 @@ describe('controller removals never race a fresh allocation', () => {
     client.hook = {
       when: (req) => req.method !== 'GET' && req.path.endsWith('/ippools/10.81.0.0-24'),
       // A node's ADD commits for a pod no cache has seen (and that the live read will not find either).
-      before: () => api(ns.cp, 'PATCH', ns.path('ippools', '10.81.0.0-24'), { spec: { allocations: { '2': allocation(ns, 'brand-new') } } }, 'application/merge-patch+json').then(() => undefined),
+      before: () =>
+        api(
+          ns.cp,
+          'PATCH',
+          ns.path('ippools', '10.81.0.0-24'),
+          { spec: { allocations: { '2': allocation(ns, 'brand-new') } } },
+          'application/merge-patch+json',
+        ).then(() => undefined),
     };
     const result = await cleanupPass(client, snapshot);
     assert.equal(client.poolWrites, 2, 'the first write met 409, the second one went through');
-    assert.deepEqual(result.released.map((r) => r.ip), ['10.81.0.1']);
+    assert.deepEqual(
+      result.released.map((r) => r.ip),
+      ['10.81.0.1'],
+    );
     assert.deepEqual(await offsets(ns, '10.81.0.0-24'), ['2']);
   });
 
@@ -75,7 +92,10 @@ describe('controller removals never race a fresh allocation', () => {
     const uid = await createPod(ns, 'just-created', { phase: 'Running' });
     await createPool(ns, '10.81.1.0-24', '10.81.1.0/24', { '1': allocation(ns, 'just-created', uid) });
     const result = await cleanupPass(client, await input(new Map())); // an empty pod cache: every pod looks gone
-    assert.deepEqual(result.released.filter((r) => r.pool === '10.81.1.0-24'), []);
+    assert.deepEqual(
+      result.released.filter((r) => r.pool === '10.81.1.0-24'),
+      [],
+    );
     assert.deepEqual(await offsets(ns, '10.81.1.0-24'), ['1']);
   });
 

@@ -3,7 +3,19 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { apiRequest, controlPlane, createNamespace, type Namespace } from '../../support/control-plane.ts';
-import { ago, allocation, createNad, createPod, createPool, createReservation, deleteAllPods, events, reservationNames, reservations, runOnce } from './harness.ts';
+import {
+  ago,
+  allocation,
+  createNad,
+  createPod,
+  createPool,
+  createReservation,
+  deleteAllPods,
+  events,
+  reservationNames,
+  reservations,
+  runOnce,
+} from './harness.ts';
 
 describe('controller reservation cleanup', () => {
   let ns: Namespace;
@@ -32,7 +44,10 @@ describe('controller reservation cleanup', () => {
     await createReservation(ns, '10.82.0.1', `${ns.name}/gone-a`);
     const run = once();
     assert.deepEqual(await present('10.82.0.1'), []);
-    assert.ok(run.lines.some((l) => l.msg === `deleted OverlappingRangeIPReservation 10.82.0.1 of ${ns.name}/gone-a: pod-gone`), run.stderr);
+    assert.ok(
+      run.lines.some((l) => l.msg === `deleted OverlappingRangeIPReservation 10.82.0.1 of ${ns.name}/gone-a: pod-gone`),
+      run.stderr,
+    );
   });
 
   test('IPv6 without network_name: the reservation of a gone pod is deleted', async () => {
@@ -56,9 +71,15 @@ describe('controller reservation cleanup', () => {
   test('reservations of addresses the live pod holds are kept, with and without network_name, IPv4 and IPv6', async () => {
     await createPool(ns, '10.82.1.0-24', '10.82.1.0/24', { '7': allocation(ns, 'alive', alive) });
     await createPool(ns, 'blue-fd00-82-1---64', 'fd00:82:1::/64', { '7': allocation(ns, 'alive', alive) });
-    for (const name of ['10.82.1.7', 'blue-10.82.1.7', 'fd00-82-1--7', 'blue-fd00-82-1--7']) await createReservation(ns, name, `${ns.name}/alive`);
+    for (const name of ['10.82.1.7', 'blue-10.82.1.7', 'fd00-82-1--7', 'blue-fd00-82-1--7'])
+      await createReservation(ns, name, `${ns.name}/alive`);
     once();
-    assert.deepEqual(await present('10.82.1.7', 'blue-10.82.1.7', 'fd00-82-1--7', 'blue-fd00-82-1--7'), ['10.82.1.7', 'blue-10.82.1.7', 'fd00-82-1--7', 'blue-fd00-82-1--7']);
+    assert.deepEqual(await present('10.82.1.7', 'blue-10.82.1.7', 'fd00-82-1--7', 'blue-fd00-82-1--7'), [
+      '10.82.1.7',
+      'blue-10.82.1.7',
+      'fd00-82-1--7',
+      'blue-fd00-82-1--7',
+    ]);
   });
 
   test('a reservation of an address the live pod does not hold is deleted', async () => {
@@ -66,7 +87,12 @@ describe('controller reservation cleanup', () => {
     await createReservation(ns, 'blue-fd00-82-2--9', `${ns.name}/alive`);
     const run = once();
     assert.deepEqual(await present('10.82.2.9', 'blue-fd00-82-2--9'), []);
-    assert.ok(run.lines.some((l) => l.msg === `deleted OverlappingRangeIPReservation 10.82.2.9 of ${ns.name}/alive: address-not-held`), run.stderr);
+    assert.ok(
+      run.lines.some(
+        (l) => l.msg === `deleted OverlappingRangeIPReservation 10.82.2.9 of ${ns.name}/alive: address-not-held`,
+      ),
+      run.stderr,
+    );
   });
 
   test('an IPv6 name that splits two ways is read with the network names of the NADs', async () => {
@@ -121,24 +147,52 @@ describe('controller reservation cleanup', () => {
     assert.deepEqual(await present('10.82.5.3'), ['10.82.5.3']);
   });
 
-  test('a missing reservation of a held address is re-created (evidence: the pool\'s other reservations), with an event', async () => {
+  test("a missing reservation of a held address is re-created (evidence: the pool's other reservations), with an event", async () => {
     const old = ago(3_600_000);
-    await createPool(ns, '10.82.6.0-24', '10.82.6.0/24', { '1': { ...allocation(ns, 'alive', alive), createdAt: old }, '2': { ...allocation(ns, 'alive', alive), id: 'ctr-b', ifname: 'net2', createdAt: old } });
-    await createPool(ns, 'red-10.82.7.0-24', '10.82.7.0/24', { '1': { ...allocation(ns, 'alive', alive), createdAt: old }, '2': { ...allocation(ns, 'alive', alive), createdAt: old } });
+    await createPool(ns, '10.82.6.0-24', '10.82.6.0/24', {
+      '1': { ...allocation(ns, 'alive', alive), createdAt: old },
+      '2': { ...allocation(ns, 'alive', alive), id: 'ctr-b', ifname: 'net2', createdAt: old },
+    });
+    await createPool(ns, 'red-10.82.7.0-24', '10.82.7.0/24', {
+      '1': { ...allocation(ns, 'alive', alive), createdAt: old },
+      '2': { ...allocation(ns, 'alive', alive), createdAt: old },
+    });
     await createReservation(ns, '10.82.6.1', `${ns.name}/alive`);
     await createReservation(ns, 'red-10.82.7.1', `${ns.name}/alive`);
     // No reservation at all: nothing says this pool's writers use them.
-    await createPool(ns, '10.82.8.0-24', '10.82.8.0/24', { '1': { ...allocation(ns, 'alive', alive), createdAt: old } });
+    await createPool(ns, '10.82.8.0-24', '10.82.8.0/24', {
+      '1': { ...allocation(ns, 'alive', alive), createdAt: old },
+    });
     // Young: a Whereabouts ADD writes the pool first and its reservation just after.
-    await createPool(ns, '10.82.9.0-24', '10.82.9.0/24', { '1': { ...allocation(ns, 'alive', alive), createdAt: old }, '2': { ...allocation(ns, 'alive', alive), createdAt: ago(1000) } });
+    await createPool(ns, '10.82.9.0-24', '10.82.9.0/24', {
+      '1': { ...allocation(ns, 'alive', alive), createdAt: old },
+      '2': { ...allocation(ns, 'alive', alive), createdAt: ago(1000) },
+    });
     await createReservation(ns, '10.82.9.1', `${ns.name}/alive`);
     const run = once('--reservation-grace', '60s');
     const all = await reservations(ns);
-    assert.deepEqual(all.find((r) => r.name === '10.82.6.2')?.spec, { podref: `${ns.name}/alive`, ifname: 'net2', containerid: 'ctr-b' }, run.stderr);
-    assert.deepEqual(all.find((r) => r.name === 'red-10.82.7.2')?.spec, { podref: `${ns.name}/alive`, ifname: 'net1', containerid: 'ctr-alive' });
+    assert.deepEqual(
+      all.find((r) => r.name === '10.82.6.2')?.spec,
+      { podref: `${ns.name}/alive`, ifname: 'net2', containerid: 'ctr-b' },
+      run.stderr,
+    );
+    assert.deepEqual(all.find((r) => r.name === 'red-10.82.7.2')?.spec, {
+      podref: `${ns.name}/alive`,
+      ifname: 'net1',
+      containerid: 'ctr-alive',
+    });
     assert.deepEqual(await present('10.82.8.1', '10.82.9.2'), []);
-    assert.ok(run.lines.some((l) => l.msg === `re-created missing OverlappingRangeIPReservation 10.82.6.2 for 10.82.6.2 of ${ns.name}/alive held in IPPool 10.82.6.0-24`), run.stderr);
-    const event = (await events(ns)).find((e) => e.reason === 'ReservationRecreated' && e.involvedObject.name === '10.82.6.0-24');
+    assert.ok(
+      run.lines.some(
+        (l) =>
+          l.msg ===
+          `re-created missing OverlappingRangeIPReservation 10.82.6.2 for 10.82.6.2 of ${ns.name}/alive held in IPPool 10.82.6.0-24`,
+      ),
+      run.stderr,
+    );
+    const event = (await events(ns)).find(
+      (e) => e.reason === 'ReservationRecreated' && e.involvedObject.name === '10.82.6.0-24',
+    );
     assert.equal(event?.type, 'Warning');
   });
 });

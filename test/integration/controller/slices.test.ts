@@ -15,7 +15,20 @@ import { jsonLog } from '../../../src/log/json-log.ts';
 import { nadView, nodeSlicePoolView } from '../../../src/controller/runtime/views.ts';
 import { ApiClient } from '../../../src/kube/api.ts';
 import { loadEndpoint } from '../../../src/kube/kubeconfig.ts';
-import { allocation, bin, GROUP, createNad, createPod, createPool, deletePod, eventually, events, offsets, startController, type Running } from './harness.ts';
+import {
+  allocation,
+  bin,
+  GROUP,
+  createNad,
+  createPod,
+  createPool,
+  deletePod,
+  eventually,
+  events,
+  offsets,
+  startController,
+  type Running,
+} from './harness.ts';
 
 const inside = (address: string, cidr: string): boolean => contains(parseCidr(cidr), parseIP(address));
 
@@ -38,8 +51,10 @@ describe('controller node slices', () => {
     return name;
   };
   const pool = async (network: string) => ns.get('nodeslicepools', network);
-  const entries = async (network: string): Promise<Entry[]> => ((await pool(network))?.['status'] as { allocations?: Entry[] } | undefined)?.allocations ?? [];
-  const sliceOf = async (network: string, name: string) => (await entries(network)).find((e) => e.nodeName === name)?.sliceRange;
+  const entries = async (network: string): Promise<Entry[]> =>
+    ((await pool(network))?.['status'] as { allocations?: Entry[] } | undefined)?.allocations ?? [];
+  const sliceOf = async (network: string, name: string) =>
+    (await entries(network)).find((e) => e.nodeName === name)?.sliceRange;
   const updateNad = async (name: string, ipamConf: Record<string, unknown>) => {
     const path = `/apis/k8s.cni.cncf.io/v1/namespaces/${ns.name}/network-attachment-definitions/${name}`;
     const current = (await api(ns.cp, 'GET', path)) as { spec: { config: string } };
@@ -47,19 +62,40 @@ describe('controller node slices', () => {
     await api(ns.cp, 'PUT', path, { ...current, spec: { config: JSON.stringify({ ...config, ipam: ipamConf }) } });
   };
   const condition = async (network: string, type: string) =>
-    (((await pool(network))?.['status'] as { conditions?: Array<{ type: string; status: string; reason: string; message: string }> } | undefined)?.conditions ?? []).find((c) => c.type === type);
+    (
+      (
+        (await pool(network))?.['status'] as
+          { conditions?: Array<{ type: string; status: string; reason: string; message: string }> } | undefined
+      )?.conditions ?? []
+    ).find((c) => c.type === type);
   /**
    * Waits for `count` passes that reconcile slices and began after this call (passes run one at a time and are
    * numbered when they begin: the one after the highest number logged so far may have begun before).
    */
   const slicePasses = async (count: number) => {
     const from = Math.max(0, ...controller.lines().map((l) => (typeof l['n'] === 'number' ? l['n'] : 0)));
-    await controller.waitForLines((l) => / pass done/.test(l.msg) && l['pass'] !== 'cleanup' && typeof l['n'] === 'number' && l['n'] > from + 1, count, 30_000);
+    await controller.waitForLines(
+      (l) => / pass done/.test(l.msg) && l['pass'] !== 'cleanup' && typeof l['n'] === 'number' && l['n'] > from + 1,
+      count,
+      30_000,
+    );
   };
 
   before(async () => {
     ns = await createNamespace(await controlPlane(), 'slc');
-    controller = startController(ns, '--identity', identity(), '--retry-period', '300ms', '--reconcile-interval', '2s', '--reservation-grace', '0s', '--slice-drain-grace', '0s');
+    controller = startController(
+      ns,
+      '--identity',
+      identity(),
+      '--retry-period',
+      '300ms',
+      '--reconcile-interval',
+      '2s',
+      '--reservation-grace',
+      '0s',
+      '--slice-drain-grace',
+      '0s',
+    );
     await controller.waitForLine((l) => l.msg.startsWith('leading:'), 15_000);
   });
   after(async () => {
@@ -77,26 +113,62 @@ describe('controller node slices', () => {
     const nad = await createNad(ns, 'slicenet', ipam);
     assert.ok(await eventually(async () => (await sliceOf(network, a)) !== undefined, 10_000), controller.log());
     assert.deepEqual((await pool(network))?.['spec'], { range: '10.85.0.0/16', sliceSize: '/24' });
-    const owners = ((await pool(network))?.['metadata'] as { ownerReferences?: Array<{ kind: string; name: string; uid: string }> }).ownerReferences;
-    assert.deepEqual(owners?.map((o) => [o.kind, o.name, o.uid]), [['NetworkAttachmentDefinition', 'slicenet', nad.uid]]);
+    const owners = (
+      (await pool(network))?.['metadata'] as { ownerReferences?: Array<{ kind: string; name: string; uid: string }> }
+    ).ownerReferences;
+    assert.deepEqual(
+      owners?.map((o) => [o.kind, o.name, o.uid]),
+      [['NetworkAttachmentDefinition', 'slicenet', nad.uid]],
+    );
     const b = await node('b');
     assert.ok(await eventually(async () => (await sliceOf(network, b)) !== undefined, 10_000), controller.log());
     const sliceB = await sliceOf(network, b);
     assert.notEqual(await sliceOf(network, a), sliceB);
-    assert.ok(await eventually(async () => (await ours()).some((e) => e.reason === 'SliceAssigned' && e.message === `assigned ${b} ${sliceB}`), 5000));
+    assert.ok(
+      await eventually(
+        async () => (await ours()).some((e) => e.reason === 'SliceAssigned' && e.message === `assigned ${b} ${sliceB}`),
+        5000,
+      ),
+    );
 
     const slice = (await sliceOf(network, a))!;
-    const conf = { cniVersion: '1.0.0', name: 'slicenet', type: 'macvlan', ipam: { ...ipam, kubernetes: { kubeconfig: ns.kubeconfig }, cache_dir: join(ns.dir, 'cache') } };
-    const add = await runCni(bin, { command: 'ADD', containerId: 's1', netns: '/x', ifname: 'net1', path: '/x', args: `IgnoreUnknown=1;K8S_POD_NAMESPACE=${ns.name};K8S_POD_NAME=p` }, conf, { extraEnv: { NODENAME: a } });
+    const conf = {
+      cniVersion: '1.0.0',
+      name: 'slicenet',
+      type: 'macvlan',
+      ipam: { ...ipam, kubernetes: { kubeconfig: ns.kubeconfig }, cache_dir: join(ns.dir, 'cache') },
+    };
+    const add = await runCni(
+      bin,
+      {
+        command: 'ADD',
+        containerId: 's1',
+        netns: '/x',
+        ifname: 'net1',
+        path: '/x',
+        args: `IgnoreUnknown=1;K8S_POD_NAMESPACE=${ns.name};K8S_POD_NAME=p`,
+      },
+      conf,
+      { extraEnv: { NODENAME: a } },
+    );
     assert.equal(add.code, 0, add.stdout + add.stderr);
     const address = (add.json?.['ips'] as Array<{ address: string }>)[0]!.address;
-    assert.equal(address, `${slice.split('/')[0]!.replace(/\.0$/, '.1')}/16`, 'first address of the slice, with the whole range mask');
+    assert.equal(
+      address,
+      `${slice.split('/')[0]!.replace(/\.0$/, '.1')}/16`,
+      'first address of the slice, with the whole range mask',
+    );
   });
 
   test('IPv6 ranges are sliced too (a /48 into /64s, never listed out whole)', async () => {
     const network = `${ns.name}-v6`;
     const c = await node('c');
-    await createNad(ns, 'slicenet6', { type: 'hereabouts', range: 'fd00:85::/48', node_slice_size: '64', network_name: network });
+    await createNad(ns, 'slicenet6', {
+      type: 'hereabouts',
+      range: 'fd00:85::/48',
+      node_slice_size: '64',
+      network_name: network,
+    });
     assert.ok(await eventually(async () => (await sliceOf(network, c)) !== undefined, 10_000), controller.log());
     assert.match((await sliceOf(network, c))!, /^fd00:85:0:[0-9a-f]+::\/64$/);
   });
@@ -104,48 +176,108 @@ describe('controller node slices', () => {
   test("a departed node's slice is kept while its pool holds a live allocation, and freed once it does not", async () => {
     const network = `${ns.name}-leave`;
     const d = await node('d');
-    await createNad(ns, 'leavenet', { type: 'hereabouts', range: '10.86.0.0/16', node_slice_size: '/24', network_name: network });
+    await createNad(ns, 'leavenet', {
+      type: 'hereabouts',
+      range: '10.86.0.0/16',
+      node_slice_size: '/24',
+      network_name: network,
+    });
     assert.ok(await eventually(async () => (await sliceOf(network, d)) !== undefined, 10_000), controller.log());
     const slice = (await sliceOf(network, d))!;
     const uid = await createPod(ns, 'on-d', { phase: 'Running' });
     await createPool(ns, `${network}-${d}-${slice.replace('/', '-')}`, slice, { '1': allocation(ns, 'on-d', uid) });
     await api(ns.cp, 'DELETE', `/api/v1/nodes/${d}`);
     // The controller saw the node leave, and passes came after that in which it could have freed the slice.
-    await controller.waitForLine((l) => l.msg.startsWith(`slice ${slice} of node ${d} in ${network} drains (NodeLeft)`), 10_000);
+    await controller.waitForLine(
+      (l) => l.msg.startsWith(`slice ${slice} of node ${d} in ${network} drains (NodeLeft)`),
+      10_000,
+    );
     await slicePasses(2);
     assert.equal(await sliceOf(network, d), slice, 'a live pod still uses the slice');
     await deletePod(ns, 'on-d'); // its allocation goes (orphan cleanup), then the slice
     assert.ok(await eventually(async () => (await sliceOf(network, d)) === undefined, 10_000), controller.log());
-    assert.ok((await entries(network)).some((e) => e.nodeName === '' && e.sliceRange === slice), 'the slice is free, not forgotten');
+    assert.ok(
+      (await entries(network)).some((e) => e.nodeName === '' && e.sliceRange === slice),
+      'the slice is free, not forgotten',
+    );
     // The event is posted right after the NodeSlicePool is written: it may not be there yet when the write is.
-    const freed = async () => (await ours()).some((e) => e.reason === 'SliceFreed' && e.message.startsWith(`freed ${d} ${slice}`));
+    const freed = async () =>
+      (await ours()).some((e) => e.reason === 'SliceFreed' && e.message.startsWith(`freed ${d} ${slice}`));
     assert.ok(await eventually(freed, 10_000), controller.log());
   });
 
   test('NADs of one network that disagree are reported (events, condition) and change nothing', async () => {
     const network = `${ns.name}-odd`;
     const e = await node('e');
-    await createNad(ns, 'oddnet', { type: 'hereabouts', range: '10.87.0.0/16', node_slice_size: '/24', network_name: network });
+    await createNad(ns, 'oddnet', {
+      type: 'hereabouts',
+      range: '10.87.0.0/16',
+      node_slice_size: '/24',
+      network_name: network,
+    });
     assert.ok(await eventually(async () => (await sliceOf(network, e)) !== undefined, 10_000), controller.log());
     const before = await entries(network);
-    await createNad(ns, 'oddnet-2', { type: 'hereabouts', range: '10.87.0.0/16', node_slice_size: '/26', network_name: network });
-    assert.ok(await eventually(async () => (await condition(network, 'ConfigConflict'))?.status === 'True', 10_000), controller.log());
+    await createNad(ns, 'oddnet-2', {
+      type: 'hereabouts',
+      range: '10.87.0.0/16',
+      node_slice_size: '/26',
+      network_name: network,
+    });
+    assert.ok(
+      await eventually(async () => (await condition(network, 'ConfigConflict'))?.status === 'True', 10_000),
+      controller.log(),
+    );
     // The pass posts the NADs' events, writes the condition, then posts the NodeSlicePool's event: wait for that last
     // one, or it could arrive after the count below is taken and look like a new event of a later pass.
-    const onPool = async () => (await ours()).some((ev) => ev.reason === 'NetworkConflict' && ev.involvedObject.kind === 'NodeSlicePool' && ev.involvedObject.name === network);
+    const onPool = async () =>
+      (await ours()).some(
+        (ev) =>
+          ev.reason === 'NetworkConflict' &&
+          ev.involvedObject.kind === 'NodeSlicePool' &&
+          ev.involvedObject.name === network,
+      );
     assert.ok(await eventually(onPool, 10_000), controller.log());
-    assert.match((await condition(network, 'ConfigConflict'))!.message, /slices 10\.87\.0\.0\/16 by \/24 but .*oddnet-2 slices 10\.87\.0\.0\/16 by \/26; not changed until they agree/);
+    assert.match(
+      (await condition(network, 'ConfigConflict'))!.message,
+      /slices 10\.87\.0\.0\/16 by \/24 but .*oddnet-2 slices 10\.87\.0\.0\/16 by \/26; not changed until they agree/,
+    );
     const warnings = (await ours()).filter((ev) => ev.reason === 'NetworkConflict' && ev.type === 'Warning');
-    assert.deepEqual([...new Set(warnings.filter((w) => w.involvedObject.kind === 'NetworkAttachmentDefinition').map((w) => w.involvedObject.name))].sort(), ['oddnet', 'oddnet-2']);
+    assert.deepEqual(
+      [
+        ...new Set(
+          warnings
+            .filter((w) => w.involvedObject.kind === 'NetworkAttachmentDefinition')
+            .map((w) => w.involvedObject.name),
+        ),
+      ].sort(),
+      ['oddnet', 'oddnet-2'],
+    );
     await node('f');
     await slicePasses(2);
     assert.deepEqual(await entries(network), before, 'no slice assigned or taken while the NADs disagree');
     const passes = controller.lines().filter((l) => / pass done/.test(l.msg)).length;
-    const warningCount = (await ours()).filter((ev) => ev.reason === 'NetworkConflict').reduce((n, ev) => n + (ev.count ?? 1), 0);
-    assert.equal(warningCount, warnings.reduce((n, ev) => n + (ev.count ?? 1), 0), `no new event in later passes (${passes} so far)`);
-    assert.equal(controller.lines().filter((l) => l.msg.includes('not changed until they agree')).length, 1, 'logged once');
-    await api(ns.cp, 'DELETE', `/apis/k8s.cni.cncf.io/v1/namespaces/${ns.name}/network-attachment-definitions/oddnet-2`);
-    assert.ok(await eventually(async () => (await condition(network, 'ConfigConflict'))?.status === 'False', 10_000), controller.log());
+    const warningCount = (await ours())
+      .filter((ev) => ev.reason === 'NetworkConflict')
+      .reduce((n, ev) => n + (ev.count ?? 1), 0);
+    assert.equal(
+      warningCount,
+      warnings.reduce((n, ev) => n + (ev.count ?? 1), 0),
+      `no new event in later passes (${passes} so far)`,
+    );
+    assert.equal(
+      controller.lines().filter((l) => l.msg.includes('not changed until they agree')).length,
+      1,
+      'logged once',
+    );
+    await api(
+      ns.cp,
+      'DELETE',
+      `/apis/k8s.cni.cncf.io/v1/namespaces/${ns.name}/network-attachment-definitions/oddnet-2`,
+    );
+    assert.ok(
+      await eventually(async () => (await condition(network, 'ConfigConflict'))?.status === 'False', 10_000),
+      controller.log(),
+    );
   });
 
   test('a reslice while a pod holds an address in an old slice: no new slice covers it, and DEL releases it there', async () => {
@@ -156,40 +288,101 @@ describe('controller node slices', () => {
     await createNad(ns, 'reslicenet', ipam);
     assert.ok(await eventually(async () => (await sliceOf(network, j)) !== undefined, 10_000), controller.log());
     const old = (await sliceOf(network, j))!;
-    const conf = (size: string) => ({ cniVersion: '1.0.0', name: 'reslicenet', type: 'macvlan', ipam: { ...ipam, node_slice_size: size, kubernetes: { kubeconfig: ns.kubeconfig }, cache_dir: join(ns.dir, 'cache-j') } });
-    const env = { command: 'ADD', containerId: 'r1', netns: '/x', ifname: 'net1', path: '/x', args: `IgnoreUnknown=1;K8S_POD_NAMESPACE=${ns.name};K8S_POD_NAME=r` };
+    const conf = (size: string) => ({
+      cniVersion: '1.0.0',
+      name: 'reslicenet',
+      type: 'macvlan',
+      ipam: {
+        ...ipam,
+        node_slice_size: size,
+        kubernetes: { kubeconfig: ns.kubeconfig },
+        cache_dir: join(ns.dir, 'cache-j'),
+      },
+    });
+    const env = {
+      command: 'ADD',
+      containerId: 'r1',
+      netns: '/x',
+      ifname: 'net1',
+      path: '/x',
+      args: `IgnoreUnknown=1;K8S_POD_NAMESPACE=${ns.name};K8S_POD_NAME=r`,
+    };
     const add = await runCni(bin, env, conf('/28'), { extraEnv: { NODENAME: j } });
     assert.equal(add.code, 0, add.stdout + add.stderr);
     const held = (add.json?.['ips'] as Array<{ address: string }>)[0]!.address.split('/')[0]!;
     assert.ok(inside(held, old));
 
     await updateNad('reslicenet', { ...ipam, node_slice_size: '/24' });
-    assert.ok(await eventually(async () => (await pool(network))?.['spec'] !== undefined && ((await pool(network))!['spec'] as { sliceSize: string }).sliceSize === '/24' && (await sliceOf(network, j)) !== undefined, 10_000), controller.log());
+    assert.ok(
+      await eventually(
+        async () =>
+          (await pool(network))?.['spec'] !== undefined &&
+          ((await pool(network))!['spec'] as { sliceSize: string }).sliceSize === '/24' &&
+          (await sliceOf(network, j)) !== undefined,
+        10_000,
+      ),
+      controller.log(),
+    );
     type Status = { allocations: Entry[]; draining?: Array<Entry & { reason: string }> };
     // The other nodes' old slices are empty: the passes that release them (and hand their space out) are done once
     // only j's old slice, which holds an address, is left draining.
-    const drainingNow = async () => (((await pool(network))!['status'] as Status).draining ?? []).map((d) => d.sliceRange);
-    assert.ok(await eventually(async () => JSON.stringify(await drainingNow()) === JSON.stringify([old]), 10_000), `${JSON.stringify(await drainingNow())}\n${controller.log()}`);
+    const drainingNow = async () =>
+      (((await pool(network))!['status'] as Status).draining ?? []).map((d) => d.sliceRange);
+    assert.ok(
+      await eventually(async () => JSON.stringify(await drainingNow()) === JSON.stringify([old]), 10_000),
+      `${JSON.stringify(await drainingNow())}\n${controller.log()}`,
+    );
     const status = (await pool(network))!['status'] as Status;
-    assert.deepEqual(status.allocations.filter((e) => e.nodeName !== '' && inside(held, e.sliceRange)), [], `no slice holding ${held} is assigned while it is in use`);
-    assert.deepEqual(status.draining?.filter((d) => d.sliceRange === old), [{ nodeName: j, sliceRange: old, reason: 'Resliced' }]);
+    assert.deepEqual(
+      status.allocations.filter((e) => e.nodeName !== '' && inside(held, e.sliceRange)),
+      [],
+      `no slice holding ${held} is assigned while it is in use`,
+    );
+    assert.deepEqual(
+      status.draining?.filter((d) => d.sliceRange === old),
+      [{ nodeName: j, sliceRange: old, reason: 'Resliced' }],
+    );
     assert.ok((await ours()).some((e) => e.reason === 'Resliced'));
 
     const del = await runCni(bin, { ...env, command: 'DEL' }, conf('/24'), { extraEnv: { NODENAME: j } });
     assert.equal(del.code, 0, del.stdout + del.stderr);
-    assert.deepEqual(await offsets(ns, `${network}-${j}-${old.replace('/', '-')}`), [], 'DEL released the address in the old slice pool');
-    assert.ok(await eventually(async () => (((await pool(network))!['status'] as { draining?: Entry[] }).draining ?? []).length === 0, 10_000), controller.log());
+    assert.deepEqual(
+      await offsets(ns, `${network}-${j}-${old.replace('/', '-')}`),
+      [],
+      'DEL released the address in the old slice pool',
+    );
+    assert.ok(
+      await eventually(
+        async () => (((await pool(network))!['status'] as { draining?: Entry[] }).draining ?? []).length === 0,
+        10_000,
+      ),
+      controller.log(),
+    );
   });
 
   test('a network without a free slice for a node says so (event, condition)', async () => {
     const network = `${ns.name}-tiny`;
     for (const s of ['g', 'h', 'i']) await node(s);
-    await createNad(ns, 'tinynet', { type: 'hereabouts', range: '10.88.0.0/30', node_slice_size: '/31', network_name: network });
-    assert.ok(await eventually(async () => (await condition(network, 'SlicesExhausted'))?.status === 'True', 10_000), controller.log());
+    await createNad(ns, 'tinynet', {
+      type: 'hereabouts',
+      range: '10.88.0.0/30',
+      node_slice_size: '/31',
+      network_name: network,
+    });
+    assert.ok(
+      await eventually(async () => (await condition(network, 'SlicesExhausted'))?.status === 'True', 10_000),
+      controller.log(),
+    );
     assert.equal((await entries(network)).filter((en) => en.nodeName !== '').length, 2);
-    assert.match((await condition(network, 'SlicesExhausted'))!.message, /^no free \/31 slice of 10\.88\.0\.0\/30 for node\(s\) /);
+    assert.match(
+      (await condition(network, 'SlicesExhausted'))!.message,
+      /^no free \/31 slice of 10\.88\.0\.0\/30 for node\(s\) /,
+    );
     // The event is posted right after the condition is written: it may not be there yet when the condition is.
-    const warned = async () => (await ours()).some((ev) => ev.reason === 'NoFreeSlice' && ev.type === 'Warning' && ev.involvedObject.name === network);
+    const warned = async () =>
+      (await ours()).some(
+        (ev) => ev.reason === 'NoFreeSlice' && ev.type === 'Warning' && ev.involvedObject.name === network,
+      );
     assert.ok(await eventually(warned, 10_000), controller.log());
   });
 });
@@ -214,9 +407,24 @@ describe('freeing a slice is confirmed against the API, not the caches', () => {
     const network = `${ns.name}-late`;
     const slice = '10.90.0.0/28';
     const poolName = `${network}-gone-node-${slice.replace('/', '-')}`;
-    await createNad(ns, 'latenet', { type: 'hereabouts', range: '10.90.0.0/24', node_slice_size: '/28', network_name: network });
-    const nadObject = await api(ns.cp, 'GET', `/apis/k8s.cni.cncf.io/v1/namespaces/${ns.name}/network-attachment-definitions/latenet`);
-    await ns.create('nodeslicepools', { apiVersion: GROUP, kind: 'NodeSlicePool', metadata: { name: network }, spec: { range: '10.90.0.0/24', sliceSize: '/28' }, status: { allocations: [{ nodeName: 'gone-node', sliceRange: slice }] } });
+    await createNad(ns, 'latenet', {
+      type: 'hereabouts',
+      range: '10.90.0.0/24',
+      node_slice_size: '/28',
+      network_name: network,
+    });
+    const nadObject = await api(
+      ns.cp,
+      'GET',
+      `/apis/k8s.cni.cncf.io/v1/namespaces/${ns.name}/network-attachment-definitions/latenet`,
+    );
+    await ns.create('nodeslicepools', {
+      apiVersion: GROUP,
+      kind: 'NodeSlicePool',
+      metadata: { name: network },
+      spec: { range: '10.90.0.0/24', sliceSize: '/28' },
+      status: { allocations: [{ nodeName: 'gone-node', sliceRange: slice }] },
+    });
     // Written after the caches' snapshot (which has no such pool): a pod of the departed node still holds .1.
     const uid = await createPod(ns, 'late', { phase: 'Running' });
     await createPool(ns, poolName, slice, { '1': allocation(ns, 'late', uid) });
@@ -235,7 +443,8 @@ describe('freeing a slice is confirmed against the API, not the caches', () => {
         events: recorder,
       });
     };
-    const entries = async () => ((await ns.get('nodeslicepools', network))!['status'] as { allocations: Entry[]; draining?: Entry[] });
+    const entries = async () =>
+      (await ns.get('nodeslicepools', network))!['status'] as { allocations: Entry[]; draining?: Entry[] };
     await pass(); // marks the slice draining
     await pass(); // would free it, were the caches believed
     assert.deepEqual((await entries()).allocations, [{ nodeName: 'gone-node', sliceRange: slice }]);
@@ -244,7 +453,11 @@ describe('freeing a slice is confirmed against the API, not the caches', () => {
     const current = (await ns.get('ippools', poolName))!;
     await api(ns.cp, 'PUT', ns.path('ippools', poolName), { ...current, spec: { range: slice, allocations: {} } });
     await pass();
-    assert.deepEqual(await entries(), { allocations: [{ nodeName: '', sliceRange: slice }], draining: [], ...conditionsOf(await entries()) });
+    assert.deepEqual(await entries(), {
+      allocations: [{ nodeName: '', sliceRange: slice }],
+      draining: [],
+      ...conditionsOf(await entries()),
+    });
   });
 });
 

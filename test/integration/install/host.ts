@@ -24,7 +24,13 @@ export interface FakeNode {
 
 export function fakeNode(sa: ServiceAccountFiles): FakeNode {
   const root = mkdtempSync(join(tmpdir(), 'hab-install-'));
-  const node = { root, binDir: join(root, 'opt/cni/bin'), confDir: join(root, 'etc/cni/net.d'), saDir: join(root, 'sa'), filesDir: join(root, 'etc/cni/net.d/hereabouts.d') };
+  const node = {
+    root,
+    binDir: join(root, 'opt/cni/bin'),
+    confDir: join(root, 'etc/cni/net.d'),
+    saDir: join(root, 'sa'),
+    filesDir: join(root, 'etc/cni/net.d/hereabouts.d'),
+  };
   for (const dir of [node.binDir, node.confDir, node.saDir]) mkdirSync(dir, { recursive: true });
   writeServiceAccount(node, sa);
   return node;
@@ -40,14 +46,23 @@ export function writeServiceAccount(node: FakeNode, sa: Partial<ServiceAccountFi
  * `install` with the node's dirs; the host sees the config dir at `hostConfDir` (default: where it really is). The node
  * agent listens in the fake node too (never at the host's default socket, which real plugin calls would find).
  */
-export function installArgs(node: FakeNode, options: { hostConfDir?: string; extra?: readonly string[] } = {}): string[] {
+export function installArgs(
+  node: FakeNode,
+  options: { hostConfDir?: string; extra?: readonly string[] } = {},
+): string[] {
   return [
     'install',
-    '--cni-bin-dir', node.binDir,
-    '--cni-conf-dir', node.confDir,
-    '--host-cni-conf-dir', options.hostConfDir ?? node.confDir,
-    '--service-account-dir', node.saDir,
-    ...(options.extra?.includes('--agent-socket') === true ? [] : ['--agent-socket', join(node.root, 'run', 'agent.sock')]),
+    '--cni-bin-dir',
+    node.binDir,
+    '--cni-conf-dir',
+    node.confDir,
+    '--host-cni-conf-dir',
+    options.hostConfDir ?? node.confDir,
+    '--service-account-dir',
+    node.saDir,
+    ...(options.extra?.includes('--agent-socket') === true
+      ? []
+      : ['--agent-socket', join(node.root, 'run', 'agent.sock')]),
     ...(options.extra ?? []),
   ];
 }

@@ -4,7 +4,17 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { spawn, spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { runCni } from '../../support/cni.ts';
 import { controlPlane, createNamespace, type Namespace } from '../../support/control-plane.ts';
@@ -49,7 +59,7 @@ describe('hereabouts install --once', () => {
     assert.equal(here.nlink, 2);
   });
 
-  test('temp files a killed copy left are swept at start; a fresh one (a concurrent installer\'s) is kept', () => {
+  test("temp files a killed copy left are swept at start; a fresh one (a concurrent installer's) is kept", () => {
     const other = fakeNode({ token: ns.cp.token, ca, namespace: ns.name });
     try {
       const stale = [join(other.binDir, '.hereabouts.tmp-17-a1b2c3'), join(other.binDir, '.whereabouts.tmp-17-d4e5f6')];
@@ -60,7 +70,12 @@ describe('hereabouts install --once', () => {
       for (const path of [...stale, unrelated]) utimesSync(path, old, old);
       const run = installOnce(installArgs(other, { extra: ['--whereabouts-name'] }), env);
       assert.equal(run.code, 0, run.stderr);
-      assert.deepEqual(readdirSync(other.binDir).sort(), ['.hereabouts.tmp-18-g7h8i9', '.hereabouts.tmp-notes', 'hereabouts', 'whereabouts']);
+      assert.deepEqual(readdirSync(other.binDir).sort(), [
+        '.hereabouts.tmp-18-g7h8i9',
+        '.hereabouts.tmp-notes',
+        'hereabouts',
+        'whereabouts',
+      ]);
       assert.match(run.stderr, /removed \S*\.hereabouts\.tmp-17-a1b2c3/);
     } finally {
       rmSync(other.root, { recursive: true, force: true });
@@ -69,15 +84,37 @@ describe('hereabouts install --once', () => {
 
   test('writes token, kubeconfig, flat config and nodename with mode 0600 in a 0700 hereabouts.d', () => {
     assert.equal(statSync(node.filesDir).mode & 0o777, 0o700);
-    assert.deepEqual(readdirSync(node.filesDir).sort(), ['hereabouts.conf', 'hereabouts.kubeconfig', 'nodename', 'token']);
-    for (const file of readdirSync(node.filesDir)) assert.equal(statSync(join(node.filesDir, file)).mode & 0o777, 0o600, file);
+    assert.deepEqual(readdirSync(node.filesDir).sort(), [
+      'hereabouts.conf',
+      'hereabouts.kubeconfig',
+      'nodename',
+      'token',
+    ]);
+    for (const file of readdirSync(node.filesDir))
+      assert.equal(statSync(join(node.filesDir, file)).mode & 0o777, 0o600, file);
     assert.equal(readFileSync(join(node.filesDir, 'token'), 'utf8'), ns.cp.token);
     assert.equal(readFileSync(join(node.filesDir, 'nodename'), 'utf8'), 'node-7\n');
   });
 
   test('the written config lets the plugin allocate from the real API server, with the node name from the nodename file', async () => {
-    const conf = { cniVersion: '1.0.0', name: 'installed', type: 'macvlan', ipam: { type: 'whereabouts', range: '10.88.0.0/24', configuration_path: join(node.filesDir, 'hereabouts.conf'), cache_dir: join(node.root, 'cache') } };
-    const call = { containerId: 'inst-1', netns: '/x', ifname: 'net1', path: node.binDir, args: `IgnoreUnknown=1;K8S_POD_NAMESPACE=${ns.name};K8S_POD_NAME=p1` };
+    const conf = {
+      cniVersion: '1.0.0',
+      name: 'installed',
+      type: 'macvlan',
+      ipam: {
+        type: 'whereabouts',
+        range: '10.88.0.0/24',
+        configuration_path: join(node.filesDir, 'hereabouts.conf'),
+        cache_dir: join(node.root, 'cache'),
+      },
+    };
+    const call = {
+      containerId: 'inst-1',
+      netns: '/x',
+      ifname: 'net1',
+      path: node.binDir,
+      args: `IgnoreUnknown=1;K8S_POD_NAMESPACE=${ns.name};K8S_POD_NAME=p1`,
+    };
     const add = await runCni(join(node.binDir, 'whereabouts'), { command: 'ADD', ...call }, conf);
     assert.equal(add.code, 0, add.stdout + add.stderr);
     assert.deepEqual(add.json?.['ips'], [{ address: '10.88.0.1/24' }]);
@@ -91,12 +128,24 @@ describe('hereabouts install --once', () => {
   test('the kubeconfig reads the token file at its host path and embeds the CA and the pod namespace', () => {
     const other = fakeNode({ token: 'tok', ca, namespace: 'kube-system' });
     try {
-      const run = installOnce(installArgs(other, { hostConfDir: '/etc/cni/net.d' }), { ...env, KUBERNETES_SERVICE_HOST: '10.96.0.1', KUBERNETES_SERVICE_PORT: '443' });
+      const run = installOnce(installArgs(other, { hostConfDir: '/etc/cni/net.d' }), {
+        ...env,
+        KUBERNETES_SERVICE_HOST: '10.96.0.1',
+        KUBERNETES_SERVICE_PORT: '443',
+      });
       assert.equal(run.code, 0, run.stderr);
       assert.deepEqual(readJson(join(other.filesDir, 'hereabouts.kubeconfig')), {
         apiVersion: 'v1',
         kind: 'Config',
-        clusters: [{ name: 'local', cluster: { server: 'https://10.96.0.1:443', 'certificate-authority-data': Buffer.from(ca).toString('base64') } }],
+        clusters: [
+          {
+            name: 'local',
+            cluster: {
+              server: 'https://10.96.0.1:443',
+              'certificate-authority-data': Buffer.from(ca).toString('base64'),
+            },
+          },
+        ],
         users: [{ name: 'hereabouts', user: { tokenFile: '/etc/cni/net.d/hereabouts.d/token' } }],
         contexts: [{ name: 'hereabouts', context: { cluster: 'local', user: 'hereabouts', namespace: 'kube-system' } }],
         'current-context': 'hereabouts',
@@ -115,9 +164,15 @@ describe('hereabouts install --once', () => {
   test('an IPv6 KUBERNETES_SERVICE_HOST is written in brackets', () => {
     const other = fakeNode({ token: 'tok', ca, namespace: 'kube-system' });
     try {
-      const run = installOnce(installArgs(other), { ...env, KUBERNETES_SERVICE_HOST: 'fd00:10:96::1', KUBERNETES_SERVICE_PORT: '6443' });
+      const run = installOnce(installArgs(other), {
+        ...env,
+        KUBERNETES_SERVICE_HOST: 'fd00:10:96::1',
+        KUBERNETES_SERVICE_PORT: '6443',
+      });
       assert.equal(run.code, 0, run.stderr);
-      const kubeconfig = readJson(join(other.filesDir, 'hereabouts.kubeconfig')) as { clusters: Array<{ cluster: { server: string } }> };
+      const kubeconfig = readJson(join(other.filesDir, 'hereabouts.kubeconfig')) as {
+        clusters: Array<{ cluster: { server: string } }>;
+      };
       assert.equal(kubeconfig.clusters[0]?.cluster.server, 'https://[fd00:10:96::1]:6443');
     } finally {
       rmSync(other.root, { recursive: true, force: true });
@@ -127,7 +182,10 @@ describe('hereabouts install --once', () => {
   test('--log-level and --log-file go into the flat config', () => {
     const other = fakeNode({ token: 'tok', ca, namespace: 'kube-system' });
     try {
-      const run = installOnce(installArgs(other, { extra: ['--log-level', 'debug', '--log-file', '/var/log/cni/ipam.log'] }), env);
+      const run = installOnce(
+        installArgs(other, { extra: ['--log-level', 'debug', '--log-file', '/var/log/cni/ipam.log'] }),
+        env,
+      );
       assert.equal(run.code, 0, run.stderr);
       const flat = readJson(join(other.filesDir, 'hereabouts.conf'));
       assert.equal(flat['log_level'], 'debug');
@@ -153,13 +211,17 @@ describe('hereabouts install --once', () => {
     try {
       const whereaboutsDir = join(other.confDir, 'whereabouts.d');
       mkdirSync(whereaboutsDir);
-      const theirs = '{"datastore":"kubernetes","kubernetes":{"kubeconfig":"/etc/cni/net.d/whereabouts.d/whereabouts.kubeconfig"},"log_level":"error"}\n';
+      const theirs =
+        '{"datastore":"kubernetes","kubernetes":{"kubeconfig":"/etc/cni/net.d/whereabouts.d/whereabouts.kubeconfig"},"log_level":"error"}\n';
       writeFileSync(join(whereaboutsDir, 'whereabouts.conf'), theirs);
       writeFileSync(join(whereaboutsDir, 'whereabouts.kubeconfig'), 'token: of-a-deleted-pod\n');
       const run = installOnce(installArgs(other, { extra: ['--whereabouts-kubeconfig'] }), env);
       assert.equal(run.code, 0, run.stderr);
       const kubeconfig = join(whereaboutsDir, 'whereabouts.kubeconfig');
-      assert.equal(readFileSync(kubeconfig, 'utf8'), readFileSync(join(other.filesDir, 'hereabouts.kubeconfig'), 'utf8'));
+      assert.equal(
+        readFileSync(kubeconfig, 'utf8'),
+        readFileSync(join(other.filesDir, 'hereabouts.kubeconfig'), 'utf8'),
+      );
       assert.equal(statSync(kubeconfig).mode & 0o777, 0o600);
       assert.equal(readFileSync(join(whereaboutsDir, 'whereabouts.conf'), 'utf8'), theirs);
     } finally {
@@ -202,8 +264,10 @@ describe('hereabouts install refuses a bad setup before installing anything', ()
     assert.deepEqual(readdirSync(node.binDir), []);
   });
 
-  test('an invalid --log-level exits 2 with the plugin parser\'s message', () => {
-    const run = installOnce(installArgs(node, { extra: ['--log-level', 'loud'] }), { KUBERNETES_SERVICE_HOST: '10.96.0.1' });
+  test("an invalid --log-level exits 2 with the plugin parser's message", () => {
+    const run = installOnce(installArgs(node, { extra: ['--log-level', 'loud'] }), {
+      KUBERNETES_SERVICE_HOST: '10.96.0.1',
+    });
     assert.equal(run.code, 2);
     assert.match(run.stderr, /log_level "loud" is not one of debug/);
     assert.deepEqual(readdirSync(node.binDir), []);
@@ -221,7 +285,9 @@ describe('hereabouts install refuses a bad setup before installing anything', ()
   });
 
   test('a --poll-interval that is not a positive number exits 2', () => {
-    const run = installOnce(installArgs(node, { extra: ['--poll-interval', '0'] }), { KUBERNETES_SERVICE_HOST: '10.96.0.1' });
+    const run = installOnce(installArgs(node, { extra: ['--poll-interval', '0'] }), {
+      KUBERNETES_SERVICE_HOST: '10.96.0.1',
+    });
     assert.equal(run.code, 2);
     assert.match(run.stderr, /--poll-interval "0" must be a positive number of seconds/);
   });
@@ -231,17 +297,37 @@ describe('hereabouts install refuses a bad setup before installing anything', ()
 // dirs must be enough. setpriv drops the capabilities here as the container runtime would.
 const rootWithSetpriv = process.getuid?.() === 0 && existsSync('/usr/bin/setpriv');
 
-test('installs with no capability at all, as the DaemonSet runs it', { skip: rootWithSetpriv ? false : 'needs root and setpriv' }, () => {
-  const node = fakeNode({ token: 'tok', ca: 'ca', namespace: 'kube-system' });
-  try {
-    const run = spawnSync('/usr/bin/setpriv', ['--inh-caps=-all', '--bounding-set=-all', '--', bin, ...installArgs(node, { extra: ['--whereabouts-name', '--whereabouts-kubeconfig'] }), '--once'], {
-      env: { KUBERNETES_SERVICE_HOST: '10.96.0.1', NODENAME: 'n1' },
-      encoding: 'utf8',
-    });
-    assert.equal(run.status, 0, run.stderr);
-    assert.deepEqual(readdirSync(node.binDir).sort(), ['hereabouts', 'whereabouts']);
-    assert.deepEqual(readdirSync(node.filesDir).sort(), ['hereabouts.conf', 'hereabouts.kubeconfig', 'nodename', 'token']);
-  } finally {
-    rmSync(node.root, { recursive: true, force: true });
-  }
-});
+test(
+  'installs with no capability at all, as the DaemonSet runs it',
+  { skip: rootWithSetpriv ? false : 'needs root and setpriv' },
+  () => {
+    const node = fakeNode({ token: 'tok', ca: 'ca', namespace: 'kube-system' });
+    try {
+      const run = spawnSync(
+        '/usr/bin/setpriv',
+        [
+          '--inh-caps=-all',
+          '--bounding-set=-all',
+          '--',
+          bin,
+          ...installArgs(node, { extra: ['--whereabouts-name', '--whereabouts-kubeconfig'] }),
+          '--once',
+        ],
+        {
+          env: { KUBERNETES_SERVICE_HOST: '10.96.0.1', NODENAME: 'n1' },
+          encoding: 'utf8',
+        },
+      );
+      assert.equal(run.status, 0, run.stderr);
+      assert.deepEqual(readdirSync(node.binDir).sort(), ['hereabouts', 'whereabouts']);
+      assert.deepEqual(readdirSync(node.filesDir).sort(), [
+        'hereabouts.conf',
+        'hereabouts.kubeconfig',
+        'nodename',
+        'token',
+      ]);
+    } finally {
+      rmSync(node.root, { recursive: true, force: true });
+    }
+  },
+);

@@ -6,7 +6,16 @@ import { copyFileSync, existsSync, readFileSync, rmSync, statSync, unlinkSync } 
 import { join } from 'node:path';
 import { controlPlane } from '../../support/control-plane.ts';
 import { requireBinary } from '../../support/paths.ts';
-import { fakeNode, installArgs, readJson, startInstaller, waitFor, writeServiceAccount, type FakeNode, type RunningInstaller } from './host.ts';
+import {
+  fakeNode,
+  installArgs,
+  readJson,
+  startInstaller,
+  waitFor,
+  writeServiceAccount,
+  type FakeNode,
+  type RunningInstaller,
+} from './host.ts';
 
 const bin = requireBinary();
 
@@ -37,7 +46,12 @@ describe('hereabouts install, running', () => {
   });
 
   test('a changed CA is written into the kubeconfig', async () => {
-    const caOf = (): unknown => (readJson(join(node.filesDir, 'hereabouts.kubeconfig')) as { clusters: Array<{ cluster: Record<string, unknown> }> }).clusters[0]?.cluster['certificate-authority-data'];
+    const caOf = (): unknown =>
+      (
+        readJson(join(node.filesDir, 'hereabouts.kubeconfig')) as {
+          clusters: Array<{ cluster: Record<string, unknown> }>;
+        }
+      ).clusters[0]?.cluster['certificate-authority-data'];
     assert.equal(caOf(), Buffer.from(ca).toString('base64'));
     const rotated = `${ca}${ca}`; // a CA bundle during a CA rotation: old and new
     writeServiceAccount(node, { ca: rotated });
@@ -47,7 +61,11 @@ describe('hereabouts install, running', () => {
   test('a removed config file is written again', async () => {
     unlinkSync(join(node.filesDir, 'hereabouts.conf'));
     const flat = join(node.filesDir, 'hereabouts.conf');
-    await waitFor(() => existsSync(flat) && read('hereabouts.conf').includes('"datastore": "kubernetes"'), 'the flat config is back', installer);
+    await waitFor(
+      () => existsSync(flat) && read('hereabouts.conf').includes('"datastore": "kubernetes"'),
+      'the flat config is back',
+      installer,
+    );
   });
 
   test('a plugin replaced by someone else is installed again', async () => {
@@ -55,7 +73,11 @@ describe('hereabouts install, running', () => {
     copyFileSync('/bin/true', target);
     // The installer logs each path after it is back, and the log arrives through a pipe: wait for both.
     await waitFor(() => statSync(target).size === statSync(bin).size, 'our executable is back', installer);
-    await waitFor(() => /reinstalled .*whereabouts/.test(installer.stderr()), 'the installer said it reinstalled whereabouts', installer);
+    await waitFor(
+      () => /reinstalled .*whereabouts/.test(installer.stderr()),
+      'the installer said it reinstalled whereabouts',
+      installer,
+    );
     // whereabouts is a hard link: writing over it wrote hereabouts too, and both are whole again, one inode.
     assert.equal(statSync(join(node.binDir, 'hereabouts')).size, statSync(bin).size);
     assert.equal(statSync(target).ino, statSync(join(node.binDir, 'hereabouts')).ino);
@@ -64,7 +86,11 @@ describe('hereabouts install, running', () => {
   test('a removed whereabouts is linked to hereabouts again', async () => {
     const target = join(node.binDir, 'whereabouts');
     unlinkSync(target);
-    await waitFor(() => existsSync(target) && statSync(target).ino === statSync(join(node.binDir, 'hereabouts')).ino, 'whereabouts is a link to hereabouts again', installer);
+    await waitFor(
+      () => existsSync(target) && statSync(target).ino === statSync(join(node.binDir, 'hereabouts')).ino,
+      'whereabouts is a link to hereabouts again',
+      installer,
+    );
   });
 
   test('SIGTERM ends the installer with exit 0', async () => {

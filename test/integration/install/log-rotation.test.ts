@@ -22,7 +22,18 @@ describe('plugin log rotation by the installer', { timeout: 300_000 }, () => {
     logDir = join(node.root, 'var-log'); // the host's /var/log as the DaemonSet mounts it
     mkdirSync(logDir);
     installer = startInstaller(
-      installArgs(node, { extra: ['--poll-interval', '0.1', '--log-dir', logDir, '--log-max-bytes', String(MAX_BYTES), '--stats-dir', join(node.root, 'no-stats')] }),
+      installArgs(node, {
+        extra: [
+          '--poll-interval',
+          '0.1',
+          '--log-dir',
+          logDir,
+          '--log-max-bytes',
+          String(MAX_BYTES),
+          '--stats-dir',
+          join(node.root, 'no-stats'),
+        ],
+      }),
       { KUBERNETES_SERVICE_HOST: '10.96.0.1', KUBERNETES_SERVICE_PORT: '443', NODENAME: 'node-l' },
     );
     await waitFor(() => installer.stderr().includes('nodename'), 'the installer wrote its files', installer);
@@ -39,13 +50,36 @@ describe('plugin log rotation by the installer', { timeout: 300_000 }, () => {
 
   test(`${CALLS} concurrent ADDs while the log is rotated: every line is whole and in hereabouts.log or .1, once`, async () => {
     const logFile = join(logDir, 'hereabouts.log');
-    const conf = { cniVersion: '1.0.0', name: 'rot', type: 'bridge', ipam: { type: 'hereabouts', datastore: 'local', data_dir: join(node.root, 'data'), range: '10.66.0.0/16', log_file: logFile, log_level: 'info' } };
+    const conf = {
+      cniVersion: '1.0.0',
+      name: 'rot',
+      type: 'bridge',
+      ipam: {
+        type: 'hereabouts',
+        datastore: 'local',
+        data_dir: join(node.root, 'data'),
+        range: '10.66.0.0/16',
+        log_file: logFile,
+        log_level: 'info',
+      },
+    };
     let next = 0;
     let done = 0;
     let filled = false;
     const worker = async (): Promise<void> => {
       for (let i = next++; i < CALLS; i = next++) {
-        const out = await runCni(bin, { command: 'ADD', containerId: `rot-${i}`, netns: '/var/run/netns/x', ifname: 'eth0', path: '/usr/lib/cni', args: `K8S_POD_NAMESPACE=r;K8S_POD_NAME=p${i}` }, conf);
+        const out = await runCni(
+          bin,
+          {
+            command: 'ADD',
+            containerId: `rot-${i}`,
+            netns: '/var/run/netns/x',
+            ifname: 'eth0',
+            path: '/usr/lib/cni',
+            args: `K8S_POD_NAMESPACE=r;K8S_POD_NAME=p${i}`,
+          },
+          conf,
+        );
         assert.equal(out.code, 0, out.stdout + out.stderr);
         done++;
         if (done === 40 && !filled) {
@@ -59,7 +93,10 @@ describe('plugin log rotation by the installer', { timeout: 300_000 }, () => {
     await Promise.all(Array.from({ length: 12 }, worker));
     await waitFor(() => installer.stderr().includes('rotated'), 'the installer rotated the log', installer);
     assert.ok(existsSync(`${logFile}.1`));
-    const lines = [...readFileSync(`${logFile}.1`, 'utf8').split('\n'), ...readFileSync(logFile, 'utf8').split('\n')].filter((l) => l !== '');
+    const lines = [
+      ...readFileSync(`${logFile}.1`, 'utf8').split('\n'),
+      ...readFileSync(logFile, 'utf8').split('\n'),
+    ].filter((l) => l !== '');
     const entries = lines.map((l) => JSON.parse(l) as Record<string, unknown>); // throws on a torn line
     const assigned = entries.filter((e) => /^assigned /.test(String(e['msg'])));
     assert.equal(assigned.length, CALLS);
@@ -67,6 +104,9 @@ describe('plugin log rotation by the installer', { timeout: 300_000 }, () => {
     // Calls wrote on both sides of the rename.
     assert.match(readFileSync(`${logFile}.1`, 'utf8'), /"msg":"assigned /);
     assert.match(readFileSync(logFile, 'utf8'), /"msg":"assigned /);
-    assert.ok(readFileSync(logFile, 'utf8').length < MAX_BYTES, 'rotated exactly once: the new file is below the limit');
+    assert.ok(
+      readFileSync(logFile, 'utf8').length < MAX_BYTES,
+      'rotated exactly once: the new file is below the limit',
+    );
   });
 });

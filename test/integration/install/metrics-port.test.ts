@@ -13,16 +13,27 @@ test('an installer whose metrics port is taken keeps running and serves /metrics
   const port = await freePort();
   const old = createServer();
   await new Promise<void>((resolve) => old.listen(port, '127.0.0.1', resolve));
-  const installer = startInstaller(installArgs(node, { extra: ['--poll-interval', '0.2', '--metrics-addr', `127.0.0.1:${port}`, '--log-file', ''] }), {
-    KUBERNETES_SERVICE_HOST: '10.96.0.1',
-    KUBERNETES_SERVICE_PORT: '443',
-    NODENAME: 'node-p',
-  });
+  const installer = startInstaller(
+    installArgs(node, { extra: ['--poll-interval', '0.2', '--metrics-addr', `127.0.0.1:${port}`, '--log-file', ''] }),
+    {
+      KUBERNETES_SERVICE_HOST: '10.96.0.1',
+      KUBERNETES_SERVICE_PORT: '443',
+      NODENAME: 'node-p',
+    },
+  );
   try {
-    await waitFor(() => installer.stderr().includes('not serving /metrics yet (retrying)'), 'the installer reports the taken port', installer);
+    await waitFor(
+      () => installer.stderr().includes('not serving /metrics yet (retrying)'),
+      'the installer reports the taken port',
+      installer,
+    );
     assert.equal(installer.child.exitCode, null, 'the installer still runs');
     await new Promise<void>((resolve) => old.close(() => resolve()));
-    await waitFor(() => installer.stderr().includes(`serving /metrics and /healthz on 127.0.0.1:${port}`), 'the installer serves once the port is free', installer);
+    await waitFor(
+      () => installer.stderr().includes(`serving /metrics and /healthz on 127.0.0.1:${port}`),
+      'the installer serves once the port is free',
+      installer,
+    );
     assert.equal((await fetch(`http://127.0.0.1:${port}/healthz`)).status, 200);
     assert.equal(installer.stderr().split('not serving /metrics yet').length - 1, 1, 'the same failure is logged once');
   } finally {

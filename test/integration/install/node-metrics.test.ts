@@ -59,7 +59,18 @@ describe('node-side CNI metrics', { timeout: 900_000 }, () => {
     url = `http://127.0.0.1:${port}/metrics`;
     installer = startInstaller(
       installArgs(node, {
-        extra: ['--poll-interval', '0.2', '--metrics-addr', `127.0.0.1:${port}`, '--stats-dir', statsDir, '--stats-max-bytes', '6000', '--log-file', ''],
+        extra: [
+          '--poll-interval',
+          '0.2',
+          '--metrics-addr',
+          `127.0.0.1:${port}`,
+          '--stats-dir',
+          statsDir,
+          '--stats-max-bytes',
+          '6000',
+          '--log-file',
+          '',
+        ],
       }),
       { KUBERNETES_SERVICE_HOST: '10.96.0.1', KUBERNETES_SERVICE_PORT: '443', NODENAME: 'node-m' },
     );
@@ -80,11 +91,30 @@ describe('node-side CNI metrics', { timeout: 900_000 }, () => {
     // A torn record from a killed writer: it must be skipped, never counted.
     appendFileSync(join(statsDir, 'calls'), '#1 ADD ok 12');
     const plan = (i: number): Planned => {
-      if (i % 10 === 9) return { verb: 'ADD', network: 'broken', conf: { cniVersion: '1.0.0', name: 'broken', type: 'bridge', ipam: { type: 'hereabouts', datastore: 'local', data_dir: dataDir, range: '10.0.0.0/33' } } };
+      if (i % 10 === 9)
+        return {
+          verb: 'ADD',
+          network: 'broken',
+          conf: {
+            cniVersion: '1.0.0',
+            name: 'broken',
+            type: 'bridge',
+            ipam: { type: 'hereabouts', datastore: 'local', data_dir: dataDir, range: '10.0.0.0/33' },
+          },
+        };
       // tiny: a /30 with 2 addresses, so most of its ADDs fail with code 100 (exhausted).
       const network = i % 10 === 8 ? 'tiny' : 'wide';
       const range = network === 'tiny' ? '10.61.0.0/30' : '10.60.0.0/16';
-      return { verb: i % 3 === 0 ? 'DEL' : 'ADD', network, conf: { cniVersion: '1.0.0', name: network, type: 'bridge', ipam: { type: 'hereabouts', datastore: 'local', data_dir: dataDir, range } } };
+      return {
+        verb: i % 3 === 0 ? 'DEL' : 'ADD',
+        network,
+        conf: {
+          cniVersion: '1.0.0',
+          name: network,
+          type: 'bridge',
+          ipam: { type: 'hereabouts', datastore: 'local', data_dir: dataDir, range },
+        },
+      };
     };
     const outcomes: Array<{ planned: Planned; out: CniOutcome }> = [];
     let next = 0;
@@ -94,7 +124,14 @@ describe('node-side CNI metrics', { timeout: 900_000 }, () => {
         const planned = plan(i);
         const out = await runCni(
           bin,
-          { command: planned.verb, containerId: `m-${i}`, netns: '/var/run/netns/x', ifname: 'eth0', path: '/usr/lib/cni', args: `K8S_POD_NAMESPACE=m;K8S_POD_NAME=p${i}` },
+          {
+            command: planned.verb,
+            containerId: `m-${i}`,
+            netns: '/var/run/netns/x',
+            ifname: 'eth0',
+            path: '/usr/lib/cni',
+            args: `K8S_POD_NAMESPACE=m;K8S_POD_NAME=p${i}`,
+          },
           planned.conf,
           { timeoutMs: 120_000, extraEnv: env() },
         );
@@ -137,7 +174,10 @@ describe('node-side CNI metrics', { timeout: 900_000 }, () => {
     }
     assert.deepEqual(counted(last), expected);
     assert.equal(total(last, 'hereabouts_cni_requests_total'), CALLS);
-    assert.ok(total(last, 'hereabouts_node_file_rotations_total', { file: 'stats' }) >= 2, 'the stats file was rotated during the run');
+    assert.ok(
+      total(last, 'hereabouts_node_file_rotations_total', { file: 'stats' }) >= 2,
+      'the stats file was rotated during the run',
+    );
     assert.ok(total(last, 'hereabouts_cni_stats_skipped_lines_total') <= 1);
     // Every call has one duration observation, under its verb and network.
     assert.equal(total(last, 'hereabouts_cni_request_duration_seconds_count'), CALLS);

@@ -9,7 +9,13 @@ import { createConnection, createServer, type Server, type Socket } from 'node:n
 import { join } from 'node:path';
 import { startAgentProcess, type AgentProcess } from '../../support/agent.ts';
 import { runCni, type CniOutcome } from '../../support/cni.ts';
-import { controlPlane, createNamespace, kubeconfigFor, type ControlPlane, type Namespace } from '../../support/control-plane.ts';
+import {
+  controlPlane,
+  createNamespace,
+  kubeconfigFor,
+  type ControlPlane,
+  type Namespace,
+} from '../../support/control-plane.ts';
 import { requireBinary } from '../../support/paths.ts';
 import { cniConf, poolView } from './harness.ts';
 
@@ -98,10 +104,22 @@ after(async () => {
 
 const NODE = 'agent-node-1';
 
-function call(command: 'ADD' | 'DEL', conf: Record<string, unknown>, containerId: string, agentSocket = socket): Promise<CniOutcome> {
+function call(
+  command: 'ADD' | 'DEL',
+  conf: Record<string, unknown>,
+  containerId: string,
+  agentSocket = socket,
+): Promise<CniOutcome> {
   return runCni(
     requireBinary(),
-    { command, path: '/opt/cni/bin', containerId, netns: `/var/run/netns/${containerId}`, ifname: 'eth0', args: `K8S_POD_NAMESPACE=default;K8S_POD_NAME=${containerId}` },
+    {
+      command,
+      path: '/opt/cni/bin',
+      containerId,
+      netns: `/var/run/netns/${containerId}`,
+      ifname: 'eth0',
+      args: `K8S_POD_NAMESPACE=default;K8S_POD_NAME=${containerId}`,
+    },
     conf,
     { extraEnv: { NODENAME: NODE, HEREABOUTS_AGENT_SOCKET: agentSocket, HEREABOUTS_TIMINGS: '1' } },
   );
@@ -111,7 +129,7 @@ const conf = (name: string, range: string) => cniConf(ns, NODE, { name, range, k
 const addressOf = (out: CniOutcome) => (out.json?.['ips'] as Array<{ address: string }> | undefined)?.[0]?.address;
 const servedByAgent = (out: CniOutcome): boolean => out.stderr.includes('"in the node agent');
 
-test('ADD and DEL through the agent: the IPPool records the caller\'s NODENAME', async () => {
+test("ADD and DEL through the agent: the IPPool records the caller's NODENAME", async () => {
   const c = conf('agent-verbs', '10.120.0.0/24');
   const out = await call('ADD', c, 'c-agent');
   assert.equal(out.code, 0, out.stdout + out.stderr);
@@ -139,7 +157,7 @@ test('the agent keeps its API connection across calls; each plugin process opens
   assert.ok(proxy.connections > before, 'a plugin process without the agent connects anew');
 });
 
-test('a rotated token takes effect on the next call through the agent\'s kept connection', async () => {
+test("a rotated token takes effect on the next call through the agent's kept connection", async () => {
   const c = conf('agent-token', '10.122.0.0/24');
   assert.equal((await call('ADD', c, 't0')).code, 0);
   writeFileSync(tokenFile, 'not-a-valid-token\n');
@@ -177,7 +195,11 @@ test('agent SIGKILLed while its API request hangs: code 11, the retry (in-proces
   assert.equal(retry.code, 0, retry.stdout + retry.stderr);
   assert.ok(!retry.stderr.includes('"in the node agent'), 'the socket is stale: the plugin ran in-process');
   assert.equal(addressOf(retry), '10.123.0.2/24');
-  const held = [...((await poolView(ns, '10.123.0.0-24'))?.allocations ?? new Map<string, Record<string, unknown>>()).entries()].map(([ip, e]) => `${ip}=${String(e['id'])}`).sort();
+  const held = [
+    ...((await poolView(ns, '10.123.0.0-24'))?.allocations ?? new Map<string, Record<string, unknown>>()).entries(),
+  ]
+    .map(([ip, e]) => `${ip}=${String(e['id'])}`)
+    .sort();
   assert.deepEqual(held, ['10.123.0.1=before-kill', '10.123.0.2=killed']);
 
   // A new agent replaces the stale socket; started with HEREABOUTS_TIMINGS=1 in its own environment, it still does not

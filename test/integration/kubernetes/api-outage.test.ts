@@ -42,7 +42,12 @@ after(async () => {
 const pod = (name: string) => ({ containerId: `c-${name}`, ifname: 'eth0', podRef: `default/${name}` });
 const isTryAgain = (err: unknown) => err instanceof HereaboutsError && cniCodeOf(err) === 11;
 
-async function addOnce(config: ReturnType<typeof kubeNetwork>, name: string, node = 'node-a', requestTimeoutMs = 3000): Promise<string> {
+async function addOnce(
+  config: ReturnType<typeof kubeNetwork>,
+  name: string,
+  node = 'node-a',
+  requestTimeoutMs = 3000,
+): Promise<string> {
   const store = await openNode(ns, config, node, { tuning: { requestTimeoutMs } });
   try {
     const [a] = await assign(store, config, pod(name));
@@ -62,7 +67,10 @@ test('ADD with the API server stopped fails with code 11, leaves nothing behind,
     await stopped.restart();
   }
   assert.deepEqual([...((await poolView(ns, '10.70.0.0-24'))?.allocations.keys() ?? [])], ['10.70.0.1']);
-  assert.deepEqual((await reservationNames(ns)).filter((n) => n.startsWith('10.70.')), ['10.70.0.1']);
+  assert.deepEqual(
+    (await reservationNames(ns)).filter((n) => n.startsWith('10.70.')),
+    ['10.70.0.1'],
+  );
   assert.equal(await addOnce(config, 'during'), '10.70.0.2');
 });
 
@@ -99,7 +107,9 @@ test('API server stopped in the middle of a run: failed ADDs get code 11, and af
     }
   }
   const view = await poolView(ns, '10.71.0.0-24');
-  const held = [...(view?.allocations ?? [])].map(([address, entry]) => `${String(entry['podref']).slice(8)}=${address}`).sort();
+  const held = [...(view?.allocations ?? [])]
+    .map(([address, entry]) => `${String(entry['podref']).slice(8)}=${address}`)
+    .sort();
   assert.deepEqual(held, succeeded.map(([name, address]) => `${name}=${address}`).sort());
   assert.equal(new Set(succeeded.map(([, a]) => a)).size, succeeded.length);
   // Reservations: every allocation has one; any other is a leak from a write whose fate was unknown, never a
@@ -126,7 +136,11 @@ test('a pool write whose answer is lost (the server applied it) is found by the 
   try {
     const kubeconfig = join(ns.dir, 'proxied.kubeconfig');
     writeFileSync(kubeconfig, kubeconfigFor({ ...cp, url: proxy.url }, ns.name));
-    const config = kubeNetwork(ns, [testRange('10.73.0.0/24')], { name: 'lost', enableOverlappingRanges: false, kubeconfig });
+    const config = kubeNetwork(ns, [testRange('10.73.0.0/24')], {
+      name: 'lost',
+      enableOverlappingRanges: false,
+      kubeconfig,
+    });
     assert.equal(await addOnce(config, 'l1', 'node-a', 1500), '10.73.0.1'); // also warms node-a's cache
     proxy.mode = 'drop-responses';
     const cache = poolPaths(join(ns.dir, 'nodes', 'node-a'), { network: 'lost', name: '10.73.0.0-24' }).data;
@@ -165,8 +179,14 @@ test('a reservation whose answer is lost stays: other pods skip the address, the
     await store.close();
   }
   assert.deepEqual([...((await poolView(ns, '10.74.0.0-24'))?.allocations.keys() ?? [])], ['10.74.0.1']);
-  assert.deepEqual((await reservationNames(ns)).filter((n) => n.startsWith('10.74.')), ['10.74.0.1', '10.74.0.2']);
+  assert.deepEqual(
+    (await reservationNames(ns)).filter((n) => n.startsWith('10.74.')),
+    ['10.74.0.1', '10.74.0.2'],
+  );
   assert.equal(await addOnce(config, 'r3', 'node-b', 1500), '10.74.0.3');
   assert.equal(await addOnce(config, 'r2', 'node-a', 1500), '10.74.0.2');
-  assert.deepEqual((await reservationNames(ns)).filter((n) => n.startsWith('10.74.')), ['10.74.0.1', '10.74.0.2', '10.74.0.3']);
+  assert.deepEqual(
+    (await reservationNames(ns)).filter((n) => n.startsWith('10.74.')),
+    ['10.74.0.1', '10.74.0.2', '10.74.0.3'],
+  );
 });

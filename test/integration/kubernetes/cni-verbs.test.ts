@@ -30,7 +30,12 @@ function call(command: string, conf: Record<string, unknown>, containerId?: stri
       path: '/opt/cni/bin',
       ...(containerId === undefined
         ? {}
-        : { containerId, netns: `/var/run/netns/${containerId}`, ifname: 'eth0', args: `K8S_POD_NAMESPACE=default;K8S_POD_NAME=${pod ?? containerId}` }),
+        : {
+            containerId,
+            netns: `/var/run/netns/${containerId}`,
+            ifname: 'eth0',
+            args: `K8S_POD_NAMESPACE=default;K8S_POD_NAME=${pod ?? containerId}`,
+          }),
     },
     conf,
     { extraEnv: { NODENAME: NODE } },
@@ -38,7 +43,8 @@ function call(command: string, conf: Record<string, unknown>, containerId?: stri
 }
 
 const conf = (options: ConfOptions) => cniConf(ns, NODE, options);
-const addressOf = (outcome: CniOutcome) => (outcome.json?.['ips'] as Array<{ address: string }> | undefined)?.[0]?.address;
+const addressOf = (outcome: CniOutcome) =>
+  (outcome.json?.['ips'] as Array<{ address: string }> | undefined)?.[0]?.address;
 
 test('ADD prints the allocated address and records it in the IPPool', async () => {
   const out = await call('ADD', conf({ name: 'v-add', range: '10.90.0.0/24' }), 'c-add', 'pod-add');
@@ -81,7 +87,10 @@ test('GC releases the allocations of this node missing from cni.dev/valid-attach
   for (const id of ['keep', 'drop']) assert.equal((await call('ADD', c, `c-${id}`)).code, 0);
   const gc = await call('GC', { ...c, 'cni.dev/valid-attachments': [{ containerID: 'c-keep', ifname: 'eth0' }] });
   assert.equal(gc.code, 0, gc.stdout);
-  assert.deepEqual([...((await poolView(ns, '10.94.0.0-24'))?.allocations.values() ?? [])].map((e) => e['id']), ['c-keep']);
+  assert.deepEqual(
+    [...((await poolView(ns, '10.94.0.0-24'))?.allocations.values() ?? [])].map((e) => e['id']),
+    ['c-keep'],
+  );
 });
 
 test('GC spares an allocation younger than gc_grace_seconds (its createdAt in the IPPool) though it is not in the valid list', async () => {
@@ -89,7 +98,10 @@ test('GC spares an allocation younger than gc_grace_seconds (its createdAt in th
   assert.equal((await call('ADD', c, 'c-young')).code, 0);
   const gc = await call('GC', { ...c, 'cni.dev/valid-attachments': [] });
   assert.equal(gc.code, 0, gc.stdout);
-  assert.deepEqual([...((await poolView(ns, '10.94.1.0-24'))?.allocations.values() ?? [])].map((e) => e['id']), ['c-young']);
+  assert.deepEqual(
+    [...((await poolView(ns, '10.94.1.0-24'))?.allocations.values() ?? [])].map((e) => e['id']),
+    ['c-young'],
+  );
 });
 
 test('STATUS succeeds while the API serves, also once the range is exhausted (ADD fails with code 100)', async () => {

@@ -30,7 +30,10 @@ const pod = (name: string) => ({ containerId: `c-${name}`, ifname: 'eth0', podRe
 for (const reservations of [false, true]) {
   test(`a write planned on a stale cache gets 409, re-reads and stays unique (reservations ${reservations ? 'on' : 'off'})`, async () => {
     const cidr = reservations ? '10.40.1.0/24' : '10.40.0.0/24';
-    const config = kubeNetwork(ns, [testRange(cidr)], { name: `stale-${reservations}`, enableOverlappingRanges: reservations });
+    const config = kubeNetwork(ns, [testRange(cidr)], {
+      name: `stale-${reservations}`,
+      enableOverlappingRanges: reservations,
+    });
     const log = memoryLogger();
     const nodeA = await openNode(ns, config, 'node-a', { log });
     const nodeB = await openNode(ns, config, 'node-b');
@@ -71,9 +74,14 @@ test('8 nodes adding 12 pods each at once on one shared pool get 96 distinct add
     assert.deepEqual([...(view?.allocations.keys() ?? [])].sort(), [...addresses].sort());
     const reserved = (await reservationNames(ns)).filter((n) => n.startsWith('10.41.'));
     assert.deepEqual(reserved, [...addresses].sort());
-    await Promise.all(nodes.flatMap((store, n) => Array.from({ length: 12 }, (_, p) => release(store, config, pod(`s-${n}-${p}`)))));
+    await Promise.all(
+      nodes.flatMap((store, n) => Array.from({ length: 12 }, (_, p) => release(store, config, pod(`s-${n}-${p}`)))),
+    );
     assert.equal((await poolView(ns, '10.41.0.0-24'))?.allocations.size, 0);
-    assert.deepEqual((await reservationNames(ns)).filter((n) => n.startsWith('10.41.')), []);
+    assert.deepEqual(
+      (await reservationNames(ns)).filter((n) => n.startsWith('10.41.')),
+      [],
+    );
   } finally {
     await Promise.all(nodes.map((s) => s.close()));
   }
@@ -129,13 +137,21 @@ test('plugin processes of one node remember a contended shared pool through the 
     const file = join(ns.dir, 'nodes', `${node}.log`);
     return existsSync(file) ? readFileSync(file, 'utf8').split('\n') : [];
   };
-  const collisions = (lines: readonly string[]) => lines.filter((l) => /is reserved through an overlapping range; planning again/.test(l)).length;
+  const collisions = (lines: readonly string[]) =>
+    lines.filter((l) => /is reserved through an overlapping range; planning again/.test(l)).length;
   /** One ADD by a plugin process of its own, as kubelet runs it; the log lines it added. */
   const add = async (node: string, name: string): Promise<{ address: string; lines: string[] }> => {
     const before = logOf(node).length;
     const outcome = await runCni(
       requireBinary(),
-      { command: 'ADD', path: '/opt/cni/bin', containerId: `c-${name}`, netns: `/var/run/netns/${name}`, ifname: 'eth0', args: `K8S_POD_NAMESPACE=default;K8S_POD_NAME=${name}` },
+      {
+        command: 'ADD',
+        path: '/opt/cni/bin',
+        containerId: `c-${name}`,
+        netns: `/var/run/netns/${name}`,
+        ifname: 'eth0',
+        args: `K8S_POD_NAMESPACE=default;K8S_POD_NAME=${name}`,
+      },
       cniConf(ns, node, { name: 'remembered', range: '10.44.0.0/16' }),
       { extraEnv: { NODENAME: node } },
     );
@@ -147,7 +163,11 @@ test('plugin processes of one node remember a contended shared pool through the 
   const first = await add('node-a', 'first');
   assert.equal(collisions(first.lines), 2, `the first process probes the lowest addresses:\n${first.lines.join('\n')}`);
   const second = await add('node-a', 'second');
-  assert.equal(collisions(second.lines), 0, `the next process on node-a plans spread from the start:\n${second.lines.join('\n')}`);
+  assert.equal(
+    collisions(second.lines),
+    0,
+    `the next process on node-a plans spread from the start:\n${second.lines.join('\n')}`,
+  );
   const other = await add('node-b', 'other');
   assert.equal(collisions(other.lines), 2, `node-b remembers nothing: lowest-first:\n${other.lines.join('\n')}`);
   const addresses = [first.address, second.address, other.address];

@@ -18,7 +18,11 @@ export interface KubeNetworkOptions extends TestNetworkOptions {
 }
 
 /** A network on the kubernetes datastore of `ns` (the cache dir is per node, given when the store is opened). */
-export function kubeNetwork(ns: Namespace, ranges: readonly RangeConfig[], options: KubeNetworkOptions = {}): NetworkConfig {
+export function kubeNetwork(
+  ns: Namespace,
+  ranges: readonly RangeConfig[],
+  options: KubeNetworkOptions = {},
+): NetworkConfig {
   const base = testNetwork(ranges, options);
   return {
     ...base,
@@ -27,7 +31,11 @@ export function kubeNetwork(ns: Namespace, ranges: readonly RangeConfig[], optio
       enableOverlappingRanges: options.enableOverlappingRanges ?? true,
       gcGraceSeconds: 0,
       ...(options.nodeSliceSize === undefined ? {} : { nodeSliceSize: options.nodeSliceSize }),
-      datastore: { kind: 'kubernetes', kubeconfig: options.kubeconfig ?? ns.kubeconfig, cacheDir: join(ns.dir, 'unused') },
+      datastore: {
+        kind: 'kubernetes',
+        kubeconfig: options.kubeconfig ?? ns.kubeconfig,
+        cacheDir: join(ns.dir, 'unused'),
+      },
     },
   };
 }
@@ -45,7 +53,12 @@ export interface NodeOptions {
 }
 
 /** The store as node `node` opens it: NODENAME=node and a cache dir of its own under the namespace's scratch dir. */
-export async function openNode(ns: Namespace, config: NetworkConfig, node: string, options: NodeOptions = {}): Promise<KubernetesStore> {
+export async function openNode(
+  ns: Namespace,
+  config: NetworkConfig,
+  node: string,
+  options: NodeOptions = {},
+): Promise<KubernetesStore> {
   const cacheDir = join(ns.dir, 'nodes', node);
   mkdirSync(cacheDir, { recursive: true });
   const datastore = config.ipam.datastore;
@@ -53,7 +66,11 @@ export async function openNode(ns: Namespace, config: NetworkConfig, node: strin
   return openKubernetesStore(
     config,
     { ...datastore, cacheDir },
-    { log: options.log ?? memoryLogger(), env: { NODENAME: node }, ...(options.tuning === undefined ? {} : { tuning: options.tuning }) },
+    {
+      log: options.log ?? memoryLogger(),
+      env: { NODENAME: node },
+      ...(options.tuning === undefined ? {} : { tuning: options.tuning }),
+    },
   );
 }
 
@@ -111,7 +128,9 @@ export function cniConf(ns: Namespace, node: string, options: ConfOptions): Reco
       range: options.range,
       ...(options.networkName === undefined ? {} : { network_name: options.networkName }),
       ...(options.nodeSliceSize === undefined ? {} : { node_slice_size: options.nodeSliceSize }),
-      ...(options.enableOverlappingRanges === undefined ? {} : { enable_overlapping_ranges: options.enableOverlappingRanges }),
+      ...(options.enableOverlappingRanges === undefined
+        ? {}
+        : { enable_overlapping_ranges: options.enableOverlappingRanges }),
       kubernetes: { kubeconfig: options.kubeconfig ?? ns.kubeconfig },
       cache_dir: join(ns.dir, 'nodes', node),
       log_file: join(ns.dir, 'nodes', `${node}.log`),
@@ -121,7 +140,13 @@ export function cniConf(ns: Namespace, node: string, options: ConfOptions): Reco
 }
 
 /** A NodeSlicePool as the controller would leave it: `range` cut into `/sliceSize` slices, one per node in order. */
-export async function createNodeSlicePool(ns: Namespace, name: string, range: string, slicePrefix: number, nodes: readonly string[]): Promise<Map<string, string>> {
+export async function createNodeSlicePool(
+  ns: Namespace,
+  name: string,
+  range: string,
+  slicePrefix: number,
+  nodes: readonly string[],
+): Promise<Map<string, string>> {
   const cidr = parseCidr(range);
   const size = 1n << BigInt((cidr.family === 4 ? 32 : 128) - slicePrefix);
   const count = Number(1n << BigInt(slicePrefix - cidr.prefix));

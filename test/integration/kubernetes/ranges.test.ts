@@ -39,7 +39,10 @@ test('overlapping ranges (/24 and /28 over the same addresses) hand out differen
   assert.deepEqual(await addOne(wide, 'node-a', 'w1'), ['10.30.0.1']);
   assert.deepEqual(await addOne(narrow, 'node-b', 'n1'), ['10.30.0.2']);
   assert.deepEqual(await addOne(wide, 'node-a', 'w2'), ['10.30.0.3']);
-  assert.deepEqual((await reservationNames(ns)).filter((n) => n.startsWith('10.30.')), ['10.30.0.1', '10.30.0.2', '10.30.0.3']);
+  assert.deepEqual(
+    (await reservationNames(ns)).filter((n) => n.startsWith('10.30.')),
+    ['10.30.0.1', '10.30.0.2', '10.30.0.3'],
+  );
   // The pools themselves are distinct objects; only the reservations kept them apart.
   assert.deepEqual([...((await poolView(ns, '10.30.0.0-28'))?.allocations.keys() ?? [])], ['10.30.0.2']);
 });
@@ -49,7 +52,10 @@ test('overlapping ranges with enable_overlapping_ranges off hand out the same ad
   const narrow = kubeNetwork(ns, [testRange('10.31.0.0/28')], { name: 'narrow-off', enableOverlappingRanges: false });
   assert.deepEqual(await addOne(wide, 'node-a', 'wo1'), ['10.31.0.1']);
   assert.deepEqual(await addOne(narrow, 'node-b', 'no1'), ['10.31.0.1']);
-  assert.deepEqual((await reservationNames(ns)).filter((n) => n.startsWith('10.31.')), []);
+  assert.deepEqual(
+    (await reservationNames(ns)).filter((n) => n.startsWith('10.31.')),
+    [],
+  );
 });
 
 test('network_name separates identical CIDRs into their own pools and reservations', async () => {
@@ -67,10 +73,7 @@ test('network_name separates identical CIDRs into their own pools and reservatio
 test('dual-stack ADD takes one address from each range; DEL releases both', async () => {
   const config = kubeNetwork(ns, [testRange('10.33.0.0/24'), testRange('fd00:33::/64')], { name: 'dual' });
   assert.deepEqual(await addOne(config, 'node-a', 'd1'), ['10.33.0.1', 'fd00:33::1']);
-  assert.deepEqual(
-    [...((await poolView(ns, 'fd00-33---64'))?.allocations.keys() ?? [])],
-    ['fd00:33::1'],
-  );
+  assert.deepEqual([...((await poolView(ns, 'fd00-33---64'))?.allocations.keys() ?? [])], ['fd00:33::1']);
   assert.ok((await reservationNames(ns)).includes('fd00-33--1'));
   const store = await openNode(ns, config, 'node-a');
   try {
@@ -89,7 +92,10 @@ test('dual-stack ADD is all or nothing: an exhausted IPv6 range rolls back the I
   await addOne(config, 'node-a', 'f2'); // fd00:34::2, the last one
   const store = await openNode(ns, config, 'node-a');
   try {
-    await assert.rejects(assign(store, config, pod('f3')), (err: unknown) => err instanceof HereaboutsError && cniCodeOf(err) === 100);
+    await assert.rejects(
+      assign(store, config, pod('f3')),
+      (err: unknown) => err instanceof HereaboutsError && cniCodeOf(err) === 100,
+    );
   } finally {
     await store.close();
   }

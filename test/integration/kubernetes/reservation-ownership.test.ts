@@ -24,7 +24,11 @@ after(async () => {
   await (ns as Namespace | undefined)?.cleanup();
 });
 
-const pod = (name: string, container = `c-${name}`) => ({ containerId: container, ifname: 'eth0', podRef: `default/${name}` });
+const pod = (name: string, container = `c-${name}`) => ({
+  containerId: container,
+  ifname: 'eth0',
+  podRef: `default/${name}`,
+});
 
 async function reservationSpec(name: string): Promise<Record<string, unknown> | undefined> {
   const object = await ns.get('overlappingrangeipreservations', name);
@@ -89,8 +93,14 @@ test('DEL leaves a reservation that names another container of the pod (re-adopt
       ...current,
       spec: { ...(current['spec'] as object), containerid: 'c-2' },
     });
-    assert.deepEqual(await release(node, config, pod('api-0', 'c-1')), [{ family: 4, value: (10n << 24n) + (60n << 16n) + (2n << 8n) + 1n }]);
-    assert.equal((await reservationSpec('10.60.2.1'))?.['containerid'], 'c-2', 'DEL deleted a reservation it did not own');
+    assert.deepEqual(await release(node, config, pod('api-0', 'c-1')), [
+      { family: 4, value: (10n << 24n) + (60n << 16n) + (2n << 8n) + 1n },
+    ]);
+    assert.equal(
+      (await reservationSpec('10.60.2.1'))?.['containerid'],
+      'c-2',
+      'DEL deleted a reservation it did not own',
+    );
   } finally {
     await node.close();
   }
@@ -125,7 +135,10 @@ test('a writer on a stale cache never reserves an address another writer already
     const spec = pool['spec'] as { allocations: Record<string, unknown> };
     const put = (await api(ns.cp, 'PUT', ns.path('ippools', '10.60.4.0-24'), {
       ...pool,
-      spec: { ...spec, allocations: { ...spec.allocations, '2': { id: 'c-wb', podref: 'default/wb', ifname: 'eth0' } } },
+      spec: {
+        ...spec,
+        allocations: { ...spec.allocations, '2': { id: 'c-wb', podref: 'default/wb', ifname: 'eth0' } },
+      },
     })) as { metadata: { resourceVersion: string } };
     // The node reads the pool from the API server's watch cache before reserving: once that cache holds the commit.
     // (Within the watch's delay it may still reserve .2; the next test shows that reservation goes to the holder.)
@@ -160,7 +173,13 @@ test('a reservation created just as another writer committed the address is hand
     node.api.send = async (req, options) => {
       if (!raced && req.method === 'POST' && req.path.endsWith('/overlappingrangeipreservations')) {
         raced = true;
-        await api(ns.cp, 'PATCH', ns.path('ippools', '10.60.5.0-24'), { spec: { allocations: { '2': { id: 'c-wb', podref: 'default/wb', ifname: 'eth0' } } } }, 'application/merge-patch+json');
+        await api(
+          ns.cp,
+          'PATCH',
+          ns.path('ippools', '10.60.5.0-24'),
+          { spec: { allocations: { '2': { id: 'c-wb', podref: 'default/wb', ifname: 'eth0' } } } },
+          'application/merge-patch+json',
+        );
       }
       return send(req, options);
     };
@@ -168,7 +187,10 @@ test('a reservation created just as another writer committed the address is hand
     assert.ok(raced);
     assert.equal(mine && formatIP(mine.address), '10.60.5.3');
     assert.deepEqual(
-      { podref: (await reservationSpec('10.60.5.2'))?.['podref'], containerid: (await reservationSpec('10.60.5.2'))?.['containerid'] },
+      {
+        podref: (await reservationSpec('10.60.5.2'))?.['podref'],
+        containerid: (await reservationSpec('10.60.5.2'))?.['containerid'],
+      },
       { podref: 'default/wb', containerid: 'c-wb' },
     );
     assert.equal((await reservationSpec('10.60.5.3'))?.['podref'], 'default/second');
@@ -187,7 +209,11 @@ test('a pod re-created under the same name does not adopt the reservation its pr
     assert.equal(old && formatIP(old.address), '10.60.6.1');
     // The old pod is force-deleted before its DEL ran; the new one (same name, new UID) lands on the narrow range.
     const [fresh] = await assign(other, narrow, { ...pod('sts-0', 'c-new'), podUid: 'uid-new' });
-    assert.equal(fresh && formatIP(fresh.address), '10.60.6.2', 'the new pod took the address its predecessor still holds');
+    assert.equal(
+      fresh && formatIP(fresh.address),
+      '10.60.6.2',
+      'the new pod took the address its predecessor still holds',
+    );
     assert.equal((await reservationSpec('10.60.6.1'))?.['podUid'], 'uid-old');
   } finally {
     await node.close();

@@ -35,7 +35,10 @@ after(async () => {
 let lockRetries = 0;
 
 function call(command: 'ADD' | 'DEL', node: string, pod: number): Promise<CniOutcome> {
-  return retryLockWaits(() => callOnce(command, node, pod), () => lockRetries++);
+  return retryLockWaits(
+    () => callOnce(command, node, pod),
+    () => lockRetries++,
+  );
 }
 
 function callOnce(command: 'ADD' | 'DEL', node: string, pod: number): Promise<CniOutcome> {
@@ -69,44 +72,65 @@ async function everyPod(command: 'ADD' | 'DEL'): Promise<Map<string, CniOutcome>
 }
 
 function failures(outcomes: Map<string, CniOutcome>): string[] {
-  return [...outcomes].filter(([, o]) => o.code !== 0).map(([k, o]) => `${k}: exit ${o.code} ${o.signal ?? ''} ${o.stdout} ${o.stderr.slice(0, 300)}`);
+  return [...outcomes]
+    .filter(([, o]) => o.code !== 0)
+    .map(([k, o]) => `${k}: exit ${o.code} ${o.signal ?? ''} ${o.stdout} ${o.stderr.slice(0, 300)}`);
 }
 
-test(`${NODES} nodes x ${PODS_PER_NODE} concurrent ADD processes get ${NODES * PODS_PER_NODE} distinct addresses, each in its node's slice`, { timeout: 600_000 }, async (t) => {
-  const started = Date.now();
-  const outcomes = await everyPod('ADD');
-  t.diagnostic(`${outcomes.size} ADDs in ${Date.now() - started} ms; ${lockRetries} run again after a lock wait (code 11)`);
-  lockRetries = 0;
-  assert.deepEqual(failures(outcomes), []);
-  const addresses = new Map<string, string>();
-  for (const [key, outcome] of outcomes) {
-    const ips = (outcome.json?.['ips'] ?? []) as Array<{ address: string }>;
-    assert.equal(ips.length, 1, `${key}: ${outcome.stdout}`);
-    const address = ips[0]?.address ?? '';
-    assert.match(address, /\/21$/, `${key} answered ${address}, not with the whole range's mask`);
-    const node = key.split('/')[0] ?? '';
-    const slice = parseCidr(slices.get(node) ?? '');
-    assert.ok(contains(slice, parseIP(address.split('/')[0] ?? '')), `${key} got ${address}, outside its slice ${slices.get(node)}`);
-    const holder = addresses.get(address);
-    assert.equal(holder, undefined, `${address} handed to both ${holder} and ${key}`);
-    addresses.set(address, key);
-  }
-  assert.equal(addresses.size, NODES * PODS_PER_NODE);
-  for (const node of nodes) {
-    const view = await poolView(ns, `${node}-${(slices.get(node) ?? '').replace('/', '-')}`);
-    assert.equal(view?.allocations.size, PODS_PER_NODE, `pool of ${node}`);
-  }
-  assert.equal((await reservationNames(ns)).length, NODES * PODS_PER_NODE);
-});
+test(
+  `${NODES} nodes x ${PODS_PER_NODE} concurrent ADD processes get ${NODES * PODS_PER_NODE} distinct addresses, each in its node's slice`,
+  { timeout: 600_000 },
+  async (t) => {
+    const started = Date.now();
+    const outcomes = await everyPod('ADD');
+    t.diagnostic(
+      `${outcomes.size} ADDs in ${Date.now() - started} ms; ${lockRetries} run again after a lock wait (code 11)`,
+    );
+    lockRetries = 0;
+    assert.deepEqual(failures(outcomes), []);
+    const addresses = new Map<string, string>();
+    for (const [key, outcome] of outcomes) {
+      const ips = (outcome.json?.['ips'] ?? []) as Array<{ address: string }>;
+      assert.equal(ips.length, 1, `${key}: ${outcome.stdout}`);
+      const address = ips[0]?.address ?? '';
+      assert.match(address, /\/21$/, `${key} answered ${address}, not with the whole range's mask`);
+      const node = key.split('/')[0] ?? '';
+      const slice = parseCidr(slices.get(node) ?? '');
+      assert.ok(
+        contains(slice, parseIP(address.split('/')[0] ?? '')),
+        `${key} got ${address}, outside its slice ${slices.get(node)}`,
+      );
+      const holder = addresses.get(address);
+      assert.equal(holder, undefined, `${address} handed to both ${holder} and ${key}`);
+      addresses.set(address, key);
+    }
+    assert.equal(addresses.size, NODES * PODS_PER_NODE);
+    for (const node of nodes) {
+      const view = await poolView(ns, `${node}-${(slices.get(node) ?? '').replace('/', '-')}`);
+      assert.equal(view?.allocations.size, PODS_PER_NODE, `pool of ${node}`);
+    }
+    assert.equal((await reservationNames(ns)).length, NODES * PODS_PER_NODE);
+  },
+);
 
-test(`${NODES * PODS_PER_NODE} DELs leave every slice pool empty and no reservation behind`, { timeout: 600_000 }, async (t) => {
-  const started = Date.now();
-  const outcomes = await everyPod('DEL');
-  t.diagnostic(`${outcomes.size} DELs in ${Date.now() - started} ms; ${lockRetries} run again after a lock wait (code 11)`);
-  assert.deepEqual(failures(outcomes), []);
-  for (const node of nodes) {
-    const view = await poolView(ns, `${node}-${(slices.get(node) ?? '').replace('/', '-')}`);
-    assert.equal(view?.allocations.size, 0, `pool of ${node} still holds ${[...(view?.allocations.keys() ?? [])].join(', ')}`);
-  }
-  assert.deepEqual(await reservationNames(ns), []);
-});
+test(
+  `${NODES * PODS_PER_NODE} DELs leave every slice pool empty and no reservation behind`,
+  { timeout: 600_000 },
+  async (t) => {
+    const started = Date.now();
+    const outcomes = await everyPod('DEL');
+    t.diagnostic(
+      `${outcomes.size} DELs in ${Date.now() - started} ms; ${lockRetries} run again after a lock wait (code 11)`,
+    );
+    assert.deepEqual(failures(outcomes), []);
+    for (const node of nodes) {
+      const view = await poolView(ns, `${node}-${(slices.get(node) ?? '').replace('/', '-')}`);
+      assert.equal(
+        view?.allocations.size,
+        0,
+        `pool of ${node} still holds ${[...(view?.allocations.keys() ?? [])].join(', ')}`,
+      );
+    }
+    assert.deepEqual(await reservationNames(ns), []);
+  },
+);

@@ -37,35 +37,65 @@ const pod = (name: string) => ({ containerId: `c-${name}`, ifname: 'eth0', podRe
 async function setStatus(status: Record<string, unknown>): Promise<{ uid: string; generation: number }> {
   const current = await ns.get('nodeslicepools', 'stall');
   assert.ok(current !== undefined);
-  const written = (await api(ns.cp, 'PUT', ns.path('nodeslicepools', 'stall'), { ...current, status })) as { metadata: { uid: string; generation: number; resourceVersion: string } };
+  const written = (await api(ns.cp, 'PUT', ns.path('nodeslicepools', 'stall'), { ...current, status })) as {
+    metadata: { uid: string; generation: number; resourceVersion: string };
+  };
   await cacheHolds(ns.cp, ns.path('nodeslicepools', 'stall'), written.metadata.resourceVersion); // what the plugin reads
   return { uid: written.metadata.uid, generation: written.metadata.generation };
 }
 
 test('an ADD that stalled past the drain of its slice is refused in the retired pool; the slice given back is usable', async () => {
-  const config = kubeNetwork(ns, [testRange('10.130.0.0/24')], { name: 'stall', nodeSliceSize: 28, enableOverlappingRanges: false });
+  const config = kubeNetwork(ns, [testRange('10.130.0.0/24')], {
+    name: 'stall',
+    nodeSliceSize: 28,
+    enableOverlappingRanges: false,
+  });
   await createNodeSlicePool(ns, 'stall', '10.130.0.0/24', 28, ['node-a']);
   const store = await openNode(ns, config, 'node-a');
   try {
     const stalled = await store.resolvePools(config); // the ADD reads its slice ... and stalls here
     // Meanwhile the node's slice drains (a reslice, or the node was thought gone) and is confirmed empty.
     const draining = { nodeName: 'node-a', sliceRange: '10.130.0.0/28', reason: 'Resliced' as const };
-    const version = await setStatus({ allocations: [{ nodeName: '', sliceRange: '10.130.0.0/28' }], draining: [draining] });
-    const spec = { network: 'stall', networkNamed: false, range: parseCidr('10.130.0.0/24'), sliceSize: 28, source: `${ns.name}/stall` };
-    const confirmed = await new DrainConfirmer(controller, 0).confirmEmpty(spec, [draining], { pools: new Map(), log: jsonLog({ level: 'error' }), version });
+    const version = await setStatus({
+      allocations: [{ nodeName: '', sliceRange: '10.130.0.0/28' }],
+      draining: [draining],
+    });
+    const spec = {
+      network: 'stall',
+      networkNamed: false,
+      range: parseCidr('10.130.0.0/24'),
+      sliceSize: 28,
+      source: `${ns.name}/stall`,
+    };
+    const confirmed = await new DrainConfirmer(controller, 0).confirmEmpty(spec, [draining], {
+      pools: new Map(),
+      log: jsonLog({ level: 'error' }),
+      version,
+    });
     assert.equal(confirmed.size, 1, 'the empty slice was not confirmed');
     const retired = await ns.get('ippools', 'node-a-10.130.0.0-28');
-    assert.ok((retired?.['metadata'] as { annotations?: Record<string, string> }).annotations?.[RETIRED_ANNOTATION] !== undefined);
+    assert.ok(
+      (retired?.['metadata'] as { annotations?: Record<string, string> }).annotations?.[RETIRED_ANNOTATION] !==
+        undefined,
+    );
     // The stalled ADD wakes up.
-    await assert.rejects(assign(store, config, pod('late'), { pools: stalled }), (err: unknown) => err instanceof HereaboutsError && cniCodeOf(err) === 11);
-    const spec0 = (await ns.get('ippools', 'node-a-10.130.0.0-28'))?.['spec'] as { allocations?: Record<string, unknown> };
+    await assert.rejects(
+      assign(store, config, pod('late'), { pools: stalled }),
+      (err: unknown) => err instanceof HereaboutsError && cniCodeOf(err) === 11,
+    );
+    const spec0 = (await ns.get('ippools', 'node-a-10.130.0.0-28'))?.['spec'] as {
+      allocations?: Record<string, unknown>;
+    };
     assert.deepEqual(spec0.allocations ?? {}, {}, 'the stalled ADD claimed an address in a released slice');
     // Later the controller gives the same slice to node-a again: a newer NodeSlicePool version, the pool works again.
     await setStatus({ allocations: [{ nodeName: 'node-a', sliceRange: '10.130.0.0/28' }], draining: [] });
     const [again] = await assign(store, config, pod('later'), { pools: await store.resolvePools(config) });
     assert.equal(again && formatIP(again.address), '10.130.0.1');
     const after = await ns.get('ippools', 'node-a-10.130.0.0-28');
-    assert.equal((after?.['metadata'] as { annotations?: Record<string, string> }).annotations?.[RETIRED_ANNOTATION], undefined);
+    assert.equal(
+      (after?.['metadata'] as { annotations?: Record<string, string> }).annotations?.[RETIRED_ANNOTATION],
+      undefined,
+    );
   } finally {
     await store.close();
   }

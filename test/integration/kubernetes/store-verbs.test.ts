@@ -38,14 +38,17 @@ test('ADD allocates the first free address into an IPPool named after the range,
     const view = await poolView(ns, '10.10.0.0-24');
     assert.equal(view?.range, '10.10.0.0/24');
     const entry = view.allocations.get('10.10.0.1');
-    assert.deepEqual({ ...entry, createdAt: undefined }, {
-      id: 'c1',
-      podref: 'default/pod-1',
-      ifname: 'eth0',
-      node: 'node-a',
-      podUid: 'uid-1',
-      createdAt: undefined,
-    });
+    assert.deepEqual(
+      { ...entry, createdAt: undefined },
+      {
+        id: 'c1',
+        podref: 'default/pod-1',
+        ifname: 'eth0',
+        node: 'node-a',
+        podUid: 'uid-1',
+        createdAt: undefined,
+      },
+    );
     assert.match(String(entry?.['createdAt']), /^\d{4}-\d\d-\d\dT/);
   } finally {
     await store.close();
@@ -58,14 +61,17 @@ test('ADD reserves the address cluster-wide with an OverlappingRangeIPReservatio
   try {
     await assign(store, config, pod(2));
     const orir = await ns.get('overlappingrangeipreservations', '10.11.0.1');
-    assert.deepEqual({ ...(orir?.['spec'] as object), createdAt: undefined }, {
-      podref: 'default/pod-2',
-      ifname: 'eth0',
-      containerid: 'c2',
-      node: 'node-a',
-      podUid: 'uid-2',
-      createdAt: undefined,
-    });
+    assert.deepEqual(
+      { ...(orir?.['spec'] as object), createdAt: undefined },
+      {
+        podref: 'default/pod-2',
+        ifname: 'eth0',
+        containerid: 'c2',
+        node: 'node-a',
+        podUid: 'uid-2',
+        createdAt: undefined,
+      },
+    );
   } finally {
     await store.close();
   }
@@ -149,7 +155,10 @@ test('CHECK passes for the holder and fails with code 102 for another container'
     const [assigned] = await assign(store, config, pod(9));
     assert.ok(assigned);
     await verify(store, config, pod(9), [assigned.address]);
-    await assert.rejects(verify(store, config, pod(10), [assigned.address]), (err: unknown) => err instanceof HereaboutsError && cniCodeOf(err) === 102);
+    await assert.rejects(
+      verify(store, config, pod(10), [assigned.address]),
+      (err: unknown) => err instanceof HereaboutsError && cniCodeOf(err) === 102,
+    );
   } finally {
     await store.close();
   }
@@ -180,7 +189,10 @@ test("GC releases only this node's allocations that are not in the valid list", 
     await assign(nodeB, config, pod(14)); // .3 another node's
     const report = await collectGarbage(nodeA, config, [{ containerId: 'c12', ifname: 'eth0' }]);
     assert.deepEqual(report.errors, []);
-    assert.deepEqual(report.released.map((r) => r.record.containerId), ['c13']);
+    assert.deepEqual(
+      report.released.map((r) => r.record.containerId),
+      ['c13'],
+    );
     const view = await poolView(ns, '10.19.0.0-24');
     assert.deepEqual([...(view?.allocations.keys() ?? [])].sort(), ['10.19.0.1', '10.19.0.3']);
     assert.ok(!(await reservationNames(ns)).includes('10.19.0.2'));
@@ -197,7 +209,10 @@ test('STATUS passes while the API serves, also once the range is exhausted (only
     await checkAvailable(store, config);
     await assign(store, config, pod(15));
     await assign(store, config, pod(16));
-    await assert.rejects(assign(store, config, pod(17)), (err: unknown) => err instanceof HereaboutsError && cniCodeOf(err) === 100);
+    await assert.rejects(
+      assign(store, config, pod(17)),
+      (err: unknown) => err instanceof HereaboutsError && cniCodeOf(err) === 100,
+    );
     await checkAvailable(store, config);
   } finally {
     await store.close();
@@ -210,7 +225,10 @@ test('STATUS fails with code 50 when the API server is unreachable', async () =>
   const config = kubeNetwork(ns, [testRange('10.21.0.0/24')], { kubeconfig });
   const store = await openNode(ns, config, 'node-a');
   try {
-    await assert.rejects(checkAvailable(store, config), (err: unknown) => err instanceof HereaboutsError && cniCodeOf(err) === 50);
+    await assert.rejects(
+      checkAvailable(store, config),
+      (err: unknown) => err instanceof HereaboutsError && cniCodeOf(err) === 50,
+    );
   } finally {
     await store.close();
   }
@@ -222,7 +240,10 @@ test('ADD with the API server unreachable fails with code 11', async () => {
   const config = kubeNetwork(ns, [testRange('10.22.0.0/24')], { kubeconfig });
   const store = await openNode(ns, config, 'node-a');
   try {
-    await assert.rejects(assign(store, config, pod(18)), (err: unknown) => err instanceof HereaboutsError && cniCodeOf(err) === 11);
+    await assert.rejects(
+      assign(store, config, pod(18)),
+      (err: unknown) => err instanceof HereaboutsError && cniCodeOf(err) === 11,
+    );
   } finally {
     await store.close();
   }
@@ -248,7 +269,13 @@ test('a steady-state ADD on a shared pool makes one API write without reservatio
       // never reserved on a stale cache; DEL reads the reservation before its conditional delete.
       assert.deepEqual(
         { reservations, addWrites: writes(add), addReads: reads(add), delWrites: writes(del), delReads: reads(del) },
-        { reservations, addWrites: reservations ? 2 : 1, addReads: reservations ? 1 : 0, delWrites: reservations ? 2 : 1, delReads: reservations ? 1 : 0 },
+        {
+          reservations,
+          addWrites: reservations ? 2 : 1,
+          addReads: reservations ? 1 : 0,
+          delWrites: reservations ? 2 : 1,
+          delReads: reservations ? 1 : 0,
+        },
       );
     } finally {
       await store.close();
@@ -264,7 +291,10 @@ test('a kubeconfig with tokenFile reads the token on every run (a rotated token 
   writeFileSync(tokenFile, 'not-the-token');
   const rejected = await openNode(ns, config, 'node-a');
   try {
-    await assert.rejects(assign(rejected, config, pod(19)), (err: unknown) => err instanceof HereaboutsError && cniCodeOf(err) === 11 && /401/.test(err.message));
+    await assert.rejects(
+      assign(rejected, config, pod(19)),
+      (err: unknown) => err instanceof HereaboutsError && cniCodeOf(err) === 11 && /401/.test(err.message),
+    );
   } finally {
     await rejected.close();
   }

@@ -9,7 +9,14 @@ import { join } from 'node:path';
 import { ApiClient } from '../../../src/kube/api.ts';
 import { loadEndpointCached } from '../../../src/kube/endpoint-cache.ts';
 import { TlsSessionStore } from '../../../src/kube/tls-session.ts';
-import { controlPlane, createNamespace, kubeconfigFor, stopControlPlane, type ControlPlane, type Namespace } from '../../support/control-plane.ts';
+import {
+  controlPlane,
+  createNamespace,
+  kubeconfigFor,
+  stopControlPlane,
+  type ControlPlane,
+  type Namespace,
+} from '../../support/control-plane.ts';
 
 let cp: ControlPlane;
 let ns: Namespace;
@@ -26,9 +33,15 @@ after(async () => {
 /** One "process": resolve the kubeconfig through the node cache, make one request, report the handshake. */
 async function oneProcess(kubeconfig: string, cacheDir: string): Promise<'full' | 'resumed' | undefined> {
   const { endpoint } = await loadEndpointCached(kubeconfig, cacheDir);
-  const api = new ApiClient(endpoint, { timeoutMs: 10_000, tlsSessions: new TlsSessionStore(cacheDir, endpoint.server, endpoint.requestOptions) });
+  const api = new ApiClient(endpoint, {
+    timeoutMs: 10_000,
+    tlsSessions: new TlsSessionStore(cacheDir, endpoint.server, endpoint.requestOptions),
+  });
   try {
-    const res = await api.send({ method: 'GET', path: `/apis/whereabouts.cni.cncf.io/v1alpha1/namespaces/${ns.name}/ippools` });
+    const res = await api.send({
+      method: 'GET',
+      path: `/apis/whereabouts.cni.cncf.io/v1alpha1/namespaces/${ns.name}/ippools`,
+    });
     assert.equal(res.status, 200);
     return api.lastHandshake;
   } finally {

@@ -50,7 +50,10 @@ test('ADD skips the addresses a Whereabouts pool holds and the ones its reservat
   try {
     const [first] = await assign(store, config(), pod('new-1'));
     const [second] = await assign(store, config(), pod('new-2'));
-    assert.deepEqual([first, second].map((a) => a && formatIP(a.address)), ['10.50.0.5', '10.50.0.6']);
+    assert.deepEqual(
+      [first, second].map((a) => a && formatIP(a.address)),
+      ['10.50.0.5', '10.50.0.6'],
+    );
   } finally {
     await store.close();
   }
@@ -70,7 +73,11 @@ test('our writes keep the fields Whereabouts wrote on entries we did not touch',
 test('ADD for a pod Whereabouts already served returns its address (idempotent by pod and interface)', async () => {
   const store = await openNode(ns, config(), 'node-a');
   try {
-    const [again] = await assign(store, config(), { containerId: 'new-sandbox', ifname: 'net1', podRef: 'default/wb-pod' });
+    const [again] = await assign(store, config(), {
+      containerId: 'new-sandbox',
+      ifname: 'net1',
+      podRef: 'default/wb-pod',
+    });
     assert.equal(again && formatIP(again.address), '10.50.0.2');
     assert.equal(again?.claimed, false);
   } finally {

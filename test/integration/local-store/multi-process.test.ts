@@ -89,7 +89,9 @@ function claimedAddresses(children: readonly Child[]): string[] {
 }
 
 function poolFile(dataDir: string): { allocations: Record<string, { id: string }> } {
-  return JSON.parse(readFileSync(join(dataDir, 'stress', '10.0.0.0-16.json'), 'utf8')) as { allocations: Record<string, { id: string }> };
+  return JSON.parse(readFileSync(join(dataDir, 'stress', '10.0.0.0-16.json'), 'utf8')) as {
+    allocations: Record<string, { id: string }>;
+  };
 }
 
 async function startClaimers(dataDir: string, goFile: string, prefix: string): Promise<Child[]> {
@@ -100,51 +102,61 @@ async function startClaimers(dataDir: string, goFile: string, prefix: string): P
   return children;
 }
 
-test(`${PROCESSES} processes claiming the first free address at once each get a distinct one`, { timeout: 180_000 }, async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'hereabouts-mp-'));
-  const dataDir = join(dir, 'data');
-  const goFile = join(dir, 'go');
-  const children = await startClaimers(dataDir, goFile, 'c');
-  const goAt = Date.now();
-  writeFileSync(goFile, '');
-  const exits = await Promise.all(children.map((c) => c.exited));
-  t.diagnostic(`all ${PROCESSES} claims done ${Math.max(...exits.map((e) => e.at)) - goAt} ms after the start signal`);
-  assert.deepEqual(
-    exits.map((e, i) => (e.code === 0 ? 0 : children[i]?.output)),
-    exits.map(() => 0),
-  );
-  const addresses = claimedAddresses(children);
-  assert.equal(new Set(addresses).size, PROCESSES);
-  // First fit under a working lock packs the pool: exactly the lowest PROCESSES addresses.
-  const expected = Array.from({ length: PROCESSES }, (_, i) => String(BigInt(10 << 24) + BigInt(i + 1)));
-  assert.deepEqual([...addresses].sort(), [...expected].sort());
-  const ids = Object.values(poolFile(dataDir).allocations).map((a) => a.id);
-  assert.equal(new Set(ids).size, PROCESSES);
-});
+test(
+  `${PROCESSES} processes claiming the first free address at once each get a distinct one`,
+  { timeout: 180_000 },
+  async (t) => {
+    const dir = mkdtempSync(join(tmpdir(), 'hereabouts-mp-'));
+    const dataDir = join(dir, 'data');
+    const goFile = join(dir, 'go');
+    const children = await startClaimers(dataDir, goFile, 'c');
+    const goAt = Date.now();
+    writeFileSync(goFile, '');
+    const exits = await Promise.all(children.map((c) => c.exited));
+    t.diagnostic(
+      `all ${PROCESSES} claims done ${Math.max(...exits.map((e) => e.at)) - goAt} ms after the start signal`,
+    );
+    assert.deepEqual(
+      exits.map((e, i) => (e.code === 0 ? 0 : children[i]?.output)),
+      exits.map(() => 0),
+    );
+    const addresses = claimedAddresses(children);
+    assert.equal(new Set(addresses).size, PROCESSES);
+    // First fit under a working lock packs the pool: exactly the lowest PROCESSES addresses.
+    const expected = Array.from({ length: PROCESSES }, (_, i) => String(BigInt(10 << 24) + BigInt(i + 1)));
+    assert.deepEqual([...addresses].sort(), [...expected].sort());
+    const ids = Object.values(poolFile(dataDir).allocations).map((a) => a.id);
+    assert.equal(new Set(ids).size, PROCESSES);
+  },
+);
 
-test('a lock holder killed with SIGKILL is taken over at once, not after the stale window', { timeout: 180_000 }, async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'hereabouts-mp-'));
-  const dataDir = join(dir, 'data');
-  const goFile = join(dir, 'go');
-  const lockHolder = start(holder, { DATA_DIR: dataDir, STALE_MS: String(STALE_MS) });
-  await waitFor(lockHolder, 'locked');
-  const children = await startClaimers(dataDir, goFile, 'k');
-  writeFileSync(goFile, '');
-  // Hold well past the stale window: a live holder keeps its lock, so nobody may get through.
-  await new Promise((r) => setTimeout(r, STALE_MS * 1.5));
-  assert.equal(children.filter((c) => c.output.includes('claimed')).length, 0, 'a claimer got past a live lock');
-  assert.ok(existsSync(join(dataDir, 'stress', '10.0.0.0-16.json.lock')));
-  assert.equal(children.filter((c) => c.proc.exitCode !== null).length, 0, 'a claimer gave up or failed');
-  const killedAt = Date.now();
-  lockHolder.proc.kill('SIGKILL');
-  const exits = await Promise.all(children.map((c) => c.exited));
-  assert.deepEqual(
-    exits.map((e, i) => (e.code === 0 ? 0 : children[i]?.output)),
-    exits.map(() => 0),
-  );
-  const firstDone = Math.min(...exits.map((e) => e.at)) - killedAt;
-  t.diagnostic(`claims done ${firstDone}-${Math.max(...exits.map((e) => e.at)) - killedAt} ms after the kill`);
-  assert.ok(firstDone < PROMPT_MS, `first claim ${firstDone} ms after the kill (stale window ${STALE_MS} ms)`);
-  const addresses = claimedAddresses(children);
-  assert.equal(new Set(addresses).size, PROCESSES);
-});
+test(
+  'a lock holder killed with SIGKILL is taken over at once, not after the stale window',
+  { timeout: 180_000 },
+  async (t) => {
+    const dir = mkdtempSync(join(tmpdir(), 'hereabouts-mp-'));
+    const dataDir = join(dir, 'data');
+    const goFile = join(dir, 'go');
+    const lockHolder = start(holder, { DATA_DIR: dataDir, STALE_MS: String(STALE_MS) });
+    await waitFor(lockHolder, 'locked');
+    const children = await startClaimers(dataDir, goFile, 'k');
+    writeFileSync(goFile, '');
+    // Hold well past the stale window: a live holder keeps its lock, so nobody may get through.
+    await new Promise((r) => setTimeout(r, STALE_MS * 1.5));
+    assert.equal(children.filter((c) => c.output.includes('claimed')).length, 0, 'a claimer got past a live lock');
+    assert.ok(existsSync(join(dataDir, 'stress', '10.0.0.0-16.json.lock')));
+    assert.equal(children.filter((c) => c.proc.exitCode !== null).length, 0, 'a claimer gave up or failed');
+    const killedAt = Date.now();
+    lockHolder.proc.kill('SIGKILL');
+    const exits = await Promise.all(children.map((c) => c.exited));
+    assert.deepEqual(
+      exits.map((e, i) => (e.code === 0 ? 0 : children[i]?.output)),
+      exits.map(() => 0),
+    );
+    const firstDone = Math.min(...exits.map((e) => e.at)) - killedAt;
+    t.diagnostic(`claims done ${firstDone}-${Math.max(...exits.map((e) => e.at)) - killedAt} ms after the kill`);
+    assert.ok(firstDone < PROMPT_MS, `first claim ${firstDone} ms after the kill (stale window ${STALE_MS} ms)`);
+    const addresses = claimedAddresses(children);
+    assert.equal(new Set(addresses).size, PROCESSES);
+  },
+);

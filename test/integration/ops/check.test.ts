@@ -52,7 +52,9 @@ describe('hereabouts check', () => {
     await pool(ns, '10.95.0.0-28', '10.95.0.0/28', { '5': web });
     // Node-a's slice holds an address for a pod on node-b.
     await sliceOwner(ns, 'slicenet', '10.96.0.0/24', '/28', [{ nodeName: 'node-a', sliceRange: '10.96.0.0/28' }]);
-    await pool(ns, 'node-a-10.96.0.0-28', '10.96.0.0/28', { '3': entry(ns, 'web', { podUid: webUid, node: 'node-b' }) });
+    await pool(ns, 'node-a-10.96.0.0-28', '10.96.0.0/28', {
+      '3': entry(ns, 'web', { podUid: webUid, node: 'node-b' }),
+    });
     // A pool whose writer uses reservations (.1 has one) but whose .2 lost it, whose .3 is reserved for another
     // pod, whose .4 belongs to a pod that is gone, and an entry that is not an offset.
     const a = entry(ns, 'web', { podUid: webUid });
@@ -70,7 +72,9 @@ describe('hereabouts check', () => {
 
     const run = hb(ns, ['check', '--reservation-grace', '0s', '-o', 'json']);
     const report = json(run, 1) as Report;
-    const found = report.problems.map((p) => [p.kind, p.address, p.pool ?? p.reservation].filter((x) => x !== undefined).join(' '));
+    const found = report.problems.map((p) =>
+      [p.kind, p.address, p.pool ?? p.reservation].filter((x) => x !== undefined).join(' '),
+    );
     assert.deepEqual(found, [
       'unreadable-pool 10.97.0.0-24',
       'duplicate-address 10.95.0.5',
@@ -81,8 +85,14 @@ describe('hereabouts check', () => {
       'reservation-without-allocation 10.98.0.1 10.98.0.1',
     ]);
     const byKind = new Map(report.problems.map((p) => [p.kind, p]));
-    assert.match(byKind.get('duplicate-address')!.message, /10\.95\.0\.5 is allocated in 2 pools of network \(unnamed\): 10\.95\.0\.0-24, 10\.95\.0\.0-28/);
-    assert.match(byKind.get('outside-node-slice')!.message, /the node slice of node-a, is held by .*\/web on node node-b/);
+    assert.match(
+      byKind.get('duplicate-address')!.message,
+      /10\.95\.0\.5 is allocated in 2 pools of network \(unnamed\): 10\.95\.0\.0-24, 10\.95\.0\.0-28/,
+    );
+    assert.match(
+      byKind.get('outside-node-slice')!.message,
+      /the node slice of node-a, is held by .*\/web on node node-b/,
+    );
     assert.equal(byKind.get('orphan')!.reason, 'pod-gone');
     assert.equal(byKind.get('reservation-mismatch')!.reservation, '10.97.0.3');
     assert.equal(byKind.get('allocation-without-reservation')!.reservation, '10.97.0.2');
@@ -100,22 +110,43 @@ describe('hereabouts check', () => {
 
   test('a young reservation is not yet a problem (its writer reserves before its pool write)', () => {
     const report = json(hb(ns, ['check', '-o', 'json']), 1) as Report;
-    assert.ok(!report.problems.some((p) => p.kind === 'reservation-without-allocation'), JSON.stringify(report.problems));
+    assert.ok(
+      !report.problems.some((p) => p.kind === 'reservation-without-allocation'),
+      JSON.stringify(report.problems),
+    );
   });
 
   test('a user who may not list pods gets a pods-not-listed problem', async () => {
     const base = `/api/v1/namespaces/${ns.name}`;
-    await api(ns.cp, 'POST', `${base}/serviceaccounts`, { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'pools-only' } });
+    await api(ns.cp, 'POST', `${base}/serviceaccounts`, {
+      apiVersion: 'v1',
+      kind: 'ServiceAccount',
+      metadata: { name: 'pools-only' },
+    });
     await api(ns.cp, 'POST', `/apis/rbac.authorization.k8s.io/v1/namespaces/${ns.name}/roles`, {
-      apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role', metadata: { name: 'pools-only' },
-      rules: [{ apiGroups: ['whereabouts.cni.cncf.io'], resources: ['ippools', 'nodeslicepools', 'overlappingrangeipreservations'], verbs: ['list'] }],
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'Role',
+      metadata: { name: 'pools-only' },
+      rules: [
+        {
+          apiGroups: ['whereabouts.cni.cncf.io'],
+          resources: ['ippools', 'nodeslicepools', 'overlappingrangeipreservations'],
+          verbs: ['list'],
+        },
+      ],
     });
     await api(ns.cp, 'POST', `/apis/rbac.authorization.k8s.io/v1/namespaces/${ns.name}/rolebindings`, {
-      apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding', metadata: { name: 'pools-only' },
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'RoleBinding',
+      metadata: { name: 'pools-only' },
       roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'pools-only' },
       subjects: [{ kind: 'ServiceAccount', name: 'pools-only', namespace: ns.name }],
     });
-    const token = (await api(ns.cp, 'POST', `${base}/serviceaccounts/pools-only/token`, { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 600 } })) as { status: { token: string } };
+    const token = (await api(ns.cp, 'POST', `${base}/serviceaccounts/pools-only/token`, {
+      apiVersion: 'authentication.k8s.io/v1',
+      kind: 'TokenRequest',
+      spec: { expirationSeconds: 600 },
+    })) as { status: { token: string } };
     const kubeconfig = join(ns.dir, 'pools-only.kubeconfig');
     writeFileSync(kubeconfig, kubeconfigFor(ns.cp, ns.name, { token: token.status.token }), { mode: 0o600 });
     let report: Report | undefined;

@@ -53,9 +53,19 @@ export interface Entry {
   readonly createdAt?: string;
 }
 
-export const entry = (ns: Namespace, pod: string, extra: Partial<Entry> = {}): Entry => ({ id: `ctr-${pod}`, podref: `${ns.name}/${pod}`, ifname: 'net1', ...extra });
+export const entry = (ns: Namespace, pod: string, extra: Partial<Entry> = {}): Entry => ({
+  id: `ctr-${pod}`,
+  podref: `${ns.name}/${pod}`,
+  ifname: 'net1',
+  ...extra,
+});
 
-export async function pool(ns: Namespace, name: string, range: string, allocations: Record<string, Entry>): Promise<void> {
+export async function pool(
+  ns: Namespace,
+  name: string,
+  range: string,
+  allocations: Record<string, Entry>,
+): Promise<void> {
   await ns.create('ippools', { apiVersion: GROUP, kind: 'IPPool', metadata: { name }, spec: { range, allocations } });
 }
 
@@ -69,12 +79,24 @@ export async function reservation(ns: Namespace, name: string, e: Entry): Promis
   });
 }
 
-export async function sliceOwner(ns: Namespace, network: string, range: string, sliceSize: string, slices: ReadonlyArray<{ nodeName: string; sliceRange: string }>): Promise<void> {
-  await ns.create('nodeslicepools', { apiVersion: GROUP, kind: 'NodeSlicePool', metadata: { name: network }, spec: { range, sliceSize }, status: { allocations: slices } });
+export async function sliceOwner(
+  ns: Namespace,
+  network: string,
+  range: string,
+  sliceSize: string,
+  slices: ReadonlyArray<{ nodeName: string; sliceRange: string }>,
+): Promise<void> {
+  await ns.create('nodeslicepools', {
+    apiVersion: GROUP,
+    kind: 'NodeSlicePool',
+    metadata: { name: network },
+    spec: { range, sliceSize },
+    status: { allocations: slices },
+  });
 }
 
 /** The allocations of a pool as stored (offset -> entry). */
 export async function allocationsOf(ns: Namespace, name: string): Promise<Record<string, Entry>> {
   const object = await ns.get('ippools', name);
-  return ((object?.['spec'] as { allocations?: Record<string, Entry> } | undefined)?.allocations) ?? {};
+  return (object?.['spec'] as { allocations?: Record<string, Entry> } | undefined)?.allocations ?? {};
 }

@@ -15,20 +15,29 @@ import { allocationsOf, bin, entry, pool, reservation, type Run } from './harnes
 
 const SA_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
 
-describe('operator commands in a cluster, with the controller\'s ServiceAccount', () => {
+describe("operator commands in a cluster, with the controller's ServiceAccount", () => {
   let ns: Namespace;
   let kubectl: string;
   let overlay: string;
   let files: string;
   let sa: string;
-  const kube = (...args: string[]): string => execFileSync(kubectl, ['--kubeconfig', ns.cp.kubeconfig, ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  const kube = (...args: string[]): string =>
+    execFileSync(kubectl, ['--kubeconfig', ns.cp.kubeconfig, ...args], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
   /** `hereabouts <args>` with the ServiceAccount's files mounted where a pod has them, and no kubeconfig anywhere. */
   const inPod = (args: readonly string[]): Run => {
     const script = `mount -t tmpfs none /run && mkdir -p ${SA_DIR} && cp "$0"/* ${SA_DIR}/ && exec "$@"`;
     const url = new URL(ns.cp.url);
     const run = spawnSync('unshare', ['-m', '--propagation', 'private', 'sh', '-c', script, files, bin, ...args], {
       encoding: 'utf8',
-      env: { PATH: '/usr/bin:/bin', HOME: join(ns.dir, 'home'), KUBERNETES_SERVICE_HOST: url.hostname, KUBERNETES_SERVICE_PORT: url.port },
+      env: {
+        PATH: '/usr/bin:/bin',
+        HOME: join(ns.dir, 'home'),
+        KUBERNETES_SERVICE_HOST: url.hostname,
+        KUBERNETES_SERVICE_PORT: url.port,
+      },
       timeout: 60_000,
     });
     return { code: run.status, stdout: run.stdout, stderr: run.stderr };
@@ -42,11 +51,23 @@ describe('operator commands in a cluster, with the controller\'s ServiceAccount'
     mkdirSync(join(ns.dir, 'home'));
     copyFileSync(join(repoRoot, 'deploy', 'rbac-controller.yaml'), join(overlay, 'rbac-controller.yaml'));
     // A name prefix keeps the cluster-wide objects apart from other suites'.
-    writeFileSync(join(overlay, 'kustomization.yaml'), `namespace: ${ns.name}\nnamePrefix: ${ns.name}-\nresources: [rbac-controller.yaml]\n`);
+    writeFileSync(
+      join(overlay, 'kustomization.yaml'),
+      `namespace: ${ns.name}\nnamePrefix: ${ns.name}-\nresources: [rbac-controller.yaml]\n`,
+    );
     kube('apply', '-k', overlay);
     sa = `${ns.name}-hereabouts-controller`;
-    for (let i = 0; i < 50 && !(await allowed(ns.cp, { namespace: ns.name, name: sa }, { verb: 'list', resource: 'pods' })); i++) await new Promise((r) => setTimeout(r, 100));
-    const token = (await api(ns.cp, 'POST', `/api/v1/namespaces/${ns.name}/serviceaccounts/${sa}/token`, { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 600 } })) as { status: { token: string } };
+    for (
+      let i = 0;
+      i < 50 && !(await allowed(ns.cp, { namespace: ns.name, name: sa }, { verb: 'list', resource: 'pods' }));
+      i++
+    )
+      await new Promise((r) => setTimeout(r, 100));
+    const token = (await api(ns.cp, 'POST', `/api/v1/namespaces/${ns.name}/serviceaccounts/${sa}/token`, {
+      apiVersion: 'authentication.k8s.io/v1',
+      kind: 'TokenRequest',
+      spec: { expirationSeconds: 600 },
+    })) as { status: { token: string } };
     files = join(ns.dir, 'sa');
     mkdirSync(files);
     writeFileSync(join(files, 'token'), token.status.token);
@@ -64,12 +85,15 @@ describe('operator commands in a cluster, with the controller\'s ServiceAccount'
     await ns.cleanup();
   });
 
-  test('status, ip, pool, orphans and check read through the ServiceAccount, in the pod\'s namespace', () => {
+  test("status, ip, pool, orphans and check read through the ServiceAccount, in the pod's namespace", () => {
     const status = inPod(['status', '-o', 'json']);
     assert.equal(status.code, 0, status.stderr);
     const report = JSON.parse(status.stdout) as { namespace: string; pools: Array<{ name: string; orphans: number }> };
     assert.equal(report.namespace, ns.name);
-    assert.deepEqual(report.pools.map((p) => [p.name, p.orphans]), [['10.99.0.0-24', 1]]);
+    assert.deepEqual(
+      report.pools.map((p) => [p.name, p.orphans]),
+      [['10.99.0.0-24', 1]],
+    );
     const ip = inPod(['ip', '10.99.0.5']);
     assert.equal(ip.code, 0, ip.stderr);
     assert.match(ip.stdout, new RegExp(`^10\\.99\\.0\\.5 is held by ${ns.name}/web in IPPool 10\\.99\\.0\\.0-24\\n`));
@@ -78,16 +102,25 @@ describe('operator commands in a cluster, with the controller\'s ServiceAccount'
     assert.equal(poolRun.code, 0, poolRun.stderr);
     const orphans = inPod(['orphans', '-o', 'json']);
     assert.equal(orphans.code, 0, orphans.stderr);
-    assert.deepEqual((JSON.parse(orphans.stdout) as { allocations: Array<{ address: string }> }).allocations.map((a) => a.address), ['10.99.0.6']);
+    assert.deepEqual(
+      (JSON.parse(orphans.stdout) as { allocations: Array<{ address: string }> }).allocations.map((a) => a.address),
+      ['10.99.0.6'],
+    );
     const check = inPod(['check', '-o', 'json']);
     assert.equal(check.code, 1, check.stderr);
-    assert.deepEqual((JSON.parse(check.stdout) as { problems: Array<{ kind: string }> }).problems.map((p) => p.kind), ['orphan']);
+    assert.deepEqual(
+      (JSON.parse(check.stdout) as { problems: Array<{ kind: string }> }).problems.map((p) => p.kind),
+      ['orphan'],
+    );
   });
 
   test('release writes through the ServiceAccount: the pool entry and the reservation go', async () => {
     const run = inPod(['release', '10.99.0.6', '--network', '']);
     assert.equal(run.code, 0, run.stderr);
-    assert.match(run.stdout, /^released 10\.99\.0\.6 from IPPool 10\.99\.0\.0-24 .*\nreservation 10\.99\.0\.6: deleted\n$/);
+    assert.match(
+      run.stdout,
+      /^released 10\.99\.0\.6 from IPPool 10\.99\.0\.0-24 .*\nreservation 10\.99\.0\.6: deleted\n$/,
+    );
     assert.deepEqual(Object.keys(await allocationsOf(ns, '10.99.0.0-24')), ['5']);
     assert.equal(await ns.get('overlappingrangeipreservations', '10.99.0.6'), undefined);
   });

@@ -83,9 +83,15 @@ describe('hereabouts ip and pool', () => {
 
   test('ip --network picks one network', () => {
     const blue = json(hb(ns, ['ip', '10.60.0.5', '--network', 'blue', '-o', 'json'])) as IpReport;
-    assert.deepEqual(blue.holders.map((h) => h.pool), ['blue-10.60.0.0-24']);
+    assert.deepEqual(
+      blue.holders.map((h) => h.pool),
+      ['blue-10.60.0.0-24'],
+    );
     const unnamed = json(hb(ns, ['ip', '10.60.0.5', '--network', '', '-o', 'json'])) as IpReport;
-    assert.deepEqual(unnamed.holders.map((h) => h.pool), ['10.60.0.0-24']);
+    assert.deepEqual(
+      unnamed.holders.map((h) => h.pool),
+      ['10.60.0.0-24'],
+    );
   });
 
   test('ip prints each holder as a block, and says when pool and reservation disagree', () => {
@@ -98,7 +104,10 @@ describe('hereabouts ip and pool', () => {
     assert.ok(lines.includes('  container    ctr-web, interface net1'), run.stdout);
     assert.ok(lines.includes(`  since        ${allocatedAt} (10m ago)`), run.stdout);
     assert.ok(lines.includes('  reservation  10.60.0.5: agrees with the pool'), run.stdout);
-    assert.ok(lines.includes(`  reservation  blue-10.60.0.5: DISAGREES: names another attachment (${ns.name}/someone-else)`), run.stdout);
+    assert.ok(
+      lines.includes(`  reservation  blue-10.60.0.5: DISAGREES: names another attachment (${ns.name}/someone-else)`),
+      run.stdout,
+    );
   });
 
   test('a node-slice pool names its node; an IPv6 address at offset 2^64 - 2 is found', () => {
@@ -107,7 +116,10 @@ describe('hereabouts ip and pool', () => {
     assert.equal(slice.holders[0].network, '');
     const v6 = json(hb(ns, ['ip', 'fd00:0::ffff:ffff:ffff:fffe', '-o', 'json'])) as IpReport;
     assert.equal(v6.address, 'fd00::ffff:ffff:ffff:fffe');
-    assert.deepEqual(v6.holders.map((h) => [h.pool, h.podRef]), [['fd00---64', `${ns.name}/web`]]);
+    assert.deepEqual(
+      v6.holders.map((h) => [h.pool, h.podRef]),
+      [['fd00---64', `${ns.name}/web`]],
+    );
   });
 
   test('an address no pool holds: exit 1, it says so, and shows a reservation left for it', () => {
@@ -117,23 +129,40 @@ describe('hereabouts ip and pool', () => {
     const stray = hb(ns, ['ip', '10.60.0.78', '-o', 'json']);
     const report = json(stray, 1) as IpReport;
     assert.deepEqual(report.holders, []);
-    assert.deepEqual(report.reservations.map((r) => [r.name, r.podRef]), [['10.60.0.78', `${ns.name}/stray`]]);
+    assert.deepEqual(
+      report.reservations.map((r) => [r.name, r.podRef]),
+      [['10.60.0.78', `${ns.name}/stray`]],
+    );
   });
 
-  test('pool -o json: every allocation with pod, node, age, reservation state and the controller\'s verdict', () => {
-    const report = json(
-      hb(ns, ['pool', '10.60.0.0-24', '-o', 'json']),
-    ) as { name: string; range: string; network: string; capacity: number; used: number; free: number; allocations: Array<Record<string, unknown>> };
-    assert.deepEqual([report.name, report.range, report.network, report.capacity, report.used, report.free], ['10.60.0.0-24', '10.60.0.0/24', '', 254, 1, 253]);
+  test("pool -o json: every allocation with pod, node, age, reservation state and the controller's verdict", () => {
+    const report = json(hb(ns, ['pool', '10.60.0.0-24', '-o', 'json'])) as {
+      name: string;
+      range: string;
+      network: string;
+      capacity: number;
+      used: number;
+      free: number;
+      allocations: Array<Record<string, unknown>>;
+    };
+    assert.deepEqual(
+      [report.name, report.range, report.network, report.capacity, report.used, report.free],
+      ['10.60.0.0-24', '10.60.0.0/24', '', 254, 1, 253],
+    );
     const row = report.allocations[0]!;
     assert.equal(row['address'], '10.60.0.5');
     assert.equal(row['podRef'], `${ns.name}/web`);
     assert.equal(row['node'], 'node-a');
     assert.equal(row['since'], allocatedAt);
-    assert.ok(typeof row['ageSeconds'] === 'number' && row['ageSeconds'] >= 600 && row['ageSeconds'] < 700, String(row['ageSeconds']));
+    assert.ok(
+      typeof row['ageSeconds'] === 'number' && row['ageSeconds'] >= 600 && row['ageSeconds'] < 700,
+      String(row['ageSeconds']),
+    );
     assert.deepEqual(row['reservation'], { name: '10.60.0.5', state: 'agrees' });
     assert.equal(row['orphan'], undefined, 'a running pod keeps its address');
-    const blue = json(hb(ns, ['pool', 'blue-10.60.0.0-24', '-o', 'json'])) as { allocations: Array<Record<string, unknown>> };
+    const blue = json(hb(ns, ['pool', 'blue-10.60.0.0-24', '-o', 'json'])) as {
+      allocations: Array<Record<string, unknown>>;
+    };
     assert.deepEqual(blue.allocations[0]?.['orphan'], { reason: 'pod-gone' });
     assert.deepEqual(blue.allocations[0]['pod'], { state: 'gone' });
   });
@@ -142,9 +171,18 @@ describe('hereabouts ip and pool', () => {
     const run = hb(ns, ['pool', 'node-a-10.70.0.0-28']);
     assert.equal(run.code, 0, run.stderr);
     const lines = run.stdout.split('\n');
-    assert.equal(lines[0], 'IPPool node-a-10.70.0.0-28: range 10.70.0.0/28, network (unnamed), node slice of node-a; 1 used of 14, 13 free');
-    assert.match(lines[1] ?? '', /^ADDRESS\s+POD\s+POD STATE\s+NODE\s+AGE\s+CONTAINER\s+IFNAME\s+RESERVATION\s+ORPHAN$/);
-    assert.match(lines[2] ?? '', new RegExp(`^10\\.70\\.0\\.2\\s+${ns.name}/web\\s+Running\\s+node-a\\s+10m\\s+ctr-web\\s+net1\\s+missing\\s+-$`));
+    assert.equal(
+      lines[0],
+      'IPPool node-a-10.70.0.0-28: range 10.70.0.0/28, network (unnamed), node slice of node-a; 1 used of 14, 13 free',
+    );
+    assert.match(
+      lines[1] ?? '',
+      /^ADDRESS\s+POD\s+POD STATE\s+NODE\s+AGE\s+CONTAINER\s+IFNAME\s+RESERVATION\s+ORPHAN$/,
+    );
+    assert.match(
+      lines[2] ?? '',
+      new RegExp(`^10\\.70\\.0\\.2\\s+${ns.name}/web\\s+Running\\s+node-a\\s+10m\\s+ctr-web\\s+net1\\s+missing\\s+-$`),
+    );
     const v6 = json(hb(ns, ['pool', 'fd00---64', '-o', 'json'])) as { capacity: unknown; used: unknown; free: unknown };
     assert.deepEqual([v6.capacity, v6.used, v6.free], ['18446744073709551614', 1, '18446744073709551613']);
   });
@@ -176,9 +214,15 @@ describe('hereabouts ip and pool', () => {
   test('--context picks another context of the kubeconfig; an unknown one is exit 2', () => {
     const file = join(ns.dir, 'two-contexts');
     // The current context points at "default"; the one named "pools" at the test namespace.
-    const withSecond = kubeconfigFor(ns.cp, 'default').replace('contexts:\n', `contexts:\n  - name: pools\n    context:\n      cluster: test\n      user: test\n      namespace: ${ns.name}\n`);
+    const withSecond = kubeconfigFor(ns.cp, 'default').replace(
+      'contexts:\n',
+      `contexts:\n  - name: pools\n    context:\n      cluster: test\n      user: test\n      namespace: ${ns.name}\n`,
+    );
     writeFileSync(file, withSecond, { mode: 0o600 });
-    const report = json(hb(undefined, ['status', '--kubeconfig', file, '--context', 'pools', '-o', 'json'])) as { namespace: string; pools: unknown[] };
+    const report = json(hb(undefined, ['status', '--kubeconfig', file, '--context', 'pools', '-o', 'json'])) as {
+      namespace: string;
+      pools: unknown[];
+    };
     assert.equal(report.namespace, ns.name);
     assert.equal(report.pools.length, 4);
     const bad = hb(undefined, ['ip', '10.60.0.5', '--kubeconfig', file, '--context', 'nope']);
@@ -195,7 +239,10 @@ describe('hereabouts ip and pool', () => {
     assert.match(variable.stderr, /\$KUBECONFIG "\/nonexistent\/kc" does not exist/);
     const home = hb(undefined, ['orphans'], { HOME: ns.dir });
     assert.equal(home.code, 1);
-    assert.match(home.stderr, /no kubeconfig: no --kubeconfig, no \$KUBECONFIG, no .*\/\.kube\/config, and not in a cluster/);
+    assert.match(
+      home.stderr,
+      /no kubeconfig: no --kubeconfig, no \$KUBECONFIG, no .*\/\.kube\/config, and not in a cluster/,
+    );
     for (const run of [flag, variable, home]) assert.doesNotMatch(run.stderr, /kubernetes\.kubeconfig/);
   });
 

@@ -23,24 +23,46 @@ interface Interposer {
 async function interpose(ns: Namespace): Promise<Interposer> {
   const upstream = new URL(ns.cp.url);
   const ca = readFileSync(ns.cp.ca);
-  const state: Interposer = { url: '', hook: undefined, fired: 0, close: () => new Promise((r) => server.close(() => r())) };
-  const server: Server = createServer({ cert: readFileSync(join(ns.cp.dir, 'apiserver.crt')), key: readFileSync(join(ns.cp.dir, 'apiserver.key')) }, (req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => void (async () => {
-      const hook = state.hook;
-      if (hook !== undefined && hook.when(req.method ?? '', req.url ?? '')) {
-        state.hook = undefined;
-        await hook.before();
-        state.fired++;
-      }
-      const out = request({ host: upstream.hostname, port: upstream.port, path: req.url, method: req.method, headers: req.headers, ca }, (answer) => {
-        res.writeHead(answer.statusCode ?? 502, answer.headers);
-        answer.pipe(res);
-      });
-      out.end(Buffer.concat(chunks));
-    })());
-  });
+  const state: Interposer = {
+    url: '',
+    hook: undefined,
+    fired: 0,
+    close: () => new Promise((r) => server.close(() => r())),
+  };
+  const server: Server = createServer(
+    { cert: readFileSync(join(ns.cp.dir, 'apiserver.crt')), key: readFileSync(join(ns.cp.dir, 'apiserver.key')) },
+    (req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on(
+        'end',
+        () =>
+          void (async () => {
+            const hook = state.hook;
+            if (hook !== undefined && hook.when(req.method ?? '', req.url ?? '')) {
+              state.hook = undefined;
+              await hook.before();
+              state.fired++;
+            }
+            const out = request(
+              {
+                host: upstream.hostname,
+                port: upstream.port,
+                path: req.url,
+                method: req.method,
+                headers: req.headers,
+                ca,
+              },
+              (answer) => {
+                res.writeHead(answer.statusCode ?? 502, answer.headers);
+                answer.pipe(res);
+              },
+            );
+            out.end(Buffer.concat(chunks));
+          })(),
+      );
+    },
+  );
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const address = server.address();
   if (address === null || typeof address === 'string') throw new Error('no address');
@@ -56,7 +78,11 @@ describe('hereabouts release', () => {
   before(async () => {
     ns = await createNamespace(await controlPlane(), 'ops-release');
     webUid = await createPod(ns, 'web', { phase: 'Running', container: 'running', node: 'node-a' });
-    await createPod(ns, 'done', { phase: 'Succeeded', container: 'terminated', conditions: [{ type: 'PodReadyToStartContainers', status: 'False' }] });
+    await createPod(ns, 'done', {
+      phase: 'Succeeded',
+      container: 'terminated',
+      conditions: [{ type: 'PodReadyToStartContainers', status: 'False' }],
+    });
     const web = entry(ns, 'web', { podUid: webUid });
     await pool(ns, '10.90.0.0-24', '10.90.0.0/24', {
       '5': web,
@@ -81,21 +107,27 @@ describe('hereabouts release', () => {
     await ns.cleanup();
   });
 
-  test('a running pod\'s address is refused (exit 1, nothing written), and released with --force', async () => {
+  test("a running pod's address is refused (exit 1, nothing written), and released with --force", async () => {
     const refused = release('10.90.0.5', '--network', '');
     assert.equal(refused.code, 1, refused.stderr);
-    assert.equal(refused.stdout, `refused to release 10.90.0.5 of network (unnamed): pod ${ns.name}/web is Running on node-a with its sandbox present: --force releases it anyway\n`);
+    assert.equal(
+      refused.stdout,
+      `refused to release 10.90.0.5 of network (unnamed): pod ${ns.name}/web is Running on node-a with its sandbox present: --force releases it anyway\n`,
+    );
     assert.ok('5' in (await allocationsOf(ns, '10.90.0.0-24')));
     assert.notEqual(await ns.get('overlappingrangeipreservations', '10.90.0.5'), undefined);
 
     const forced = release('10.90.0.5', '--network', '', '--force');
     assert.equal(forced.code, 0, forced.stderr);
-    assert.equal(forced.stdout, `released 10.90.0.5 from IPPool 10.90.0.0-24 (was ${ns.name}/web, container ctr-web, interface net1)\nreservation 10.90.0.5: deleted\n`);
+    assert.equal(
+      forced.stdout,
+      `released 10.90.0.5 from IPPool 10.90.0.0-24 (was ${ns.name}/web, container ctr-web, interface net1)\nreservation 10.90.0.5: deleted\n`,
+    );
     assert.ok(!('5' in (await allocationsOf(ns, '10.90.0.0-24'))));
     assert.equal(await ns.get('overlappingrangeipreservations', '10.90.0.5'), undefined);
   });
 
-  test('a finished pod\'s address goes without --force; -o json says what was done; the other network is untouched', async () => {
+  test("a finished pod's address goes without --force; -o json says what was done; the other network is untouched", async () => {
     const run = release('10.90.0.6', '--network', '', '-o', 'json');
     assert.equal(run.code, 0, run.stderr);
     assert.deepEqual(JSON.parse(run.stdout), {
@@ -109,7 +141,10 @@ describe('hereabouts release', () => {
     assert.notEqual(await ns.get('overlappingrangeipreservations', 'blue-10.90.0.6'), undefined);
     const blue = release('10.90.0.6', '--network', 'blue');
     assert.equal(blue.code, 0, blue.stderr);
-    assert.match(blue.stdout, /^released 10\.90\.0\.6 from IPPool blue-10\.90\.0\.0-24 .*\nreservation blue-10\.90\.0\.6: deleted\n$/);
+    assert.match(
+      blue.stdout,
+      /^released 10\.90\.0\.6 from IPPool blue-10\.90\.0\.0-24 .*\nreservation blue-10\.90\.0\.6: deleted\n$/,
+    );
   });
 
   test('a reservation that names another attachment is kept', async () => {
@@ -135,7 +170,13 @@ describe('hereabouts release', () => {
       when: (method, path) => method === 'PATCH' && path.includes('/ippools/10.90.0.0-24'),
       // The other writer: the plugin of some node released 10.90.0.7 and gave it to a new pod, in one write.
       before: async () => {
-        await api(ns.cp, 'PATCH', ns.path('ippools', '10.90.0.0-24'), { spec: { allocations: { '7': newcomer } } }, 'application/merge-patch+json');
+        await api(
+          ns.cp,
+          'PATCH',
+          ns.path('ippools', '10.90.0.0-24'),
+          { spec: { allocations: { '7': newcomer } } },
+          'application/merge-patch+json',
+        );
         await reservation(ns, '10.90.0.7', newcomer);
       },
     };
@@ -143,10 +184,21 @@ describe('hereabouts release', () => {
     assert.equal(proxy.fired, 1, 'the other write happened between the read and the write');
     assert.equal(run.code, 1, run.stderr);
     assert.match(run.stderr, /IPPool 10\.90\.0\.0-24: changed since resourceVersion \d+; reading it again/);
-    assert.match(run.stdout, new RegExp(`^IPPool 10\\.90\\.0\\.0-24: 10\\.90\\.0\\.7 re-allocated meanwhile to ${ns.name}/newcomer \\(container ctr-newcomer\\): not released\\n`));
-    assert.match(run.stdout, /reservation 10\.90\.0\.7: kept \(IPPool 10\.90\.0\.0-24 holds 10\.90\.0\.7 for .*\/newcomer\)\n$/);
+    assert.match(
+      run.stdout,
+      new RegExp(
+        `^IPPool 10\\.90\\.0\\.0-24: 10\\.90\\.0\\.7 re-allocated meanwhile to ${ns.name}/newcomer \\(container ctr-newcomer\\): not released\\n`,
+      ),
+    );
+    assert.match(
+      run.stdout,
+      /reservation 10\.90\.0\.7: kept \(IPPool 10\.90\.0\.0-24 holds 10\.90\.0\.7 for .*\/newcomer\)\n$/,
+    );
     assert.deepEqual((await allocationsOf(ns, '10.90.0.0-24'))['7'], newcomer);
-    assert.equal(((await ns.get('overlappingrangeipreservations', '10.90.0.7'))?.['spec'] as { podref: string }).podref, newcomer.podref);
+    assert.equal(
+      ((await ns.get('overlappingrangeipreservations', '10.90.0.7'))?.['spec'] as { podref: string }).podref,
+      newcomer.podref,
+    );
   });
 
   test('another writer changes another address meanwhile: release reads again and releases only its own', async () => {
@@ -154,7 +206,13 @@ describe('hereabouts release', () => {
     proxy.hook = {
       when: (method, path) => method === 'PATCH' && path.includes('/ippools/10.90.0.0-24'),
       before: async () => {
-        await api(ns.cp, 'PATCH', ns.path('ippools', '10.90.0.0-24'), { spec: { allocations: { '8': other } } }, 'application/merge-patch+json');
+        await api(
+          ns.cp,
+          'PATCH',
+          ns.path('ippools', '10.90.0.0-24'),
+          { spec: { allocations: { '8': other } } },
+          'application/merge-patch+json',
+        );
       },
     };
     const run = await hbAsync(['release', '10.90.0.9', '--network', '', '--kubeconfig', viaProxy]);

@@ -50,18 +50,65 @@ describe('hereabouts status', () => {
       spec: { containers: [{ name: 'c', image: 'busybox' }] },
     })) as { metadata: { uid: string } };
     // Running (a young Pending pod is never judged, as by the controller).
-    const running = { phase: 'Running', containerStatuses: [{ name: 'c', image: 'busybox', imageID: '', ready: true, restartCount: 0, state: { running: { startedAt: '2026-01-01T00:00:00Z' } } }] };
-    await api(ns.cp, 'PATCH', `/api/v1/namespaces/${ns.name}/pods/alive/status`, { status: running }, 'application/merge-patch+json');
-    const alloc = (id: string, pod: string, podUid?: string) => ({ id, podref: `${ns.name}/${pod}`, ifname: 'net1', ...(podUid === undefined ? {} : { podUid }) });
+    const running = {
+      phase: 'Running',
+      containerStatuses: [
+        {
+          name: 'c',
+          image: 'busybox',
+          imageID: '',
+          ready: true,
+          restartCount: 0,
+          state: { running: { startedAt: '2026-01-01T00:00:00Z' } },
+        },
+      ],
+    };
+    await api(
+      ns.cp,
+      'PATCH',
+      `/api/v1/namespaces/${ns.name}/pods/alive/status`,
+      { status: running },
+      'application/merge-patch+json',
+    );
+    const alloc = (id: string, pod: string, podUid?: string) => ({
+      id,
+      podref: `${ns.name}/${pod}`,
+      ifname: 'net1',
+      ...(podUid === undefined ? {} : { podUid }),
+    });
     // .1 held by the live pod, .2 by a deleted pod, .3 by an earlier pod of the same name (another UID).
-    await ns.create('ippools', pool('10.30.0.0-24', '10.30.0.0/24', { '1': alloc('c1', 'alive', live.metadata.uid), '2': alloc('c2', 'gone'), '3': alloc('c3', 'alive', 'old-uid') }));
-    await ns.create('ippools', pool('fd00---64', 'fd00::/64', { '1': alloc('c4', 'alive'), '18446744073709551614': alloc('c5', 'gone') }));
+    await ns.create(
+      'ippools',
+      pool('10.30.0.0-24', '10.30.0.0/24', {
+        '1': alloc('c1', 'alive', live.metadata.uid),
+        '2': alloc('c2', 'gone'),
+        '3': alloc('c3', 'alive', 'old-uid'),
+      }),
+    );
+    await ns.create(
+      'ippools',
+      pool('fd00---64', 'fd00::/64', { '1': alloc('c4', 'alive'), '18446744073709551614': alloc('c5', 'gone') }),
+    );
     // Node slices of network "net1" (no network_name: unprefixed pool names) and of "blue" (network_name "blue").
     await ns.create('ippools', pool('node-a-10.40.0.0-26', '10.40.0.0/26'));
     await ns.create('ippools', pool('blue-node-b-10.50.0.64-26', '10.50.0.64/26'));
     for (const [network, range, slices] of [
-      ['net1', '10.40.0.0/24', [{ nodeName: 'node-a', sliceRange: '10.40.0.0/26' }, { nodeName: '', sliceRange: '10.40.0.64/26' }]],
-      ['blue', '10.50.0.0/24', [{ nodeName: '', sliceRange: '10.50.0.0/26' }, { nodeName: 'node-b', sliceRange: '10.50.0.64/26' }]],
+      [
+        'net1',
+        '10.40.0.0/24',
+        [
+          { nodeName: 'node-a', sliceRange: '10.40.0.0/26' },
+          { nodeName: '', sliceRange: '10.40.0.64/26' },
+        ],
+      ],
+      [
+        'blue',
+        '10.50.0.0/24',
+        [
+          { nodeName: '', sliceRange: '10.50.0.0/26' },
+          { nodeName: 'node-b', sliceRange: '10.50.0.64/26' },
+        ],
+      ],
     ] as const) {
       await ns.create('nodeslicepools', {
         apiVersion: 'whereabouts.cni.cncf.io/v1alpha1',
@@ -80,15 +127,18 @@ describe('hereabouts status', () => {
   test('-o json counts capacity, used, free and orphans (a deleted pod, a re-created pod)', () => {
     const report = json(status(['--kubeconfig', ns.kubeconfig, '-o', 'json']));
     assert.equal(report.namespace, ns.name);
-    assert.deepEqual(report.pools.find((p) => p['name'] === '10.30.0.0-24'), {
-      name: '10.30.0.0-24',
-      range: '10.30.0.0/24',
-      capacity: 254,
-      used: 3,
-      free: 251,
-      orphans: 2,
-      problems: [],
-    });
+    assert.deepEqual(
+      report.pools.find((p) => p['name'] === '10.30.0.0-24'),
+      {
+        name: '10.30.0.0-24',
+        range: '10.30.0.0/24',
+        capacity: 254,
+        used: 3,
+        free: 251,
+        orphans: 2,
+        problems: [],
+      },
+    );
     assert.deepEqual(report.warnings, []);
   });
 
@@ -108,8 +158,22 @@ describe('hereabouts status', () => {
     assert.equal(nodeOf('blue-node-b-10.50.0.64-26'), 'node-b');
     assert.equal(nodeOf('10.30.0.0-24'), undefined);
     assert.deepEqual(report.slices, [
-      { network: 'blue', range: '10.50.0.0/24', sliceSize: '/26', assigned: 1, free: 1, nodes: [{ nodeName: 'node-b', sliceRange: '10.50.0.64/26' }] },
-      { network: 'net1', range: '10.40.0.0/24', sliceSize: '/26', assigned: 1, free: 1, nodes: [{ nodeName: 'node-a', sliceRange: '10.40.0.0/26' }] },
+      {
+        network: 'blue',
+        range: '10.50.0.0/24',
+        sliceSize: '/26',
+        assigned: 1,
+        free: 1,
+        nodes: [{ nodeName: 'node-b', sliceRange: '10.50.0.64/26' }],
+      },
+      {
+        network: 'net1',
+        range: '10.40.0.0/24',
+        sliceSize: '/26',
+        assigned: 1,
+        free: 1,
+        nodes: [{ nodeName: 'node-a', sliceRange: '10.40.0.0/26' }],
+      },
     ]);
   });
 
@@ -122,7 +186,11 @@ describe('hereabouts status', () => {
     const row = lines.find((l) => l.startsWith('10.30.0.0-24 '));
     assert.match(row ?? '', /^10\.30\.0\.0-24\s+10\.30\.0\.0\/24\s+254\s+3\s+251\s+2\s+-$/);
     const header = lines[1] ?? '';
-    for (const [column, cell] of [['RANGE', '10.30.0.0/24'], ['CAPACITY', '254'], ['ORPHANS', '2']] as const) {
+    for (const [column, cell] of [
+      ['RANGE', '10.30.0.0/24'],
+      ['CAPACITY', '254'],
+      ['ORPHANS', '2'],
+    ] as const) {
       assert.equal(row?.indexOf(cell, header.indexOf(column)), header.indexOf(column), `${column} is aligned`);
     }
     assert.match(lines.find((l) => l.startsWith('node-a-')) ?? '', /\snode-a$/);
@@ -146,7 +214,11 @@ describe('hereabouts status', () => {
 
   test('a user who may not list pods sees the pools with orphans unknown', async () => {
     const base = `/api/v1/namespaces/${ns.name}`;
-    await api(ns.cp, 'POST', `${base}/serviceaccounts`, { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'viewer' } });
+    await api(ns.cp, 'POST', `${base}/serviceaccounts`, {
+      apiVersion: 'v1',
+      kind: 'ServiceAccount',
+      metadata: { name: 'viewer' },
+    });
     await api(ns.cp, 'POST', `/apis/rbac.authorization.k8s.io/v1/namespaces/${ns.name}/roles`, {
       apiVersion: 'rbac.authorization.k8s.io/v1',
       kind: 'Role',
@@ -160,7 +232,11 @@ describe('hereabouts status', () => {
       roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'pool-viewer' },
       subjects: [{ kind: 'ServiceAccount', name: 'viewer', namespace: ns.name }],
     });
-    const token = (await api(ns.cp, 'POST', `${base}/serviceaccounts/viewer/token`, { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 600 } })) as { status: { token: string } };
+    const token = (await api(ns.cp, 'POST', `${base}/serviceaccounts/viewer/token`, {
+      apiVersion: 'authentication.k8s.io/v1',
+      kind: 'TokenRequest',
+      spec: { expirationSeconds: 600 },
+    })) as { status: { token: string } };
     const kubeconfig = join(ns.dir, 'viewer.kubeconfig');
     writeFileSync(kubeconfig, kubeconfigFor(ns.cp, ns.name, { token: token.status.token }), { mode: 0o600 });
 

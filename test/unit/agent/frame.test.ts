@@ -2,11 +2,34 @@
 // and oversized or trailing bytes are refused.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { decodeAnswerFrame, decodeRequestFrame, encodeAnswer, encodeRequest, forwardedEnv, FrameReader, MAX_REQUEST_BYTES } from '../../../src/agent/frame.ts';
+import {
+  decodeAnswerFrame,
+  decodeRequestFrame,
+  encodeAnswer,
+  encodeRequest,
+  forwardedEnv,
+  FrameReader,
+  MAX_REQUEST_BYTES,
+} from '../../../src/agent/frame.ts';
 
 test('forwardedEnv keeps CNI_*, NODENAME and HEREABOUTS_ALLOWED_DIRS, and nothing else', () => {
-  const env = { CNI_COMMAND: 'ADD', CNI_ARGS: 'a=b', NODENAME: 'n1', HEREABOUTS_ALLOWED_DIRS: '/tmp', PATH: '/bin', HOME: '/root', HEREABOUTS_AGENT_SOCKET: '/s', HEREABOUTS_TIMINGS: '1', LD_PRELOAD: '/x.so' };
-  assert.deepEqual(forwardedEnv(env), { CNI_COMMAND: 'ADD', CNI_ARGS: 'a=b', NODENAME: 'n1', HEREABOUTS_ALLOWED_DIRS: '/tmp' });
+  const env = {
+    CNI_COMMAND: 'ADD',
+    CNI_ARGS: 'a=b',
+    NODENAME: 'n1',
+    HEREABOUTS_ALLOWED_DIRS: '/tmp',
+    PATH: '/bin',
+    HOME: '/root',
+    HEREABOUTS_AGENT_SOCKET: '/s',
+    HEREABOUTS_TIMINGS: '1',
+    LD_PRELOAD: '/x.so',
+  };
+  assert.deepEqual(forwardedEnv(env), {
+    CNI_COMMAND: 'ADD',
+    CNI_ARGS: 'a=b',
+    NODENAME: 'n1',
+    HEREABOUTS_ALLOWED_DIRS: '/tmp',
+  });
 });
 
 test('a request round-trips, stdin byte for byte; variables a client adds beyond the allow-list are dropped', () => {
@@ -43,7 +66,10 @@ test('malformed request headers are refused, naming what is wrong', () => {
   };
   assert.throws(() => decodeRequestFrame(header('nope')), /not JSON/);
   assert.throws(() => decodeRequestFrame(header('{"v":2,"env":{},"giveUpAt":1}')), /protocol version 2/);
-  assert.throws(() => decodeRequestFrame(header('{"v":1,"env":{"CNI_COMMAND":5},"giveUpAt":1}')), /CNI_COMMAND" is not a string/);
+  assert.throws(
+    () => decodeRequestFrame(header('{"v":1,"env":{"CNI_COMMAND":5},"giveUpAt":1}')),
+    /CNI_COMMAND" is not a string/,
+  );
   assert.throws(() => decodeRequestFrame(header('{"v":1,"env":{}}')), /giveUpAt/);
   assert.throws(() => decodeRequestFrame(Buffer.from([0, 0, 0, 99])), /exceeds the frame/);
 });

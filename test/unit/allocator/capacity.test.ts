@@ -72,7 +72,10 @@ test('freeCount() subtracts allocated addresses', () => {
 });
 
 test('freeCount() ignores allocations outside range_start to range_end', () => {
-  assert.equal(freeCount(rangeOf('10.0.0.10-10.0.0.20/24'), ips('10.0.0.9', '10.0.0.10', '10.0.0.21', '10.1.0.15')), 10n);
+  assert.equal(
+    freeCount(rangeOf('10.0.0.10-10.0.0.20/24'), ips('10.0.0.9', '10.0.0.10', '10.0.0.21', '10.1.0.15')),
+    10n,
+  );
 });
 
 test('freeCount() ignores allocations on excluded addresses and on the gateway', () => {

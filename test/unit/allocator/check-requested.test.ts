@@ -22,16 +22,28 @@ test('checkRequested() grants range_start and range_end themselves', () => {
 });
 
 test('checkRequested() refuses an address of the CIDR below range_start as outside-range', () => {
-  assert.deepEqual(checkRequested(range, none, noRefusals, ip('10.0.0.9')), { ok: false, reason: 'outside-range', span });
+  assert.deepEqual(checkRequested(range, none, noRefusals, ip('10.0.0.9')), {
+    ok: false,
+    reason: 'outside-range',
+    span,
+  });
 });
 
 test('checkRequested() refuses an address of the CIDR above range_end as outside-range', () => {
-  assert.deepEqual(checkRequested(range, none, noRefusals, ip('10.0.0.201')), { ok: false, reason: 'outside-range', span });
+  assert.deepEqual(checkRequested(range, none, noRefusals, ip('10.0.0.201')), {
+    ok: false,
+    reason: 'outside-range',
+    span,
+  });
 });
 
 test('checkRequested() refuses the network address as outside-range', () => {
   const verdict = checkRequested(rangeOf('10.0.0.0/24'), none, noRefusals, ip('10.0.0.0'));
-  assert.deepEqual(verdict, { ok: false, reason: 'outside-range', span: { first: ip('10.0.0.1'), last: ip('10.0.0.254') } });
+  assert.deepEqual(verdict, {
+    ok: false,
+    reason: 'outside-range',
+    span: { first: ip('10.0.0.1'), last: ip('10.0.0.254') },
+  });
 });
 
 test('checkRequested() refuses the broadcast address as outside-range', () => {
@@ -72,7 +84,10 @@ test('checkRequested() refuses an allocated address and returns its holder', () 
 });
 
 test('checkRequested() refuses an address reserved elsewhere as taken without a holder', () => {
-  assert.deepEqual(checkRequested(range, none, new Set([ip('10.0.0.12')]), ip('10.0.0.12')), { ok: false, reason: 'taken' });
+  assert.deepEqual(checkRequested(range, none, new Set([ip('10.0.0.12')]), ip('10.0.0.12')), {
+    ok: false,
+    reason: 'taken',
+  });
 });
 
 test('checkRequested() reports an excluded address as excluded even when it is allocated', () => {

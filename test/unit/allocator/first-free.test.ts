@@ -100,7 +100,10 @@ test('firstFree() of a full /30 is undefined', () => {
 });
 
 test('firstFree() returns the lowest hole first', () => {
-  assert.equal(show(firstFree(rangeOf('10.0.0.0/24'), ips('10.0.0.1', '10.0.0.2', '10.0.0.4', '10.0.0.6'))), '10.0.0.3');
+  assert.equal(
+    show(firstFree(rangeOf('10.0.0.0/24'), ips('10.0.0.1', '10.0.0.2', '10.0.0.4', '10.0.0.6'))),
+    '10.0.0.3',
+  );
 });
 
 test('firstFree() ignores allocations outside the range', () => {
@@ -242,7 +245,10 @@ test('firstFree() with 100 000 contiguous allocations in an IPv6 /64 reads each 
   const found = firstFree(range, allocations);
   assert.equal(show(found, 6), 'fd00::1:0:0:1:86a2');
   // A few probes, then one pass over the allocations: not a walk of the range, not a search per allocation.
-  assert.ok(allocations.reads <= 64 + allocations.size, `${allocations.reads} reads of ${allocations.size} allocations`);
+  assert.ok(
+    allocations.reads <= 64 + allocations.size,
+    `${allocations.reads} reads of ${allocations.size} allocations`,
+  );
 });
 
 test('firstFree() with 100 000 shuffled allocations, one hole and scattered far addresses in a /64 reads each allocation at most once', () => {
@@ -263,5 +269,8 @@ test('firstFree() with 100 000 shuffled allocations, one hole and scattered far 
   const allocations = new CountedAllocations(values.filter((v) => v !== hole));
   const found = firstFree(range, allocations);
   assert.equal(found, hole);
-  assert.ok(allocations.reads <= 64 + allocations.size, `${allocations.reads} reads of ${allocations.size} allocations`);
+  assert.ok(
+    allocations.reads <= 64 + allocations.size,
+    `${allocations.reads} reads of ${allocations.size} allocations`,
+  );
 });

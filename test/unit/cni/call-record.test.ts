@@ -19,7 +19,12 @@ test('a network name that is not a CNI name is recorded as "-" (nothing to escap
 });
 
 test('parseRecord() reads only what follows the last "#": a fragment torn by a killed writer is dropped', () => {
-  assert.deepEqual(parseRecord('#1 ADD ok 12#1 DEL ok 5 net'), { verb: 'DEL', outcome: 'ok', micros: 5, network: 'net' });
+  assert.deepEqual(parseRecord('#1 ADD ok 12#1 DEL ok 5 net'), {
+    verb: 'DEL',
+    outcome: 'ok',
+    micros: 5,
+    network: 'net',
+  });
   assert.equal(parseRecord('#1 ADD ok 12'), undefined);
   assert.equal(parseRecord('#1 ADD ok'), undefined);
   assert.equal(parseRecord('garbage'), undefined);

@@ -163,7 +163,16 @@ test('readCniEnv() reads process.env by default', () => {
   }
 });
 
-for (const id of ['a', 'A', '0', 'abc123', 'a_b', 'a.b', 'a-b', '3f6940ab5ab43bc522569d15b23f8c1bbde1d7678b080398506924fc01d72755']) {
+for (const id of [
+  'a',
+  'A',
+  '0',
+  'abc123',
+  'a_b',
+  'a.b',
+  'a-b',
+  '3f6940ab5ab43bc522569d15b23f8c1bbde1d7678b080398506924fc01d72755',
+]) {
   test(`validateContainerId() accepts ${JSON.stringify(id)}`, () => {
     assert.equal(validateContainerId(id), id);
   });

@@ -12,19 +12,28 @@ const scratch = (): string => mkdtempSync(join(tmpdir(), 'hab-log-'));
 
 test('createLogger() escapes control characters: a value with a newline cannot forge a line', () => {
   const file = join(scratch(), 'plugin.log');
-  const log = createLogger({ file, level: 'debug', context: { verb: 'ADD', container: 'c1\n{"forged":1}', ifname: 'eth0' } });
+  const log = createLogger({
+    file,
+    level: 'debug',
+    context: { verb: 'ADD', container: 'c1\n{"forged":1}', ifname: 'eth0' },
+  });
   log.info('pod p\n{"time":"2026-01-01T00:00:00.000Z","level":"error"} forged\r\u001b[31m\u2028\u0085end');
   const text = readFileSync(file, 'utf8');
   assert.equal(text.split('\n').length, 2, text);
   assert.match(text, /forged\\r\\u001b\[31m\\u2028\\u0085end",/);
   const entry = JSON.parse(text) as Record<string, unknown>;
-  assert.equal(entry['msg'], 'pod p\n{"time":"2026-01-01T00:00:00.000Z","level":"error"} forged\r\u001b[31m\u2028\u0085end');
+  assert.equal(
+    entry['msg'],
+    'pod p\n{"time":"2026-01-01T00:00:00.000Z","level":"error"} forged\r\u001b[31m\u2028\u0085end',
+  );
   assert.equal(entry['container'], 'c1\n{"forged":1}');
 });
 
 test('createLogger() writes the JSON line of every mode: time, level, mode "cni", msg, then the context fields', () => {
   const file = join(scratch(), 'plugin.log');
-  createLogger({ file, level: 'info', context: { verb: 'DEL', container: 'c9', ifname: 'net1' } }).warning('token: abc123 leaked?');
+  createLogger({ file, level: 'info', context: { verb: 'DEL', container: 'c9', ifname: 'net1' } }).warning(
+    'token: abc123 leaked?',
+  );
   const entry = JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
   assert.deepEqual(Object.keys(entry), ['time', 'level', 'mode', 'msg', 'verb', 'container', 'ifname']);
   assert.equal(entry['level'], 'warning');
@@ -45,7 +54,9 @@ test('createLogger() never writes through a symlink at the log path', () => {
   writeFileSync(target, 'ssh-ed25519 AAAA operator\n');
   symlinkSync(target, join(dir, 'plugin.log'));
   const complaints: string[] = [];
-  createLogger({ file: join(dir, 'plugin.log'), level: 'info', stderr: (t) => void complaints.push(t) }).info('appended?');
+  createLogger({ file: join(dir, 'plugin.log'), level: 'info', stderr: (t) => void complaints.push(t) }).info(
+    'appended?',
+  );
   assert.equal(readFileSync(target, 'utf8'), 'ssh-ed25519 AAAA operator\n');
   assert.match(complaints.join(''), /symbolic link/);
 });

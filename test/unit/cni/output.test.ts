@@ -21,7 +21,9 @@ test('writeError() keeps a CniError code, msg and details, and returns 1', () =>
   const { out, options } = capture();
   const code = writeError(new CniError(7, 'range "x" is not a CIDR', { details: 'ipam.range' }), '1.0.0', options);
   assert.equal(code, 1);
-  assert.deepEqual(out, ['{"cniVersion":"1.0.0","code":7,"msg":"range \\"x\\" is not a CIDR","details":"ipam.range"}\n']);
+  assert.deepEqual(out, [
+    '{"cniVersion":"1.0.0","code":7,"msg":"range \\"x\\" is not a CIDR","details":"ipam.range"}\n',
+  ]);
 });
 
 test('writeError() uses cniVersion 1.1.0 when the version is not known', () => {
@@ -88,7 +90,12 @@ test('errorJson() keys come in the order cniVersion, code, msg, details', () => 
 });
 
 test('errorJson() of a thrown string is code 999 with that string', () => {
-  assert.deepEqual(errorJson('something odd', '1.0.0'), { cniVersion: '1.0.0', code: 999, msg: 'something odd', details: '' });
+  assert.deepEqual(errorJson('something odd', '1.0.0'), {
+    cniVersion: '1.0.0',
+    code: 999,
+    msg: 'something odd',
+    details: '',
+  });
 });
 
 test('errorJson() of a thrown non-error value is code 999 describing it', () => {
@@ -105,7 +112,10 @@ test('errorJson() of a CniError with an invalid code falls back to 999', () => {
 });
 
 test('errorJson() of an AggregateError of CniErrors with one code keeps that code', () => {
-  const err = new AggregateError([new CniError(11, 'pool a: conflict'), new CniError(11, 'pool b: timeout')], 'DEL failed');
+  const err = new AggregateError(
+    [new CniError(11, 'pool a: conflict'), new CniError(11, 'pool b: timeout')],
+    'DEL failed',
+  );
   assert.deepEqual(errorJson(err, '1.0.0'), {
     cniVersion: '1.0.0',
     code: 11,
@@ -132,7 +142,9 @@ test('writeError() logs the stacks of plain errors inside an AggregateError', ()
 });
 
 test('errorJson() masks credentials in msg and details', () => {
-  const json = errorJson(new CniError(11, 'request failed: Authorization: Bearer abc.def', { details: 'token: s3cr3t' }));
+  const json = errorJson(
+    new CniError(11, 'request failed: Authorization: Bearer abc.def', { details: 'token: s3cr3t' }),
+  );
   assert.ok(!json.msg.includes('abc.def'), json.msg);
   assert.ok(!json.details.includes('s3cr3t'), json.details);
 });
@@ -172,7 +184,10 @@ test('writeResult() writes to the real stdout by default', () => {
   const script =
     `import(${JSON.stringify(outputModule)}).then((m) => { ` +
     `process.exitCode = m.writeError(new Error('boom'), '1.0.0'); });`;
-  const child = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', timeout: 10_000 });
+  const child = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
+    encoding: 'utf8',
+    timeout: 10_000,
+  });
   assert.equal(child.status, 1);
   assert.equal(child.stdout, '{"cniVersion":"1.0.0","code":999,"msg":"boom","details":""}\n');
   assert.equal(child.stderr, '');

@@ -20,7 +20,10 @@ function configError(pattern: RegExp) {
 // A bridge plugin's 0.4.0 result around our IPAM answer: interfaces and ips[].interface filled in.
 const bridge040 = {
   cniVersion: '0.4.0',
-  interfaces: [{ name: 'cni0', mac: '0a:58:0a:01:02:01' }, { name: 'eth0', mac: '0a:58:0a:01:02:05', sandbox: '/var/run/netns/x' }],
+  interfaces: [
+    { name: 'cni0', mac: '0a:58:0a:01:02:01' },
+    { name: 'eth0', mac: '0a:58:0a:01:02:05', sandbox: '/var/run/netns/x' },
+  ],
   ips: [
     { version: '4', interface: 1, address: '10.1.2.5/24', gateway: '10.1.2.1' },
     { version: '6', interface: 1, address: '2001:db8::5/64' },
@@ -32,7 +35,10 @@ const bridge040 = {
 test('parsePrevResult() reads a 0.4.0 bridge result', () => {
   const prev = parsePrevResult(bridge040, '0.4.0');
   assert.equal(prev.cniVersion, '0.4.0');
-  assert.deepEqual(prev.ips.map((ip) => formatCidr(ip.address)), ['10.1.2.5/24', '2001:db8::5/64']);
+  assert.deepEqual(
+    prev.ips.map((ip) => formatCidr(ip.address)),
+    ['10.1.2.5/24', '2001:db8::5/64'],
+  );
   assert.equal(prev.ips[0]?.gateway === undefined ? undefined : formatIP(prev.ips[0].gateway), '10.1.2.1');
   assert.equal(prev.ips[0]?.interface, 1);
   assert.equal(prev.ips[1]?.gateway, undefined);
@@ -40,7 +46,10 @@ test('parsePrevResult() reads a 0.4.0 bridge result', () => {
 
 test('parsePrevResult() reads a 1.1.0 result without ips[].version', () => {
   const prev = parsePrevResult({ cniVersion: '1.1.0', ips: [{ address: '10.1.2.5/24', interface: 0 }] }, '1.1.0');
-  assert.deepEqual(prev.ips.map((ip) => formatCidr(ip.address)), ['10.1.2.5/24']);
+  assert.deepEqual(
+    prev.ips.map((ip) => formatCidr(ip.address)),
+    ['10.1.2.5/24'],
+  );
 });
 
 for (const version of ['0.3.0', '0.3.1', '0.4.0', '1.0.0', '1.1.0'] as const) {
@@ -93,11 +102,17 @@ test('parsePrevResult() rejects an unsupported prevResult.cniVersion, naming it'
 });
 
 test('parsePrevResult() rejects ips that is not a list', () => {
-  assert.throws(() => parsePrevResult({ ips: {} }, '1.0.0'), configError(/^prevResult.ips must be a list, got an object$/));
+  assert.throws(
+    () => parsePrevResult({ ips: {} }, '1.0.0'),
+    configError(/^prevResult.ips must be a list, got an object$/),
+  );
 });
 
 test('parsePrevResult() rejects an ips entry that is not an object, naming its index', () => {
-  assert.throws(() => parsePrevResult({ ips: ['10.0.0.1/8'] }, '1.0.0'), configError(/^prevResult.ips\[0\] must be an object/));
+  assert.throws(
+    () => parsePrevResult({ ips: ['10.0.0.1/8'] }, '1.0.0'),
+    configError(/^prevResult.ips\[0\] must be an object/),
+  );
 });
 
 test('parsePrevResult() rejects a missing address, naming the field', () => {

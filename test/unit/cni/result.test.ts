@@ -13,7 +13,8 @@ const dualStack: IpamResult = {
   dns: { nameservers: ['10.1.2.53'], domain: 'example.org', search: ['a.example.org'], options: ['ndots:2'] },
 };
 
-const dnsJson = '"dns":{"nameservers":["10.1.2.53"],"domain":"example.org","search":["a.example.org"],"options":["ndots:2"]}';
+const dnsJson =
+  '"dns":{"nameservers":["10.1.2.53"],"domain":"example.org","search":["a.example.org"],"options":["ndots:2"]}';
 const routesJson = '"routes":[{"dst":"0.0.0.0/0","gw":"10.1.2.1"},{"dst":"192.168.0.0/16"}]';
 
 for (const version of ['0.3.0', '0.3.1', '0.4.0'] as const) {
@@ -48,7 +49,10 @@ test('renderResult() never emits interfaces or ips[].interface (IPAM plugins lea
 
 test('renderResult() omits empty routes and absent dns', () => {
   const result: IpamResult = { ips: [{ address: parseCidr('10.0.0.2/8') }], routes: [] };
-  assert.equal(JSON.stringify(renderResult(result, '1.0.0')), '{"cniVersion":"1.0.0","ips":[{"address":"10.0.0.2/8"}]}');
+  assert.equal(
+    JSON.stringify(renderResult(result, '1.0.0')),
+    '{"cniVersion":"1.0.0","ips":[{"address":"10.0.0.2/8"}]}',
+  );
 });
 
 test('renderResult() omits a dns whose fields are all empty', () => {

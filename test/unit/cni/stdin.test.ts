@@ -85,7 +85,10 @@ for (const [text, what] of [
   ['true', 'true'],
 ] as const) {
   test(`decodeRequest() rejects ${text} with code 6 (not an object)`, () => {
-    assert.throws(() => decodeRequest(text), cniError(6, new RegExp(`must be a JSON object, got ${what.replace(/[[\]]/g, '\\$&')}$`)));
+    assert.throws(
+      () => decodeRequest(text),
+      cniError(6, new RegExp(`must be a JSON object, got ${what.replace(/[[\]]/g, '\\$&')}$`)),
+    );
   });
 }
 

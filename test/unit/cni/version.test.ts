@@ -45,7 +45,12 @@ for (const version of ['0.1.0', '0.2.0', '1.2.0', '2.0.0']) {
   test(`negotiate() rejects unsupported cniVersion ${version} with code 1, naming it and the supported ones`, () => {
     assert.throws(
       () => negotiate({ cniVersion: version }, 'ADD'),
-      cniError(1, new RegExp(`incompatible CNI version "${version.replace(/\./g, '\\.')}"; supported versions are 0\\.3\\.0, 0\\.3\\.1, 0\\.4\\.0, 1\\.0\\.0, 1\\.1\\.0$`)),
+      cniError(
+        1,
+        new RegExp(
+          `incompatible CNI version "${version.replace(/\./g, '\\.')}"; supported versions are 0\\.3\\.0, 0\\.3\\.1, 0\\.4\\.0, 1\\.0\\.0, 1\\.1\\.0$`,
+        ),
+      ),
     );
   });
 }
@@ -63,7 +68,10 @@ test('negotiate() rejects a non-string cniVersion with code 6', () => {
 });
 
 test('negotiate() rejects a malformed cniVersion with code 6, naming it', () => {
-  assert.throws(() => negotiate({ cniVersion: '1.0' }, 'ADD'), cniError(6, /^cniVersion "1\.0" is not a version number/));
+  assert.throws(
+    () => negotiate({ cniVersion: '1.0' }, 'ADD'),
+    cniError(6, /^cniVersion "1\.0" is not a version number/),
+  );
 });
 
 test('negotiate() rejects a pre-release version as unsupported (code 1)', () => {
@@ -102,18 +110,29 @@ test('negotiate() rejects a cniVersions that is not a list with code 6', () => {
 });
 
 test('negotiate() rejects a non-string cniVersions entry with code 6, naming its index', () => {
-  assert.throws(() => negotiate({ cniVersions: ['1.0.0', 2] }, 'ADD'), cniError(6, /^cniVersions\[1\] must be a version string/));
+  assert.throws(
+    () => negotiate({ cniVersions: ['1.0.0', 2] }, 'ADD'),
+    cniError(6, /^cniVersions\[1\] must be a version string/),
+  );
 });
 
 test('negotiate() rejects a malformed cniVersions entry with code 6', () => {
-  assert.throws(() => negotiate({ cniVersions: ['x'] }, 'ADD'), cniError(6, /^cniVersions\[0\] "x" is not a version number/));
+  assert.throws(
+    () => negotiate({ cniVersions: ['x'] }, 'ADD'),
+    cniError(6, /^cniVersions\[0\] "x" is not a version number/),
+  );
 });
 
 for (const version of ['0.3.0', '0.3.1']) {
   test(`negotiate() refuses CHECK for ${version} with code 1`, () => {
     assert.throws(
       () => negotiate({ cniVersion: version }, 'CHECK'),
-      cniError(1, new RegExp(`^CHECK needs cniVersion 0\\.4\\.0 or later, the configuration has ${version.replace(/\./g, '\\.')}$`)),
+      cniError(
+        1,
+        new RegExp(
+          `^CHECK needs cniVersion 0\\.4\\.0 or later, the configuration has ${version.replace(/\./g, '\\.')}$`,
+        ),
+      ),
     );
   });
 }
@@ -127,7 +146,10 @@ for (const version of ['0.4.0', '1.0.0', '1.1.0']) {
 for (const verb of ['GC', 'STATUS'] as const) {
   for (const version of ['0.3.1', '0.4.0', '1.0.0']) {
     test(`negotiate() refuses ${verb} for ${version} with code 1`, () => {
-      assert.throws(() => negotiate({ cniVersion: version }, verb), cniError(1, new RegExp(`^${verb} needs cniVersion 1\\.1\\.0 or later`)));
+      assert.throws(
+        () => negotiate({ cniVersion: version }, verb),
+        cniError(1, new RegExp(`^${verb} needs cniVersion 1\\.1\\.0 or later`)),
+      );
     });
   }
   test(`negotiate() allows ${verb} for 1.1.0`, () => {

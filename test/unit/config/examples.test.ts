@@ -13,9 +13,12 @@ const dir = join(repoRoot, 'cni-conf-examples');
 const noFlatFile = { readFile: () => undefined };
 /** What a node installed by the DaemonSet has: the installer's flat file (it supplies the kubeconfig). */
 const installedFlatFile = (path: string): string | undefined =>
-  path === '/etc/cni/net.d/hereabouts.d/hereabouts.conf' ? renderFlatConfig('/etc/cni/net.d/hereabouts.d/hereabouts.kubeconfig') : undefined;
+  path === '/etc/cni/net.d/hereabouts.d/hereabouts.conf'
+    ? renderFlatConfig('/etc/cni/net.d/hereabouts.d/hereabouts.kubeconfig')
+    : undefined;
 /** NADs that name no kubeconfig rely on the installer's flat file. */
-const namesKubeconfig = (conf: Record<string, unknown>): boolean => JSON.stringify(conf).includes('"kubeconfig"') || JSON.stringify(conf).includes('"datastore":"local"');
+const namesKubeconfig = (conf: Record<string, unknown>): boolean =>
+  JSON.stringify(conf).includes('"kubeconfig"') || JSON.stringify(conf).includes('"datastore":"local"');
 
 /** The single-plugin network configurations a runtime would hand to the plugin that delegates to us. */
 function networkConfigs(file: string): Array<Record<string, unknown>> {
@@ -27,7 +30,9 @@ function networkConfigs(file: string): Array<Record<string, unknown>> {
   }
   const conf = JSON.parse(text) as { cniVersion: string; name: string; plugins?: Array<Record<string, unknown>> };
   const plugins = conf.plugins ?? [conf];
-  return plugins.filter((p) => p['ipam'] !== undefined).map((p) => ({ ...p, cniVersion: conf.cniVersion, name: conf.name }));
+  return plugins
+    .filter((p) => p['ipam'] !== undefined)
+    .map((p) => ({ ...p, cniVersion: conf.cniVersion, name: conf.name }));
 }
 
 const files = readdirSync(dir).filter((f) => /\.(conflist|conf|json|yaml)$/.test(f));
@@ -58,7 +63,10 @@ for (const file of files) {
 test('the dual-stack example yields one IPv4 and one IPv6 range', () => {
   const [conf] = networkConfigs('dual-stack-local.conflist');
   const parsed = parseNetworkConfig(conf!, { cniVersion: '1.0.0', ...noFlatFile });
-  assert.deepEqual(parsed.ipam.ranges.map((r) => r.cidr.family), [4, 6]);
+  assert.deepEqual(
+    parsed.ipam.ranges.map((r) => r.cidr.family),
+    [4, 6],
+  );
 });
 
 test('the Multus example uses the kubernetes datastore with node slices', () => {
@@ -71,21 +79,36 @@ test('the Multus example uses the kubernetes datastore with node slices', () => 
 
 test('the IPv6 NAD: Kubernetes datastore, kubeconfig from the flat file, /64 node slices of a /48', () => {
   const [conf] = networkConfigs('multus-nad-ipv6.yaml');
-  assert.throws(() => parseNetworkConfig(conf!, { cniVersion: '1.0.0', ...noFlatFile }), /needs ipam\.kubernetes\.kubeconfig/);
+  assert.throws(
+    () => parseNetworkConfig(conf!, { cniVersion: '1.0.0', ...noFlatFile }),
+    /needs ipam\.kubernetes\.kubeconfig/,
+  );
   const parsed = parseNetworkConfig(conf!, { cniVersion: '1.0.0', readFile: installedFlatFile });
   assert.equal(parsed.ipam.datastore.kind, 'kubernetes');
-  assert.deepEqual(parsed.ipam.ranges.map((r) => [r.cidr.family, r.cidr.prefix]), [[6, 48]]);
+  assert.deepEqual(
+    parsed.ipam.ranges.map((r) => [r.cidr.family, r.cidr.prefix]),
+    [[6, 48]],
+  );
   assert.equal(parsed.ipam.nodeSliceSize, 64);
   assert.equal(parsed.ipam.networkName, 'v6net');
 });
 
 test('the dual-stack NAD: Kubernetes datastore, one IPv4 and one IPv6 pool with the names its comment gives', () => {
   const [conf] = networkConfigs('multus-nad-dual-stack.yaml');
-  assert.throws(() => parseNetworkConfig(conf!, { cniVersion: '1.0.0', ...noFlatFile }), /needs ipam\.kubernetes\.kubeconfig/);
+  assert.throws(
+    () => parseNetworkConfig(conf!, { cniVersion: '1.0.0', ...noFlatFile }),
+    /needs ipam\.kubernetes\.kubeconfig/,
+  );
   const parsed = parseNetworkConfig(conf!, { cniVersion: '1.0.0', readFile: installedFlatFile });
   assert.equal(parsed.ipam.datastore.kind, 'kubernetes');
-  assert.deepEqual(parsed.ipam.ranges.map((r) => r.cidr.family), [4, 6]);
+  assert.deepEqual(
+    parsed.ipam.ranges.map((r) => r.cidr.family),
+    [4, 6],
+  );
   assert.equal(parsed.ipam.nodeSliceSize, undefined);
   assert.equal(parsed.ipam.enableOverlappingRanges, true);
-  assert.deepEqual(poolRefs(parsed).map((p) => p.name), ['ds-10.30.0.0-16', 'ds-fd00-30---64']);
+  assert.deepEqual(
+    poolRefs(parsed).map((p) => p.name),
+    ['ds-10.30.0.0-16', 'ds-fd00-30---64'],
+  );
 });

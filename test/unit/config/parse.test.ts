@@ -10,9 +10,19 @@ import { cniCodeOf } from '../../../src/cni/errors.ts';
 const noFlatFile: ParseOptions = { cniVersion: '1.0.0', readFile: () => undefined };
 const v4 = (text: string): bigint => parseIP(text).value;
 
-function parse(ipam: Record<string, unknown>, extra: Record<string, unknown> = {}, options: Partial<ParseOptions> = {}) {
+function parse(
+  ipam: Record<string, unknown>,
+  extra: Record<string, unknown> = {},
+  options: Partial<ParseOptions> = {},
+) {
   return parseNetworkConfig(
-    { cniVersion: '1.0.0', name: 'net', type: 'bridge', ipam: { type: 'hereabouts', datastore: 'local', ...ipam }, ...extra },
+    {
+      cniVersion: '1.0.0',
+      name: 'net',
+      type: 'bridge',
+      ipam: { type: 'hereabouts', datastore: 'local', ...ipam },
+      ...extra,
+    },
     { ...noFlatFile, ...options },
   );
 }
@@ -53,7 +63,10 @@ test('parseNetworkConfig() reads A-B/len ranges', () => {
 });
 
 test('parseNetworkConfig() rejects range_end before range_start', () => {
-  rejects(() => parse({ range: '10.0.0.0/24', range_start: '10.0.0.50', range_end: '10.0.0.10' }), /range_end 10\.0\.0\.10 is before/);
+  rejects(
+    () => parse({ range: '10.0.0.0/24', range_start: '10.0.0.50', range_end: '10.0.0.10' }),
+    /range_end 10\.0\.0\.10 is before/,
+  );
 });
 
 test('parseNetworkConfig() rejects a range_start of the other family', () => {
@@ -73,8 +86,14 @@ test('parseNetworkConfig() names the bad exclude entry', () => {
 });
 
 test('parseNetworkConfig() orders range first, then ipRanges, each with its own bounds', () => {
-  const config = parse({ range: '10.0.0.0/24', ipRanges: [{ range: 'fd00::/64', range_start: 'fd00::100', exclude: ['fd00::100/126'] }] });
-  assert.deepEqual(config.ipam.ranges.map((r) => formatCidr(r.cidr)), ['10.0.0.0/24', 'fd00::/64']);
+  const config = parse({
+    range: '10.0.0.0/24',
+    ipRanges: [{ range: 'fd00::/64', range_start: 'fd00::100', exclude: ['fd00::100/126'] }],
+  });
+  assert.deepEqual(
+    config.ipam.ranges.map((r) => formatCidr(r.cidr)),
+    ['10.0.0.0/24', 'fd00::/64'],
+  );
   assert.equal(config.ipam.ranges[1]!.start, parseIP('fd00::100').value);
   assert.equal(config.ipam.ranges[1]!.exclude.length, 1);
 });
@@ -117,7 +136,11 @@ test('parseNetworkConfig() needs a kubeconfig for the default kubernetes datasto
 });
 
 test('parseNetworkConfig() takes the kubeconfig from the flat file when inline keys lack it', () => {
-  const flat = JSON.stringify({ datastore: 'kubernetes', kubernetes: { kubeconfig: '/etc/cni/net.d/whereabouts.d/whereabouts.kubeconfig' }, log_level: 'debug' });
+  const flat = JSON.stringify({
+    datastore: 'kubernetes',
+    kubernetes: { kubeconfig: '/etc/cni/net.d/whereabouts.d/whereabouts.kubeconfig' },
+    log_level: 'debug',
+  });
   const config = parse(
     { datastore: undefined, range: '10.0.0.0/24', log_level: 'info' },
     {},
@@ -136,12 +159,19 @@ test('parseNetworkConfig() takes the kubeconfig from the flat file when inline k
 test('parseNetworkConfig() prefers hereabouts.d over whereabouts.d in the same directory', () => {
   const seen: string[] = [];
   parse({ range: '10.0.0.0/24' }, {}, { readFile: (p) => (seen.push(p), undefined) });
-  assert.ok(seen.indexOf('/etc/cni/net.d/hereabouts.d/hereabouts.conf') < seen.indexOf('/etc/cni/net.d/whereabouts.d/whereabouts.conf'));
+  assert.ok(
+    seen.indexOf('/etc/cni/net.d/hereabouts.d/hereabouts.conf') <
+      seen.indexOf('/etc/cni/net.d/whereabouts.d/whereabouts.conf'),
+  );
 });
 
 test('parseNetworkConfig() reads configuration_path instead of the default search', () => {
   const flat = '/etc/cni/net.d/hereabouts.d/flat.conf';
-  const config = parse({ range: '10.0.0.0/24', configuration_path: flat }, {}, { readFile: (p) => (p === flat ? '{"network_name":"blue"}' : undefined) });
+  const config = parse(
+    { range: '10.0.0.0/24', configuration_path: flat },
+    {},
+    { readFile: (p) => (p === flat ? '{"network_name":"blue"}' : undefined) },
+  );
   assert.equal(config.ipam.networkName, 'blue');
 });
 
@@ -154,7 +184,15 @@ test('parseNetworkConfig() rejects a missing configuration_path', () => {
 
 test('parseNetworkConfig() rejects a flat file that is not JSON', () => {
   const bad = '/etc/cni/net.d/hereabouts.d/bad.conf';
-  rejects(() => parse({ range: '10.0.0.0/24', configuration_path: bad }, {}, { readFile: (p) => (p === bad ? '{nope' : undefined) }), /configuration_path "\/etc\/cni\/net\.d\/hereabouts\.d\/bad\.conf" is not valid JSON/);
+  rejects(
+    () =>
+      parse(
+        { range: '10.0.0.0/24', configuration_path: bad },
+        {},
+        { readFile: (p) => (p === bad ? '{nope' : undefined) },
+      ),
+    /configuration_path "\/etc\/cni\/net\.d\/hereabouts\.d\/bad\.conf" is not valid JSON/,
+  );
 });
 
 test('parseNetworkConfig() rejects a network_name that is not a safe object-name prefix', () => {
@@ -164,11 +202,15 @@ test('parseNetworkConfig() rejects a network_name that is not a safe object-name
 });
 
 test('parseNetworkConfig() reads node_slice_size as "/26", "26" or 26', () => {
-  for (const value of ['/26', '26', 26]) assert.equal(parse({ range: '10.0.0.0/16', node_slice_size: value }).ipam.nodeSliceSize, 26);
+  for (const value of ['/26', '26', 26])
+    assert.equal(parse({ range: '10.0.0.0/16', node_slice_size: value }).ipam.nodeSliceSize, 26);
 });
 
 test('parseNetworkConfig() rejects a node_slice_size larger than the range', () => {
-  rejects(() => parse({ range: '10.0.0.0/24', node_slice_size: '/16' }), /node_slice_size \/16 does not fit range \/24/);
+  rejects(
+    () => parse({ range: '10.0.0.0/24', node_slice_size: '/16' }),
+    /node_slice_size \/16 does not fit range \/24/,
+  );
   rejects(() => parse({ range: '10.0.0.0/24', node_slice_size: Infinity }), /node_slice_size/);
 });
 
@@ -182,7 +224,10 @@ test('parseNetworkConfig() merges requested IPs from runtimeConfig, args and CNI
 });
 
 test('parseNetworkConfig() names a bad requested IP', () => {
-  rejects(() => parse({ range: '10.0.0.0/24' }, { runtimeConfig: { ips: ['nope'] } }), /runtimeConfig\.ips\[0\] "nope"/);
+  rejects(
+    () => parse({ range: '10.0.0.0/24' }, { runtimeConfig: { ips: ['nope'] } }),
+    /runtimeConfig\.ips\[0\] "nope"/,
+  );
 });
 
 test('parseNetworkConfig() validates routes, dns and gateway', () => {
@@ -202,7 +247,10 @@ test('parseNetworkConfig() requires absolute data_dir and log_file paths', () =>
 });
 
 test('parseNetworkConfig() rejects an invalid CNI network name', () => {
-  assert.throws(() => parseNetworkConfig({ name: '../x', ipam: { type: 'hereabouts', range: '10.0.0.0/24' } }, noFlatFile), /name "\.\.\/x"/);
+  assert.throws(
+    () => parseNetworkConfig({ name: '../x', ipam: { type: 'hereabouts', range: '10.0.0.0/24' } }, noFlatFile),
+    /name "\.\.\/x"/,
+  );
 });
 
 // One request takes one address per range, and a range is one pool: the same pool twice would return one address
@@ -216,23 +264,38 @@ test('parseNetworkConfig() rejects the same range twice in ipRanges with code 7,
 
 test('parseNetworkConfig() rejects ipRanges repeating range, even with other bounds', () => {
   rejects(
-    () => parse({ range: '10.0.0.0/24', range_end: '10.0.0.99', ipRanges: [{ range: '10.0.0.0/24', range_start: '10.0.0.100' }] }),
+    () =>
+      parse({
+        range: '10.0.0.0/24',
+        range_end: '10.0.0.99',
+        ipRanges: [{ range: '10.0.0.0/24', range_start: '10.0.0.100' }],
+      }),
     /ipam\.ipRanges\[0\]\.range "10\.0\.0\.0\/24" overlaps ipam\.range "10\.0\.0\.0\/24"/,
   );
 });
 
 test('parseNetworkConfig() rejects overlapping (not identical) ranges in one request', () => {
-  rejects(() => parse({ ipRanges: [{ range: '10.0.0.0/25' }, { range: '10.0.0.0/24' }] }), /ipRanges\[1\]\.range "10\.0\.0\.0\/24" overlaps ipam\.ipRanges\[0\]\.range "10\.0\.0\.0\/25"/);
+  rejects(
+    () => parse({ ipRanges: [{ range: '10.0.0.0/25' }, { range: '10.0.0.0/24' }] }),
+    /ipRanges\[1\]\.range "10\.0\.0\.0\/24" overlaps ipam\.ipRanges\[0\]\.range "10\.0\.0\.0\/25"/,
+  );
   rejects(() => parse({ ipRanges: [{ range: 'fd00::/64' }, { range: 'fd00::1:0/112' }] }), /overlaps/);
 });
 
 test('parseNetworkConfig() accepts disjoint ranges of one family and one range per family', () => {
-  assert.equal(parse({ ipRanges: [{ range: '10.0.0.0/25' }, { range: '10.0.0.128/25' }, { range: 'fd00::/64' }] }).ipam.ranges.length, 3);
+  assert.equal(
+    parse({ ipRanges: [{ range: '10.0.0.0/25' }, { range: '10.0.0.128/25' }, { range: 'fd00::/64' }] }).ipam.ranges
+      .length,
+    3,
+  );
 });
 
 test('parseNetworkConfig() defaults gc_grace_seconds to 300 and takes a non-negative integer', () => {
   assert.equal(parse({ range: '10.0.0.0/24' }).ipam.gcGraceSeconds, 300);
   assert.equal(parse({ range: '10.0.0.0/24', gc_grace_seconds: 0 }).ipam.gcGraceSeconds, 0);
-  rejects(() => parse({ range: '10.0.0.0/24', gc_grace_seconds: -5 }), /ipam\.gc_grace_seconds must be a non-negative integer, got -5/);
+  rejects(
+    () => parse({ range: '10.0.0.0/24', gc_grace_seconds: -5 }),
+    /ipam\.gc_grace_seconds must be a non-negative integer, got -5/,
+  );
   rejects(() => parse({ range: '10.0.0.0/24', gc_grace_seconds: '60' }), /ipam\.gc_grace_seconds/);
 });

@@ -4,10 +4,24 @@ import { orphanReason, type CleanupPolicy } from '../../../src/controller/orphan
 import { parseNetworkStatus, type PodView } from '../../../src/controller/orphans/pod-view.ts';
 import { duration } from '../../../src/controller/main.ts';
 
-const policy: CleanupPolicy = { cleanupTerminating: false, cleanupDisrupted: true, verifyNetworkStatus: true, pendingGraceMs: 300_000, terminalGraceMs: 60_000 };
+const policy: CleanupPolicy = {
+  cleanupTerminating: false,
+  cleanupDisrupted: true,
+  verifyNetworkStatus: true,
+  pendingGraceMs: 300_000,
+  terminalGraceMs: 60_000,
+};
 const now = Date.parse('2026-11-22T10:00:00Z');
 const record = { containerId: 'c', ifname: 'net1', podRef: 'ns/web', podUid: 'u1' };
-const running: PodView = { uid: 'u1', phase: 'Running', createdAtMs: now - 3_600_000, terminating: false, containersRunning: true, sandboxGone: false, lastChangeMs: now - 3_600_000 };
+const running: PodView = {
+  uid: 'u1',
+  phase: 'Running',
+  createdAtMs: now - 3_600_000,
+  terminating: false,
+  containersRunning: true,
+  sandboxGone: false,
+  lastChangeMs: now - 3_600_000,
+};
 const stopped: PodView = { ...running, containersRunning: false };
 
 test('orphanReason() keeps an allocation of a running pod', () => {
@@ -20,25 +34,63 @@ test('orphanReason() releases when a same-name pod was re-created with another U
   assert.equal(orphanReason(record, '10.0.0.5', { ...running, uid: 'u2' }, policy, now), 'pod-recreated');
 });
 test('orphanReason() never touches a young Pending pod, even with another UID', () => {
-  assert.equal(orphanReason(record, '10.0.0.5', { ...running, uid: 'u2', phase: 'Pending', createdAtMs: now - 1000 }, policy, now), undefined);
+  assert.equal(
+    orphanReason(record, '10.0.0.5', { ...running, uid: 'u2', phase: 'Pending', createdAtMs: now - 1000 }, policy, now),
+    undefined,
+  );
 });
 test('orphanReason() releases a terminating pod only when the flag says so, and once it stopped', () => {
   assert.equal(orphanReason(record, '10.0.0.5', { ...stopped, terminating: true }, policy, now), undefined);
-  assert.equal(orphanReason(record, '10.0.0.5', { ...stopped, terminating: true }, { ...policy, cleanupTerminating: true }, now), 'pod-terminating');
+  assert.equal(
+    orphanReason(record, '10.0.0.5', { ...stopped, terminating: true }, { ...policy, cleanupTerminating: true }, now),
+    'pod-terminating',
+  );
   const inGrace = { ...running, terminating: true, deletionAtMs: now + 10_000 };
-  assert.equal(orphanReason(record, '10.0.0.5', inGrace, { ...policy, cleanupTerminating: true }, now), undefined, 'still running');
-  assert.equal(orphanReason(record, '10.0.0.5', inGrace, { ...policy, cleanupTerminating: true }, now + 10_000), 'pod-terminating', 'grace period over');
+  assert.equal(
+    orphanReason(record, '10.0.0.5', inGrace, { ...policy, cleanupTerminating: true }, now),
+    undefined,
+    'still running',
+  );
+  assert.equal(
+    orphanReason(record, '10.0.0.5', inGrace, { ...policy, cleanupTerminating: true }, now + 10_000),
+    'pod-terminating',
+    'grace period over',
+  );
 });
 test('orphanReason() releases a pod the taint manager deleted once it stopped, unless the flag is off', () => {
   const tainted = { ...stopped, disruption: 'DeletionByTaintManager' };
   assert.equal(orphanReason(record, '10.0.0.5', tainted, policy, now), 'pod-disrupted');
   assert.equal(orphanReason(record, '10.0.0.5', tainted, { ...policy, cleanupDisrupted: false }, now), undefined);
-  assert.equal(orphanReason(record, '10.0.0.5', { ...tainted, containersRunning: true }, policy, now), undefined, 'still running');
-  assert.equal(orphanReason(record, '10.0.0.5', { ...tainted, containersRunning: true, terminating: true, deletionAtMs: now - 1 }, policy, now), 'pod-disrupted', 'past its deletion time');
+  assert.equal(
+    orphanReason(record, '10.0.0.5', { ...tainted, containersRunning: true }, policy, now),
+    undefined,
+    'still running',
+  );
+  assert.equal(
+    orphanReason(
+      record,
+      '10.0.0.5',
+      { ...tainted, containersRunning: true, terminating: true, deletionAtMs: now - 1 },
+      policy,
+      now,
+    ),
+    'pod-disrupted',
+    'past its deletion time',
+  );
 });
 test('orphanReason() never releases a running pod for DisruptionTarget=True of an eviction, a preemption or the kubelet', () => {
   for (const disruption of ['EvictionByEvictionAPI', 'PreemptionByScheduler', 'TerminationByKubelet', '']) {
-    assert.equal(orphanReason(record, '10.0.0.5', { ...running, disruption, terminating: true, deletionAtMs: now + 30_000 }, policy, now), undefined, disruption);
+    assert.equal(
+      orphanReason(
+        record,
+        '10.0.0.5',
+        { ...running, disruption, terminating: true, deletionAtMs: now + 30_000 },
+        policy,
+        now,
+      ),
+      undefined,
+      disruption,
+    );
   }
 });
 test('orphanReason() releases a terminal pod once its sandbox is gone or the terminal grace passed', () => {
@@ -62,12 +114,23 @@ test('orphanReason() leaves allocations without a pod reference alone', () => {
   assert.equal(orphanReason({ ...record, podRef: '' }, '10.0.0.5', undefined, policy, now), undefined);
 });
 test('parseNetworkStatus() collects the IPs of every network and ignores garbage', () => {
-  assert.deepEqual(parseNetworkStatus(JSON.stringify([{ name: 'a', ips: ['10.0.0.1'] }, { name: 'b', ips: ['fd00::1'] }])), new Set(['10.0.0.1', 'fd00::1']));
+  assert.deepEqual(
+    parseNetworkStatus(
+      JSON.stringify([
+        { name: 'a', ips: ['10.0.0.1'] },
+        { name: 'b', ips: ['fd00::1'] },
+      ]),
+    ),
+    new Set(['10.0.0.1', 'fd00::1']),
+  );
   assert.equal(parseNetworkStatus('{not json'), undefined);
   assert.equal(parseNetworkStatus(undefined), undefined);
 });
 test('duration() reads ms, s, m, h and bare seconds, and names a bad flag', () => {
-  assert.deepEqual(['500ms', '15s', '5m', '1h', '2'].map((d) => duration(d, 'x')), [500, 15_000, 300_000, 3_600_000, 2000]);
+  assert.deepEqual(
+    ['500ms', '15s', '5m', '1h', '2'].map((d) => duration(d, 'x')),
+    [500, 15_000, 300_000, 3_600_000, 2000],
+  );
   assert.throws(() => duration('soon', 'reconcile-interval'), /--reconcile-interval "soon" is not a duration/);
 });
 
@@ -75,7 +138,10 @@ test('desiredStatus() reports capacity, used, free and exhaustion, and nothing w
   const { desiredStatus } = await import('../../../src/controller/pools/status.ts');
   const { parseCidr } = await import('../../../src/ip/cidr.ts');
   const at = new Date('2026-11-22T10:00:00Z');
-  const full = desiredStatus(parseCidr('10.0.0.0/30'), 2, undefined, at) as { free: string; conditions: Array<{ status: string; lastTransitionTime: string }> };
+  const full = desiredStatus(parseCidr('10.0.0.0/30'), 2, undefined, at) as {
+    free: string;
+    conditions: Array<{ status: string; lastTransitionTime: string }>;
+  };
   assert.equal(full.free, '0');
   assert.equal(full.conditions[0]?.status, 'True');
   assert.equal(desiredStatus(parseCidr('10.0.0.0/30'), 2, full, new Date('2026-11-22T11:00:00Z')), undefined);

@@ -3,7 +3,10 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { usageRatio } from '../../../src/controller/runtime/metrics.ts';
 
-const pool = (used: number, capacity: bigint) => ({ allocations: new Map(Array.from({ length: used }, (_, i) => [BigInt(i), {} as never])), capacity });
+const pool = (used: number, capacity: bigint) => ({
+  allocations: new Map(Array.from({ length: used }, (_, i) => [BigInt(i), {} as never])),
+  capacity,
+});
 
 test('usage ratio of IPv4-sized pools is the plain quotient', () => {
   assert.equal(usageRatio(pool(1, 2n)), 0.5);

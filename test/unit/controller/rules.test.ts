@@ -7,12 +7,36 @@ import { parseNetworkStatus, podView } from '../../../src/controller/orphans/pod
 import { judgeReservation, reservedAddresses } from '../../../src/controller/reservations/orphaned.ts';
 import { groupByNetwork, networkNamesOf, sliceSpecOf } from '../../../src/controller/slices/spec.ts';
 
-const policy = { cleanupTerminating: false, cleanupDisrupted: true, verifyNetworkStatus: true, pendingGraceMs: 300_000, terminalGraceMs: 60_000 };
+const policy = {
+  cleanupTerminating: false,
+  cleanupDisrupted: true,
+  verifyNetworkStatus: true,
+  pendingGraceMs: 300_000,
+  terminalGraceMs: 60_000,
+};
 const now = Date.parse('2026-11-22T10:00:00Z');
 const judge = { networkNames: new Set<string>(), policy, graceMs: 60_000, now };
-const view = (name: string) => ({ name, namespace: 'kube-system', uid: 'u', resourceVersion: '1', podRef: 'ns/web', createdAtMs: now - 3_600_000 });
-const running = { uid: 'u1', phase: 'Running', createdAtMs: now - 3_600_000, terminating: false, containersRunning: true, sandboxGone: false, lastChangeMs: 0 };
-const nad = (name: string, ipam: Record<string, unknown>) => ({ metadata: { namespace: 'default', name }, spec: { config: JSON.stringify({ cniVersion: '1.0.0', name: `${name}-conf`, type: 'macvlan', ipam }) } });
+const view = (name: string) => ({
+  name,
+  namespace: 'kube-system',
+  uid: 'u',
+  resourceVersion: '1',
+  podRef: 'ns/web',
+  createdAtMs: now - 3_600_000,
+});
+const running = {
+  uid: 'u1',
+  phase: 'Running',
+  createdAtMs: now - 3_600_000,
+  terminating: false,
+  containersRunning: true,
+  sandboxGone: false,
+  lastChangeMs: 0,
+};
+const nad = (name: string, ipam: Record<string, unknown>) => ({
+  metadata: { namespace: 'default', name },
+  spec: { config: JSON.stringify({ cniVersion: '1.0.0', name: `${name}-conf`, type: 'macvlan', ipam }) },
+});
 
 test('reservedAddresses() reads IPv4 and IPv6 names with and without network_name', () => {
   assert.deepEqual(reservedAddresses('10.0.0.5', new Set()), ['10.0.0.5']);
@@ -34,7 +58,11 @@ test('reservedAddresses() names nothing for a name that is no canonical address'
 
 test('judgeReservation() keeps a held address whatever the pod; deletes one not held for a gone pod or a pod elsewhere', () => {
   assert.equal(judgeReservation(view('10.0.0.5'), null, new Set(), judge), 'pod-gone');
-  assert.equal(judgeReservation(view('10.0.0.5'), null, new Set(['10.0.0.5']), judge), undefined, 'a pool still holds it');
+  assert.equal(
+    judgeReservation(view('10.0.0.5'), null, new Set(['10.0.0.5']), judge),
+    undefined,
+    'a pool still holds it',
+  );
   assert.equal(judgeReservation(view('10.0.0.5'), running, new Set(['10.0.0.5']), judge), undefined);
   assert.equal(judgeReservation(view('10.0.0.5'), running, new Set(['10.0.0.6']), judge), 'address-not-held');
 });
@@ -42,39 +70,94 @@ test('judgeReservation() keeps a held address whatever the pod; deletes one not 
 test('judgeReservation() leaves young reservations, unread pods and young Pending pods alone', () => {
   assert.equal(judgeReservation({ ...view('10.0.0.5'), createdAtMs: now - 1000 }, null, new Set(), judge), undefined);
   assert.equal(judgeReservation(view('10.0.0.5'), undefined, new Set(), judge), undefined);
-  assert.equal(judgeReservation(view('10.0.0.5'), { ...running, phase: 'Pending', createdAtMs: now - 1000 }, new Set(), judge), undefined);
+  assert.equal(
+    judgeReservation(view('10.0.0.5'), { ...running, phase: 'Pending', createdAtMs: now - 1000 }, new Set(), judge),
+    undefined,
+  );
 });
 
 test('podView() takes a mirror pod UID from its config.mirror annotation', () => {
-  const pod = podView({ metadata: { name: 'etcd-n1', namespace: 'kube-system', uid: 'api-uid', annotations: { 'kubernetes.io/config.mirror': 'static-uid' } }, status: { phase: 'Running' } });
+  const pod = podView({
+    metadata: {
+      name: 'etcd-n1',
+      namespace: 'kube-system',
+      uid: 'api-uid',
+      annotations: { 'kubernetes.io/config.mirror': 'static-uid' },
+    },
+    status: { phase: 'Running' },
+  });
   assert.equal(pod?.uid, 'static-uid');
 });
 
 test('parseNetworkStatus() canonicalises IPv6 spellings and drops prefix lengths', () => {
-  assert.deepEqual(parseNetworkStatus(JSON.stringify([{ ips: ['FD00:0::5', '10.0.0.1/24'] }])), new Set(['fd00::5', '10.0.0.1']));
+  assert.deepEqual(
+    parseNetworkStatus(JSON.stringify([{ ips: ['FD00:0::5', '10.0.0.1/24'] }])),
+    new Set(['fd00::5', '10.0.0.1']),
+  );
 });
 
 test('sliceSpecOf() reads a conflist NAD, and names a NAD with ipRanges and node_slice_size', () => {
-  const conflist = { metadata: { namespace: 'd', name: 'l' }, spec: { config: JSON.stringify({ cniVersion: '1.0.0', name: 'net', plugins: [{ type: 'macvlan', ipam: { type: 'whereabouts', range: 'fd00::/48', node_slice_size: '/64' } }, { type: 'tuning' }] }) } };
+  const conflist = {
+    metadata: { namespace: 'd', name: 'l' },
+    spec: {
+      config: JSON.stringify({
+        cniVersion: '1.0.0',
+        name: 'net',
+        plugins: [
+          { type: 'macvlan', ipam: { type: 'whereabouts', range: 'fd00::/48', node_slice_size: '/64' } },
+          { type: 'tuning' },
+        ],
+      }),
+    },
+  };
   assert.deepEqual(sliceSpecOf(conflist)?.network, 'net');
-  assert.throws(() => sliceSpecOf(nad('two', { type: 'hereabouts', range: '10.0.0.0/16', ipRanges: [{ range: '10.1.0.0/16' }], node_slice_size: '/24' })), /default\/two: node_slice_size needs exactly one range \(got 2\)/);
+  assert.throws(
+    () =>
+      sliceSpecOf(
+        nad('two', {
+          type: 'hereabouts',
+          range: '10.0.0.0/16',
+          ipRanges: [{ range: '10.1.0.0/16' }],
+          node_slice_size: '/24',
+        }),
+      ),
+    /default\/two: node_slice_size needs exactly one range \(got 2\)/,
+  );
 });
 
 test('networkNamesOf() lists the network_name of every hereabouts or whereabouts section', () => {
-  assert.deepEqual(networkNamesOf(nad('a', { type: 'whereabouts', range: '10.0.0.0/24', network_name: 'blue' })), ['blue']);
+  assert.deepEqual(networkNamesOf(nad('a', { type: 'whereabouts', range: '10.0.0.0/24', network_name: 'blue' })), [
+    'blue',
+  ]);
   assert.deepEqual(networkNamesOf(nad('b', { type: 'host-local', range: '10.0.0.0/24' })), []);
 });
 
 test('groupByNetwork() keeps the NADs of an agreed network together', () => {
-  const a = sliceSpecOf(nad('a', { type: 'hereabouts', range: '10.0.0.0/16', node_slice_size: 24, network_name: 'n' }))!;
-  const b = sliceSpecOf(nad('b', { type: 'hereabouts', range: '10.0.0.0/16', node_slice_size: '/24', network_name: 'n' }))!;
+  const a = sliceSpecOf(
+    nad('a', { type: 'hereabouts', range: '10.0.0.0/16', node_slice_size: 24, network_name: 'n' }),
+  )!;
+  const b = sliceSpecOf(
+    nad('b', { type: 'hereabouts', range: '10.0.0.0/16', node_slice_size: '/24', network_name: 'n' }),
+  )!;
   assert.deepEqual(groupByNetwork([a, b]).agreed.get('n')?.sources, ['default/a', 'default/b']);
 });
 
 test('withConditions() keeps the transition time while the status stays, and moves it when it changes', () => {
-  const first = withConditions([], [{ type: 'Exhausted', status: 'False', reason: 'AddressesFree', message: '' }], new Date('2026-11-22T10:00:00Z'));
-  const same = withConditions(first, [{ type: 'Exhausted', status: 'False', reason: 'AddressesFree', message: '' }], new Date('2026-11-22T11:00:00Z'));
-  const flipped = withConditions(first, [{ type: 'Exhausted', status: 'True', reason: 'NoFreeAddress', message: 'full' }], new Date('2026-11-22T12:00:00Z'));
+  const first = withConditions(
+    [],
+    [{ type: 'Exhausted', status: 'False', reason: 'AddressesFree', message: '' }],
+    new Date('2026-11-22T10:00:00Z'),
+  );
+  const same = withConditions(
+    first,
+    [{ type: 'Exhausted', status: 'False', reason: 'AddressesFree', message: '' }],
+    new Date('2026-11-22T11:00:00Z'),
+  );
+  const flipped = withConditions(
+    first,
+    [{ type: 'Exhausted', status: 'True', reason: 'NoFreeAddress', message: 'full' }],
+    new Date('2026-11-22T12:00:00Z'),
+  );
   assert.equal(same[0]?.lastTransitionTime, '2026-11-22T10:00:00Z');
   assert.equal(flipped[0]?.lastTransitionTime, '2026-11-22T12:00:00Z');
 });
@@ -89,9 +172,18 @@ test('parseAddr() reads :port, host:port and [v6]:port, and refuses the rest', (
 test('parseControllerFlags() reads Go-style booleans and durations, with the documented defaults', () => {
   const flags = parseControllerFlags(['--cleanup-terminating', '--cleanup-disrupted=false', '--pending-grace', '90s']);
   assert.ok(flags !== 'help');
-  assert.deepEqual(flags.policy, { cleanupTerminating: true, cleanupDisrupted: false, verifyNetworkStatus: true, pendingGraceMs: 90_000, terminalGraceMs: 60_000 });
+  assert.deepEqual(flags.policy, {
+    cleanupTerminating: true,
+    cleanupDisrupted: false,
+    verifyNetworkStatus: true,
+    pendingGraceMs: 90_000,
+    terminalGraceMs: 60_000,
+  });
   assert.equal(flags.reconcileIntervalMs, 30_000);
-  assert.deepEqual([flags.leader.leaseDurationMs, flags.leader.renewDeadlineMs, flags.leader.retryPeriodMs], [15_000, 10_000, 2_000]);
+  assert.deepEqual(
+    [flags.leader.leaseDurationMs, flags.leader.renewDeadlineMs, flags.leader.retryPeriodMs],
+    [15_000, 10_000, 2_000],
+  );
 });
 
 test('parseControllerFlags() times requests out before the renew deadline, and wants lease > renew deadline > retry period > 0', () => {
@@ -100,7 +192,13 @@ test('parseControllerFlags() times requests out before the renew deadline, and w
   assert.equal(defaults.requestTimeoutMs, 8000, 'renew deadline 10s - retry period 2s');
   const quick = parseControllerFlags(['--lease-duration', '3s', '--renew-deadline', '2s', '--retry-period', '300ms']);
   assert.ok(quick !== 'help' && quick.requestTimeoutMs < quick.leader.renewDeadlineMs);
-  assert.throws(() => parseControllerFlags(['--lease-duration', '10s', '--renew-deadline', '12s']), /--renew-deadline 12s must be shorter than --lease-duration 10s/);
-  assert.throws(() => parseControllerFlags(['--renew-deadline', '2s', '--retry-period', '2s']), /--retry-period 2s must be well below --renew-deadline 2s/);
+  assert.throws(
+    () => parseControllerFlags(['--lease-duration', '10s', '--renew-deadline', '12s']),
+    /--renew-deadline 12s must be shorter than --lease-duration 10s/,
+  );
+  assert.throws(
+    () => parseControllerFlags(['--renew-deadline', '2s', '--retry-period', '2s']),
+    /--retry-period 2s must be well below --renew-deadline 2s/,
+  );
   assert.throws(() => parseControllerFlags(['--retry-period', '0s']), /--retry-period 0s must be above 0/);
 });

@@ -41,7 +41,8 @@ function exitedPid(): number {
   return run.pid;
 }
 
-const isCode = (code: number, pattern: RegExp) => (err: unknown) => err instanceof HereaboutsError && cniCodeOf(err) === code && pattern.test(err.message);
+const isCode = (code: number, pattern: RegExp) => (err: unknown) =>
+  err instanceof HereaboutsError && cniCodeOf(err) === code && pattern.test(err.message);
 
 test('a lock whose holder has exited is taken over at once, well inside the age window', async () => {
   const paths = tempPaths();
@@ -72,19 +73,31 @@ test('a live holder keeps its lock past the age window: the waiter gives up with
   const paths = tempPaths();
   plantLock(paths.lock, { pid: process.pid, start: startOf(process.pid), pidns, boot: bootId }, 60_000);
   await assert.rejects(acquireLock(paths, { staleMs: 100, timeoutMs: 400 }), (err: unknown) => {
-    return isCode(11, /waiting for the lock/)(err) && err instanceof HereaboutsError && /pid \d+ \(running\)/.test(err.details);
+    return (
+      isCode(11, /waiting for the lock/)(err) &&
+      err instanceof HereaboutsError &&
+      /pid \d+ \(running\)/.test(err.details)
+    );
   });
   assert.equal((JSON.parse(readFileSync(paths.lock, 'utf8')) as LockOwner).pid, process.pid, 'the lock is untouched');
 });
 
 test('a holder stopped with SIGSTOP past the age window keeps its lock', async () => {
   const paths = tempPaths();
-  const holder = spawn(embeddedNode, ['--input-type=module', '-e', `
+  const holder = spawn(
+    embeddedNode,
+    [
+      '--input-type=module',
+      '-e',
+      `
     const { acquireLock } = await import(${JSON.stringify(pathToFileURL(join(repoRoot, 'src/fs/lock.ts')).href)});
     await acquireLock(${JSON.stringify(paths)}, { staleMs: 1000, timeoutMs: 5000 });
     process.stdout.write('locked\\n');
     setInterval(() => {}, 1000);
-  `], { stdio: ['ignore', 'pipe', 'inherit'] });
+  `,
+    ],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
   try {
     await new Promise<void>((resolve, reject) => {
       holder.stdout.once('data', () => resolve());
@@ -105,7 +118,11 @@ test('a lock from another pid namespace is judged by age: kept while fresh, take
   await assert.rejects(acquireLock(paths, { staleMs: 5_000, timeoutMs: 200 }), isCode(11, /waiting/));
   plantLock(paths.lock, foreign, 10_000);
   const warnings: string[] = [];
-  const lock = await acquireLock(paths, { staleMs: 5_000, timeoutMs: 1_000 }, { log: { debug: () => {}, warning: (m) => warnings.push(m) } });
+  const lock = await acquireLock(
+    paths,
+    { staleMs: 5_000, timeoutMs: 1_000 },
+    { log: { debug: () => {}, warning: (m) => warnings.push(m) } },
+  );
   await lock.release();
   assert.match(warnings.join('\n'), /another pid namespace.*taking it over/);
 });
@@ -134,11 +151,14 @@ test('the lock file names its holder: pid, start time, pid namespace and boot', 
   const paths = tempPaths();
   const lock = await acquireLock(paths, { staleMs: 10_000, timeoutMs: 1_000 });
   const owner = JSON.parse(readFileSync(paths.lock, 'utf8')) as LockOwner;
-  assert.deepEqual([owner.pid, owner.start, owner.pidns, owner.boot], [process.pid, startOf(process.pid), pidns, bootId]);
+  assert.deepEqual(
+    [owner.pid, owner.start, owner.pidns, owner.boot],
+    [process.pid, startOf(process.pid), pidns, bootId],
+  );
   await lock.release();
 });
 
-test('liveness() calls a missing pid unknown (not dead) when another user\'s processes may be hidden from us', async () => {
+test("liveness() calls a missing pid unknown (not dead) when another user's processes may be hidden from us", async () => {
   const { liveness } = await import('../../../src/fs/lock-owner.ts');
   const owner = { pid: exitedPid(), start: '1', pidns, boot: bootId, token: 't' };
   assert.equal(liveness(owner).state, 'dead');

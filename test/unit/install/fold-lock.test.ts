@@ -30,10 +30,14 @@ test('a lock whose holder was killed is taken over at once', () => {
   const path = lockPath();
   const lockModule = pathToFileURL(join(repoRoot, 'src/install/fold-lock.ts')).href;
   // The holder takes the lock and exits without releasing it, as a SIGKILLed pod would.
-  const holder = spawnSync(process.execPath, ['--input-type=module', '-e', `
+  const holder = spawnSync(process.execPath, [
+    '--input-type=module',
+    '-e',
+    `
     const { FoldLock } = await import(${JSON.stringify(lockModule)});
     if (!new FoldLock(${JSON.stringify(path)}, { staleMs: 30000 }).hold()) process.exit(3);
-    process.kill(process.pid, 'SIGKILL');`]);
+    process.kill(process.pid, 'SIGKILL');`,
+  ]);
   assert.equal(holder.signal, 'SIGKILL', holder.stderr.toString());
   assert.equal(existsSync(path), true, 'the killed holder left its lock behind');
   assert.equal(new FoldLock(path, { staleMs: 30_000 }).hold(), true);

@@ -5,9 +5,15 @@ import { NodeMetrics, OTHER_NETWORK } from '../../../src/install/node-metrics.ts
 
 test('after maxNetworks distinct networks, further networks are counted as "_other"', async () => {
   const metrics = new NodeMetrics({ maxNetworks: 2 });
-  for (const network of ['a', 'b', 'c', 'd', 'a']) metrics.record({ verb: 'ADD', outcome: 'ok', micros: 1500, network });
+  for (const network of ['a', 'b', 'c', 'd', 'a'])
+    metrics.record({ verb: 'ADD', outcome: 'ok', micros: 1500, network });
   const text = await metrics.registry.metrics();
-  const count = (network: string): number => Number(new RegExp(`^hereabouts_cni_requests_total\\{verb="ADD",code="ok",network="${network}"\\} (\\d+)$`, 'm').exec(text)?.[1]);
+  const count = (network: string): number =>
+    Number(
+      new RegExp(`^hereabouts_cni_requests_total\\{verb="ADD",code="ok",network="${network}"\\} (\\d+)$`, 'm').exec(
+        text,
+      )?.[1],
+    );
   assert.equal(count('a'), 2);
   assert.equal(count('b'), 1);
   assert.equal(count(OTHER_NETWORK), 2);

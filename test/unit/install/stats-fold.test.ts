@@ -10,7 +10,8 @@ import { StatsFolder } from '../../../src/install/stats-fold.ts';
 import { formatRecord, type CallRecord } from '../../../src/cni/call-record.ts';
 
 const scratch = (): string => mkdtempSync(join(tmpdir(), 'hab-fold-'));
-const line = (i: number, network = 'n'): string => formatRecord({ verb: i % 2 === 0 ? 'ADD' : 'DEL', outcome: 'ok', micros: i, network });
+const line = (i: number, network = 'n'): string =>
+  formatRecord({ verb: i % 2 === 0 ? 'ADD' : 'DEL', outcome: 'ok', micros: i, network });
 
 function folder(dir: string, seen: CallRecord[], clock: { now: number }, maxBytes = 1 << 20): StatsFolder {
   return new StatsFolder({ dir, maxBytes, drainMs: 1000, now: () => clock.now }, (r) => void seen.push(r));
@@ -26,7 +27,10 @@ test('fold() reads only what was appended since the last fold, and waits for a r
   assert.equal(f.fold().records, 1);
   appendFileSync(join(dir, 'calls'), ' n\n');
   assert.deepEqual(f.fold(), { records: 1, skipped: 0, rotated: false });
-  assert.deepEqual(seen.map((r) => r.micros), [1, 2, 3, 4]);
+  assert.deepEqual(
+    seen.map((r) => r.micros),
+    [1, 2, 3, 4],
+  );
 });
 
 test('a torn fragment followed by a whole record: the record counts, the fragment is skipped', () => {
@@ -57,7 +61,10 @@ test('rotation: lines written to the renamed file by a writer that opened it bef
   clock.now = 2000; // past drainMs: the last read of calls.1 takes the torn tail as skipped, then removes it
   assert.deepEqual(f.fold(), { records: 0, skipped: 1, rotated: false });
   assert.equal(existsSync(join(dir, 'calls.1')), false);
-  assert.deepEqual(seen.map((r) => r.micros).sort((a, b) => a - b), [0, 1, 2, 3, 4, 100, 200]);
+  assert.deepEqual(
+    seen.map((r) => r.micros).sort((a, b) => a - b),
+    [0, 1, 2, 3, 4, 100, 200],
+  );
 });
 
 test('a new folder (a restarted pod) resumes at the saved offset instead of counting the file again', () => {
@@ -68,7 +75,10 @@ test('a new folder (a restarted pod) resumes at the saved offset instead of coun
   appendFileSync(join(dir, 'calls'), line(3));
   const again: CallRecord[] = [];
   assert.equal(folder(dir, again, { now: 0 }).fold().records, 1);
-  assert.deepEqual(again.map((r) => r.micros), [3]);
+  assert.deepEqual(
+    again.map((r) => r.micros),
+    [3],
+  );
 });
 
 test('a calls.1 the saved state does not know is drained, not overwritten by the next rotation', () => {

@@ -2,14 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { formatIP, parseIP, type Family } from '../../../src/ip/address.ts';
 import { formatCidr, parseCidr } from '../../../src/ip/cidr.ts';
-import {
-  clampSpan,
-  offsetOf,
-  parseExcludeText,
-  parseRangeText,
-  usableSpan,
-  valueAt,
-} from '../../../src/ip/range.ts';
+import { clampSpan, offsetOf, parseExcludeText, parseRangeText, usableSpan, valueAt } from '../../../src/ip/range.ts';
 import type { Block } from '../../../src/ip/block.ts';
 
 const ip = (text: string): bigint => parseIP(text).value;
@@ -79,7 +72,10 @@ test('clampSpan() applies a start and an end inside the span', () => {
 });
 
 test('clampSpan() accepts start equal to end', () => {
-  assert.deepEqual(clampSpan(slash24, { start: ip('10.0.0.10'), end: ip('10.0.0.10') }).block, span('10.0.0.10', '10.0.0.10'));
+  assert.deepEqual(
+    clampSpan(slash24, { start: ip('10.0.0.10'), end: ip('10.0.0.10') }).block,
+    span('10.0.0.10', '10.0.0.10'),
+  );
 });
 
 test('clampSpan() ignores a start on the network address', () => {
@@ -106,7 +102,10 @@ test('clampSpan() ignores an end before the start, as Whereabouts does', () => {
 test('clampSpan() ignores both bounds when both are outside', () => {
   const r = clampSpan(slash24, { start: ip('10.0.1.1'), end: ip('9.0.0.1') });
   assert.deepEqual(r.block, slash24);
-  assert.deepEqual(r.ignored.map((i) => i.bound), ['start', 'end']);
+  assert.deepEqual(
+    r.ignored.map((i) => i.bound),
+    ['start', 'end'],
+  );
 });
 
 // parseRangeText
@@ -156,7 +155,10 @@ test('parseRangeText() keeps network and broadcast bounds of A-B/len unclamped',
 });
 
 const rejects = (input: string, type: typeof TypeError | typeof RangeError, message: string) => () =>
-  assert.throws(() => parseRangeText(input), (e: unknown) => e instanceof type && e.message === message);
+  assert.throws(
+    () => parseRangeText(input),
+    (e: unknown) => e instanceof type && e.message === message,
+  );
 
 test(
   'parseRangeText() rejects a bad address',
@@ -166,10 +168,7 @@ test(
   'parseRangeText() rejects a missing prefix length',
   rejects('10.0.0.0', TypeError, 'range "10.0.0.0": missing /prefix length'),
 );
-test(
-  'parseRangeText() rejects an empty value',
-  rejects('', TypeError, 'range "": missing /prefix length'),
-);
+test('parseRangeText() rejects an empty value', rejects('', TypeError, 'range "": missing /prefix length'));
 test(
   'parseRangeText() rejects an IPv4 prefix over 32',
   rejects('10.0.0.0/33', TypeError, 'range "10.0.0.0/33": prefix length "33" is not 0-32'),
@@ -208,7 +207,11 @@ test(
 );
 test(
   'parseRangeText() rejects mixed families',
-  rejects('10.0.0.1-fd00::5/64', RangeError, 'range "10.0.0.1-fd00::5/64": start 10.0.0.1 is IPv4 but fd00::/64 is IPv6'),
+  rejects(
+    '10.0.0.1-fd00::5/64',
+    RangeError,
+    'range "10.0.0.1-fd00::5/64": start 10.0.0.1 is IPv4 but fd00::/64 is IPv6',
+  ),
 );
 test(
   'parseRangeText() rejects a zone index',
@@ -234,7 +237,10 @@ test('parseExcludeText() reads an IPv6 CIDR', () => {
 });
 
 test('parseExcludeText() rejects a bad address', () => {
-  assert.throws(() => parseExcludeText('10.0.0.x'), { name: 'TypeError', message: 'exclude "10.0.0.x": bad address "10.0.0.x"' });
+  assert.throws(() => parseExcludeText('10.0.0.x'), {
+    name: 'TypeError',
+    message: 'exclude "10.0.0.x": bad address "10.0.0.x"',
+  });
 });
 
 test('parseExcludeText() rejects a bad prefix length', () => {

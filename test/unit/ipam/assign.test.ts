@@ -13,7 +13,8 @@ const pod: Attachment = { containerId: 'c1', ifname: 'eth0', podRef: 'default/po
 const v4 = testRange('10.0.0.0/29');
 const v6 = testRange('fd00::/120');
 
-const texts = (assigned: ReadonlyArray<{ address: { family: 4 | 6; value: bigint } }>) => assigned.map((a) => formatIP(a.address));
+const texts = (assigned: ReadonlyArray<{ address: { family: 4 | 6; value: bigint } }>) =>
+  assigned.map((a) => formatIP(a.address));
 
 function cniError(code: number, pattern: RegExp) {
   return (err: unknown) => err instanceof HereaboutsError && cniCodeOf(err) === code && pattern.test(err.message);
@@ -23,7 +24,10 @@ test('assign() takes the first free address of each range, range first then ipRa
   const store = new MemoryStore();
   const assigned = await assign(store, testNetwork([v4, v6]), pod);
   assert.deepEqual(texts(assigned), ['10.0.0.1', 'fd00::1']);
-  assert.deepEqual(assigned.map((a) => a.claimed), [true, true]);
+  assert.deepEqual(
+    assigned.map((a) => a.claimed),
+    [true, true],
+  );
 });
 
 test('assign() records container id, pod, ifname, pod UID and when it was written', async () => {
@@ -82,7 +86,10 @@ test('assign() fails with code 100 naming the range when it is exhausted', async
   const config = testNetwork([testRange('10.0.0.0/30')]);
   await assign(store, config, { containerId: 'a', ifname: 'eth0', podRef: 'ns/a' });
   await assign(store, config, { containerId: 'b', ifname: 'eth0', podRef: 'ns/b' });
-  await assert.rejects(assign(store, config, pod), cniError(100, /range 10\.0\.0\.0\/30 \(10\.0\.0\.1-10\.0\.0\.2\) has no free address/));
+  await assert.rejects(
+    assign(store, config, pod),
+    cniError(100, /range 10\.0\.0\.0\/30 \(10\.0\.0\.1-10\.0\.0\.2\) has no free address/),
+  );
 });
 
 test('assign() rolls back the ranges it claimed when a later range fails', async () => {
@@ -174,7 +181,11 @@ async function snapshot(store: MemoryStore, config: ReturnType<typeof testNetwor
     for (const [address, record] of await store.read(pool)) {
       const rest: Record<string, unknown> = { ...record };
       delete rest['createdAt'];
-      rows.push([pool.name, formatIP({ family: pool.range.cidr.family, value: address }), withCreatedAt ? record : rest]);
+      rows.push([
+        pool.name,
+        formatIP({ family: pool.range.cidr.family, value: address }),
+        withCreatedAt ? record : rest,
+      ]);
     }
   }
   return rows;
@@ -229,7 +240,10 @@ test('assign() succeeds when releasing a given-up address fails, and says so (GC
   const warnings: string[] = [];
   const config = testNetwork([v4], { requestedIPs: ['10.0.0.5'] });
   // call 2 claims .5, call 3 (releasing .1) fails
-  assert.deepEqual(texts(await assign(store, config, { ...pod, containerId: 'c2' }, { warn: (m) => warnings.push(m) })), ['10.0.0.5']);
+  assert.deepEqual(
+    texts(await assign(store, config, { ...pod, containerId: 'c2' }, { warn: (m) => warnings.push(m) })),
+    ['10.0.0.5'],
+  );
   assert.match(warnings.join('\n'), /could not release 10\.0\.0\.1.*disk gone/);
 });
 
@@ -255,12 +269,18 @@ test('assign() refuses a requested address outside range_start-range_end', async
 
 test('assign() refuses an excluded requested address', async () => {
   const config = testNetwork([testRange('10.0.0.0/24', { exclude: ['10.0.0.4/30'] })], { requestedIPs: ['10.0.0.5'] });
-  await assert.rejects(assign(new MemoryStore(), config, pod), cniError(101, /10\.0\.0\.5 is excluded from range 10\.0\.0\.0\/24 \(10\.0\.0\.4-10\.0\.0\.7\)/));
+  await assert.rejects(
+    assign(new MemoryStore(), config, pod),
+    cniError(101, /10\.0\.0\.5 is excluded from range 10\.0\.0\.0\/24 \(10\.0\.0\.4-10\.0\.0\.7\)/),
+  );
 });
 
 test('assign() refuses the gateway as a requested address', async () => {
   const config = testNetwork([testRange('10.0.0.0/24', { gateway: '10.0.0.1' })], { requestedIPs: ['10.0.0.1'] });
-  await assert.rejects(assign(new MemoryStore(), config, pod), cniError(101, /10\.0\.0\.1 is the gateway of range 10\.0\.0\.0\/24/));
+  await assert.rejects(
+    assign(new MemoryStore(), config, pod),
+    cniError(101, /10\.0\.0\.1 is the gateway of range 10\.0\.0\.0\/24/),
+  );
 });
 
 test('assign() refuses a requested address outside every range', async () => {
@@ -273,12 +293,18 @@ test('assign() refuses a requested address outside every range', async () => {
 
 test('assign() refuses a requested address that falls in two ranges', async () => {
   const config = testNetwork([testRange('10.0.0.0/24'), testRange('10.0.0.0/25')], { requestedIPs: ['10.0.0.5'] });
-  await assert.rejects(assign(new MemoryStore(), config, pod), cniError(101, /falls in more than one configured range/));
+  await assert.rejects(
+    assign(new MemoryStore(), config, pod),
+    cniError(101, /falls in more than one configured range/),
+  );
 });
 
 test('assign() refuses two requested addresses in one range', async () => {
   const config = testNetwork([v4], { requestedIPs: ['10.0.0.2', '10.0.0.3'] });
-  await assert.rejects(assign(new MemoryStore(), config, pod), cniError(101, /10\.0\.0\.3 falls in range 10\.0\.0\.0\/29, which already grants 10\.0\.0\.2/));
+  await assert.rejects(
+    assign(new MemoryStore(), config, pod),
+    cniError(101, /10\.0\.0\.3 falls in range 10\.0\.0\.0\/29, which already grants 10\.0\.0\.2/),
+  );
 });
 
 test('assign() leaves a requested address equal to a static address to the static path', async () => {

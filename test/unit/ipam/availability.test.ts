@@ -19,7 +19,10 @@ test('checkAvailable() passes when a range is exhausted: exhaustion is not a STA
   const store = new MemoryStore();
   const config = testNetwork([testRange('fd00::/120'), testRange('10.0.0.0/30')], { networkName: 'blue' });
   for (const id of ['a', 'b']) await assign(store, config, { containerId: id, ifname: 'eth0', podRef: `ns/${id}` });
-  await assert.rejects(assign(store, config, { containerId: 'c', ifname: 'eth0', podRef: 'ns/c' }), (err: unknown) => err instanceof HereaboutsError && cniCodeOf(err) === 100);
+  await assert.rejects(
+    assign(store, config, { containerId: 'c', ifname: 'eth0', podRef: 'ns/c' }),
+    (err: unknown) => err instanceof HereaboutsError && cniCodeOf(err) === 100,
+  );
   await checkAvailable(store, config);
 });
 
@@ -27,7 +30,7 @@ test('checkAvailable() passes for a range made entirely of exclusions', async ()
   await checkAvailable(new MemoryStore(), testNetwork([testRange('10.0.0.0/29', { exclude: ['10.0.0.0/29'] })]));
 });
 
-test('checkAvailable() passes the store\'s own status failure through', async () => {
+test("checkAvailable() passes the store's own status failure through", async () => {
   class Down extends MemoryStore {
     override status(): Promise<void> {
       return Promise.reject(new HereaboutsError(ErrorKind.NotReady, 'data_dir is not writable'));

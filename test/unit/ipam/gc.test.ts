@@ -17,9 +17,15 @@ test('collectGarbage() releases allocations whose attachment is not in the valid
   const store = new MemoryStore();
   for (const id of ['a', 'b', 'c']) await assign(store, config, att(id));
   const report = await collectGarbage(store, config, [att('a'), att('c')]);
-  assert.deepEqual(report.released.map((r) => [formatIP(r.address), r.record.containerId]), [['10.0.0.2', 'b']]);
+  assert.deepEqual(
+    report.released.map((r) => [formatIP(r.address), r.record.containerId]),
+    [['10.0.0.2', 'b']],
+  );
   assert.deepEqual(report.errors, []);
-  assert.deepEqual([...(await store.read(pool)).values()].map((r) => r.containerId), ['a', 'c']);
+  assert.deepEqual(
+    [...(await store.read(pool)).values()].map((r) => r.containerId),
+    ['a', 'c'],
+  );
 });
 
 test('collectGarbage() matches container and ifname together', async () => {
@@ -27,7 +33,10 @@ test('collectGarbage() matches container and ifname together', async () => {
   await assign(store, config, att('a'));
   await assign(store, config, att('a', 'net1'));
   const report = await collectGarbage(store, config, [att('a')]);
-  assert.deepEqual(report.released.map((r) => r.record.ifname), ['net1']);
+  assert.deepEqual(
+    report.released.map((r) => r.record.ifname),
+    ['net1'],
+  );
 });
 
 test('collectGarbage() keeps every interface of a container named without an ifname', async () => {
@@ -59,7 +68,10 @@ test('collectGarbage() leaves records of other nodes and records without a node 
     [parseIP('10.0.0.3').value, record('whereabouts')],
   ]);
   const report = await collectGarbage(store, config, []);
-  assert.deepEqual(report.released.map((r) => r.record.containerId), ['mine']);
+  assert.deepEqual(
+    report.released.map((r) => r.record.containerId),
+    ['mine'],
+  );
   assert.equal((await store.read(pool)).size, 2);
 });
 
@@ -77,7 +89,10 @@ test('collectGarbage() reports a failing pool and still collects the others', as
   store.seed(v6Pool, [[parseIP('fd00::1').value, { containerId: 'x', ifname: 'eth0', podRef: '' }]]);
   const report = await collectGarbage(store, two, []);
   assert.equal(report.errors.length, 1);
-  assert.deepEqual(report.released.map((r) => formatIP(r.address)), ['fd00::1']);
+  assert.deepEqual(
+    report.released.map((r) => formatIP(r.address)),
+    ['fd00::1'],
+  );
 });
 
 // An ADD may commit after the runtime took its valid-attachments snapshot: such an allocation is not garbage yet.
@@ -100,13 +115,21 @@ test('collectGarbage() releases allocations older than gc_grace_seconds, and rec
     [parseIP('10.0.0.3').value, { containerId: 'legacy', ifname: 'eth0', podRef: 'ns/legacy' }],
   ]);
   const report = await collectGarbage(store, graced, []);
-  assert.deepEqual(report.released.map((r) => r.record.containerId), ['old', 'legacy']);
+  assert.deepEqual(
+    report.released.map((r) => r.record.containerId),
+    ['old', 'legacy'],
+  );
 });
 
 test('an idempotent ADD by a new container restarts the grace period of its record', async () => {
   const store = new MemoryStore();
   const graced = testNetwork([testRange('10.0.0.0/28')], { gcGraceSeconds: 60 });
-  store.seed(pool, [[parseIP('10.0.0.1').value, { containerId: 'c1', ifname: 'eth0', podRef: 'ns/p', createdAt: new Date(Date.now() - 3_600_000).toISOString() }]]);
+  store.seed(pool, [
+    [
+      parseIP('10.0.0.1').value,
+      { containerId: 'c1', ifname: 'eth0', podRef: 'ns/p', createdAt: new Date(Date.now() - 3_600_000).toISOString() },
+    ],
+  ]);
   await assign(store, graced, { containerId: 'c2', ifname: 'eth0', podRef: 'ns/p' });
   assert.deepEqual((await collectGarbage(store, graced, [])).released, []);
 });

@@ -12,7 +12,7 @@ import { cniCodeOf } from '../../../src/cni/errors.ts';
 const config = testNetwork([testRange('10.0.0.0/29'), testRange('fd00::/120')]);
 const pod = { containerId: 'c1', ifname: 'eth0', podRef: 'default/pod1' };
 
-test('release() frees the attachment\'s address in every range', async () => {
+test("release() frees the attachment's address in every range", async () => {
   const store = new MemoryStore();
   await assign(store, config, pod);
   const released = await release(store, config, pod);
@@ -35,7 +35,7 @@ test('release() only frees the named interface of the container', async () => {
   assert.deepEqual(released.map(formatIP), ['10.0.0.2', 'fd00::2']);
 });
 
-test('release() matches the container id, not the pod: an old sandbox\'s DEL leaves the new one\'s address', async () => {
+test("release() matches the container id, not the pod: an old sandbox's DEL leaves the new one's address", async () => {
   const store = new MemoryStore();
   await assign(store, config, pod);
   await assign(store, config, { ...pod, containerId: 'c2' }); // same pod, new sandbox: record now says c2
@@ -53,8 +53,14 @@ test('release() keeps releasing after a failing range and reports every error at
   const store = new FailingPool();
   const [, v6Pool] = poolRefs(config);
   assert.ok(v6Pool !== undefined);
-  await store.update(v6Pool, () => ({ change: { claim: { address: parseIP('fd00::1').value, record: { ...pod } } }, value: undefined }));
-  await assert.rejects(release(store, config, pod), (err: unknown) => err instanceof HereaboutsError && cniCodeOf(err) === 11);
+  await store.update(v6Pool, () => ({
+    change: { claim: { address: parseIP('fd00::1').value, record: { ...pod } } },
+    value: undefined,
+  }));
+  await assert.rejects(
+    release(store, config, pod),
+    (err: unknown) => err instanceof HereaboutsError && cniCodeOf(err) === 11,
+  );
   assert.equal((await store.read(v6Pool)).size, 0);
 });
 

@@ -17,7 +17,12 @@ function checkFailed(pattern: RegExp) {
 test('verify() accepts addresses allocated to this container and ifname', async () => {
   const store = new MemoryStore();
   const assigned = await assign(store, config, pod);
-  await verify(store, config, pod, assigned.map((a) => a.address));
+  await verify(
+    store,
+    config,
+    pod,
+    assigned.map((a) => a.address),
+  );
 });
 
 test('verify() skips static addresses', async () => {
@@ -42,11 +47,17 @@ test('verify() fails with code 102 for an address held by another attachment', a
 });
 
 test('verify() fails with code 102 for an address outside every range', async () => {
-  await assert.rejects(verify(new MemoryStore(), config, pod, [parseIP('172.16.0.1')]), checkFailed(/172\.16\.0\.1 is in no configured range/));
+  await assert.rejects(
+    verify(new MemoryStore(), config, pod, [parseIP('172.16.0.1')]),
+    checkFailed(/172\.16\.0\.1 is in no configured range/),
+  );
 });
 
 test('verify() fails for the right container on the wrong interface', async () => {
   const store = new MemoryStore();
   await assign(store, config, pod);
-  await assert.rejects(verify(store, config, { containerId: 'c1', ifname: 'net1' }, [parseIP('10.0.0.1')]), checkFailed(/10\.0\.0\.1/));
+  await assert.rejects(
+    verify(store, config, { containerId: 'c1', ifname: 'net1' }, [parseIP('10.0.0.1')]),
+    checkFailed(/10\.0\.0\.1/),
+  );
 });

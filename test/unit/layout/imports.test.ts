@@ -3,7 +3,16 @@
 // private to src/store/kubernetes; the Kubernetes client knows nothing of IPAM.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { importGraph, LAYERS, layerOf, folderOf, folderCycles, layerViolations, privateWriterImports, rawWhereaboutsWrites } from '../../support/layout.ts';
+import {
+  importGraph,
+  LAYERS,
+  layerOf,
+  folderOf,
+  folderCycles,
+  layerViolations,
+  privateWriterImports,
+  rawWhereaboutsWrites,
+} from '../../support/layout.ts';
 
 const graph = importGraph();
 
@@ -17,7 +26,11 @@ test('no import cycle between folders of src/', () => {
 });
 
 test('every import between folders points down the layers of DESIGN §2', () => {
-  assert.deepEqual(layerViolations(graph), [], `layers, top to bottom: ${LAYERS.map((l) => l.join(' | ')).join(' > ')}`);
+  assert.deepEqual(
+    layerViolations(graph),
+    [],
+    `layers, top to bottom: ${LAYERS.map((l) => l.join(' | ')).join(' > ')}`,
+  );
 });
 
 test('the raw writers of IPPools, reservations and NodeSlicePools are imported only inside src/store/kubernetes', () => {
@@ -64,5 +77,7 @@ test('privateWriterImports() reports the controller importing the raw writers', 
     ['src/controller/slices/drain.ts', ['src/store/kubernetes/resources.ts', 'src/store/kubernetes/writer.ts']],
     ['src/store/kubernetes/writer.ts', ['src/store/kubernetes/resources.ts']],
   ]);
-  assert.deepEqual(privateWriterImports(graph), ['src/controller/slices/drain.ts -> src/store/kubernetes/resources.ts']);
+  assert.deepEqual(privateWriterImports(graph), [
+    'src/controller/slices/drain.ts -> src/store/kubernetes/resources.ts',
+  ]);
 });

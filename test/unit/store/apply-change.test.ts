@@ -16,13 +16,22 @@ function internal(pattern: RegExp) {
 }
 
 test('applyChange() releases, then updates, then claims', () => {
-  const current = new Map([[at('10.0.0.1'), record], [at('10.0.0.2'), record]]);
+  const current = new Map([
+    [at('10.0.0.1'), record],
+    [at('10.0.0.2'), record],
+  ]);
   const next = applyChange(pool, current, {
     release: [at('10.0.0.1')],
     update: [{ address: at('10.0.0.2'), record: { ...record, containerId: 'c2' } }],
     claim: { address: at('10.0.0.1'), record: { ...record, containerId: 'c3' } },
   });
-  assert.deepEqual([...next].map(([a, r]) => [a, r.containerId]), [[at('10.0.0.2'), 'c2'], [at('10.0.0.1'), 'c3']]);
+  assert.deepEqual(
+    [...next].map(([a, r]) => [a, r.containerId]),
+    [
+      [at('10.0.0.2'), 'c2'],
+      [at('10.0.0.1'), 'c3'],
+    ],
+  );
   assert.equal(current.get(at('10.0.0.1'))?.containerId, 'c1', 'the input is not modified');
 });
 
@@ -32,13 +41,22 @@ test('applyChange() ignores the release of an address that is not allocated', ()
 
 test('applyChange() rejects a claim of an allocated address', () => {
   const current = new Map([[at('10.0.0.1'), record]]);
-  assert.throws(() => applyChange(pool, current, { claim: { address: at('10.0.0.1'), record } }), internal(/10\.0\.0\.1, which is already allocated/));
+  assert.throws(
+    () => applyChange(pool, current, { claim: { address: at('10.0.0.1'), record } }),
+    internal(/10\.0\.0\.1, which is already allocated/),
+  );
 });
 
-test('applyChange() rejects a claim outside the pool\'s range', () => {
-  assert.throws(() => applyChange(pool, new Map(), { claim: { address: at('10.0.1.1'), record } }), internal(/10\.0\.1\.1, outside the range/));
+test("applyChange() rejects a claim outside the pool's range", () => {
+  assert.throws(
+    () => applyChange(pool, new Map(), { claim: { address: at('10.0.1.1'), record } }),
+    internal(/10\.0\.1\.1, outside the range/),
+  );
 });
 
 test('applyChange() rejects an update of an address that is not allocated', () => {
-  assert.throws(() => applyChange(pool, new Map(), { update: [{ address: at('10.0.0.1'), record }] }), internal(/not allocated/));
+  assert.throws(
+    () => applyChange(pool, new Map(), { update: [{ address: at('10.0.0.1'), record }] }),
+    internal(/not allocated/),
+  );
 });

@@ -7,7 +7,7 @@ import { ConnectionPool } from '../../../src/kube/connection-pool.ts';
 
 const make = (): Agent => new Agent({ keepAlive: true });
 
-test('a pool that keeps nothing (a plugin process\'s) gives every call its own agent, and release destroys it', () => {
+test("a pool that keeps nothing (a plugin process's) gives every call its own agent, and release destroys it", () => {
   const pool = new ConnectionPool({ keep: false });
   const a = pool.agentFor('https://api:6443', { ca: Buffer.from('ca') }, make);
   const b = pool.agentFor('https://api:6443', { ca: Buffer.from('ca') }, make);
@@ -19,7 +19,7 @@ test('a pool that keeps nothing (a plugin process\'s) gives every call its own a
   assert.equal(pool.keptAgents(), 0);
 });
 
-test('in a keeping pool (the node agent\'s) the same server and TLS material share one agent that release keeps; other material gets another', () => {
+test("in a keeping pool (the node agent's) the same server and TLS material share one agent that release keeps; other material gets another", () => {
   const pool = new ConnectionPool({ keep: true });
   const a = pool.agentFor('https://api:6443', { ca: Buffer.from('ca-1'), servername: 'api' }, make);
   const again = pool.agentFor('https://api:6443', { ca: Buffer.from('ca-1'), servername: 'api' }, make);
@@ -45,7 +45,7 @@ test('past 8 identities the least recently used agent is evicted and destroyed',
   assert.equal(pool.keptAgents(), 8);
 });
 
-test('pools are separate: the node agent\'s keeping pool neither makes another pool keep nor lends it its agents', () => {
+test("pools are separate: the node agent's keeping pool neither makes another pool keep nor lends it its agents", () => {
   const agents = new ConnectionPool({ keep: true });
   const plugin = new ConnectionPool({ keep: false });
   const tls = { ca: Buffer.from('ca-1'), servername: 'api' };

@@ -14,7 +14,12 @@ import type { AllocationRecord, PoolRef } from '../../../src/store/store.ts';
 import { testRange } from '../../support/memory-store.ts';
 
 const wide: PoolRef = { name: '10.80.0.0-24', network: 'net1', networkNamed: false, range: testRange('10.80.0.0/24') };
-const narrow: PoolRef = { name: '10.80.0.0-25', network: 'net1', networkNamed: false, range: testRange('10.80.0.0/25') };
+const narrow: PoolRef = {
+  name: '10.80.0.0-25',
+  network: 'net1',
+  networkNamed: false,
+  range: testRange('10.80.0.0/25'),
+};
 const rec = (id: string): AllocationRecord => ({ containerId: id, podRef: `ns/${id}`, ifname: 'eth0' });
 const ip = (text: string) => parseIP(text).value;
 
@@ -45,7 +50,13 @@ test('a reservation names its pool and container, and goes when the address is r
   const store = new LocalStore(dataDir, { reservations: true });
   await store.update(wide, claimFirst(wide, 'podA'));
   const file = join(dataDir, 'net1', 'reservations', '10.80.0.1');
-  assert.deepEqual(JSON.parse(readFileSync(file, 'utf8')), { pool: '10.80.0.0-24', range: '10.80.0.0/24', containerid: 'podA', podref: 'ns/podA', ifname: 'eth0' });
+  assert.deepEqual(JSON.parse(readFileSync(file, 'utf8')), {
+    pool: '10.80.0.0-24',
+    range: '10.80.0.0/24',
+    containerid: 'podA',
+    podref: 'ns/podA',
+    ifname: 'eth0',
+  });
   await store.update(wide, release(ip('10.80.0.1')));
   assert.equal(existsSync(file), false);
   assert.equal(await store.update(narrow, claimFirst(narrow, 'podB')), '10.80.0.1');
@@ -61,19 +72,37 @@ test('reservation names carry network_name when it is set, as the Kubernetes obj
 test('a reservation left by a crash (its pool does not hold the address) is taken over', async () => {
   const dataDir = tempDataDir();
   mkdirSync(join(dataDir, 'net1', 'reservations'), { recursive: true });
-  writeFileSync(join(dataDir, 'net1', 'reservations', '10.80.0.1'), JSON.stringify({ pool: '10.80.0.0-24', range: '10.80.0.0/24', containerid: 'gone', podref: 'ns/gone', ifname: 'eth0' }));
+  writeFileSync(
+    join(dataDir, 'net1', 'reservations', '10.80.0.1'),
+    JSON.stringify({
+      pool: '10.80.0.0-24',
+      range: '10.80.0.0/24',
+      containerid: 'gone',
+      podref: 'ns/gone',
+      ifname: 'eth0',
+    }),
+  );
   const store = new LocalStore(dataDir, { reservations: true });
   assert.equal(await store.update(narrow, claimFirst(narrow, 'podB')), '10.80.0.1');
-  assert.equal((JSON.parse(readFileSync(join(dataDir, 'net1', 'reservations', '10.80.0.1'), 'utf8')) as { pool: unknown }).pool, '10.80.0.0-25');
+  assert.equal(
+    (JSON.parse(readFileSync(join(dataDir, 'net1', 'reservations', '10.80.0.1'), 'utf8')) as { pool: unknown }).pool,
+    '10.80.0.0-25',
+  );
 });
 
 test('a reservation whose pool is being written (its lock is held) counts as taken', async () => {
   const dataDir = tempDataDir();
   mkdirSync(join(dataDir, 'net1', 'reservations'), { recursive: true });
-  writeFileSync(join(dataDir, 'net1', 'reservations', '10.80.0.1'), JSON.stringify({ pool: '10.80.0.0-24', range: '10.80.0.0/24', containerid: 'c', podref: 'ns/c', ifname: 'eth0' }));
+  writeFileSync(
+    join(dataDir, 'net1', 'reservations', '10.80.0.1'),
+    JSON.stringify({ pool: '10.80.0.0-24', range: '10.80.0.0/24', containerid: 'c', podref: 'ns/c', ifname: 'eth0' }),
+  );
   const busy = await acquireLock(poolPaths(dataDir, wide), { staleMs: 10_000, timeoutMs: 1_000 });
   try {
-    assert.equal(await new LocalStore(dataDir, { reservations: true }).update(narrow, claimFirst(narrow, 'podB')), '10.80.0.2');
+    assert.equal(
+      await new LocalStore(dataDir, { reservations: true }).update(narrow, claimFirst(narrow, 'podB')),
+      '10.80.0.2',
+    );
   } finally {
     await busy.release();
   }
@@ -91,7 +120,10 @@ test('a re-ADD by a new container rewrites the reservation (and writes one that 
   const dataDir = tempDataDir();
   await new LocalStore(dataDir, { reservations: false }).update(wide, claimFirst(wide, 'old')); // no reservation
   const store = new LocalStore(dataDir, { reservations: true });
-  await store.update(wide, () => ({ change: { update: [{ address: ip('10.80.0.1'), record: rec('new') }] }, value: undefined }));
+  await store.update(wide, () => ({
+    change: { update: [{ address: ip('10.80.0.1'), record: rec('new') }] },
+    value: undefined,
+  }));
   const file = join(dataDir, 'net1', 'reservations', '10.80.0.1');
   assert.equal((JSON.parse(readFileSync(file, 'utf8')) as { containerid: unknown }).containerid, 'new');
   assert.equal(await store.update(narrow, claimFirst(narrow, 'podB')), '10.80.0.2');

@@ -59,7 +59,9 @@ test('update() stores offsets beyond 2^53 exactly (IPv6 /64)', async () => {
   const store = new LocalStore(dataDir);
   const address = parseIP('fd00::8000:0:0:5');
   await store.update(v6Pool, () => ({ change: { claim: { address: address.value, record: rec('c1') } }, value: 0 }));
-  const doc = JSON.parse(readFileSync(join(dataDir, 'net1', 'fd00---64.json'), 'utf8')) as { allocations: Record<string, unknown> };
+  const doc = JSON.parse(readFileSync(join(dataDir, 'net1', 'fd00---64.json'), 'utf8')) as {
+    allocations: Record<string, unknown>;
+  };
   assert.deepEqual(Object.keys(doc.allocations), ['9223372036854775813']);
   assert.deepEqual([...(await store.read(v6Pool)).keys()], [address.value]);
 });
@@ -77,7 +79,10 @@ test('update() applies releases and record updates', async () => {
   await store.update(v4Pool, claim(v4Pool, '10.0.0.1', rec('c1')));
   await store.update(v4Pool, claim(v4Pool, '10.0.0.2', rec('c2')));
   await store.update(v4Pool, () => ({
-    change: { release: [parseIP('10.0.0.1').value], update: [{ address: parseIP('10.0.0.2').value, record: rec('c9') }] },
+    change: {
+      release: [parseIP('10.0.0.1').value],
+      update: [{ address: parseIP('10.0.0.2').value, record: rec('c9') }],
+    },
     value: undefined,
   }));
   assert.deepEqual([...(await store.read(v4Pool))], [[parseIP('10.0.0.2').value, rec('c9')]]);
@@ -88,7 +93,10 @@ test('update() refuses a claim of an address that is already allocated, leaving 
   const store = new LocalStore(dataDir);
   await store.update(v4Pool, claim(v4Pool, '10.0.0.1', rec('c1')));
   const before = readFileSync(join(dataDir, 'net1', '10.0.0.0-24.json'), 'utf8');
-  await assert.rejects(store.update(v4Pool, claim(v4Pool, '10.0.0.1', rec('c2'))), isCniError(999, /already allocated/));
+  await assert.rejects(
+    store.update(v4Pool, claim(v4Pool, '10.0.0.1', rec('c2'))),
+    isCniError(999, /already allocated/),
+  );
   assert.equal(readFileSync(join(dataDir, 'net1', '10.0.0.0-24.json'), 'utf8'), before);
 });
 
@@ -201,14 +209,20 @@ test('update() on a corrupt pool file fails and leaves the file untouched', asyn
   mkdirSync(join(dataDir, 'net1'), { recursive: true });
   const file = join(dataDir, 'net1', '10.0.0.0-24.json');
   writeFileSync(file, 'garbage');
-  await assert.rejects(new LocalStore(dataDir).update(v4Pool, claim(v4Pool, '10.0.0.1', rec('c1'))), isCniError(5, /corrupt/));
+  await assert.rejects(
+    new LocalStore(dataDir).update(v4Pool, claim(v4Pool, '10.0.0.1', rec('c1'))),
+    isCniError(5, /corrupt/),
+  );
   assert.equal(readFileSync(file, 'utf8'), 'garbage');
 });
 
 test('a record written by Whereabouts without ifname reads with an empty ifname', async () => {
   const dataDir = tempDataDir();
   mkdirSync(join(dataDir, 'net1'), { recursive: true });
-  writeFileSync(join(dataDir, 'net1', '10.0.0.0-24.json'), '{"range":"10.0.0.0/24","allocations":{"3":{"id":"c","podref":"a/b"}}}');
+  writeFileSync(
+    join(dataDir, 'net1', '10.0.0.0-24.json'),
+    '{"range":"10.0.0.0/24","allocations":{"3":{"id":"c","podref":"a/b"}}}',
+  );
   const records = await new LocalStore(dataDir).read(v4Pool);
   assert.deepEqual(records.get(parseIP('10.0.0.3').value), { containerId: 'c', podRef: 'a/b', ifname: '' });
 });
@@ -280,5 +294,8 @@ test('update() gives up with code 11 when a live lock outlasts the wait budget',
   const dataDir = tempDataDir();
   mkdirSync(join(dataDir, 'net1', '10.0.0.0-24.json.lock'), { recursive: true });
   const store = new LocalStore(dataDir, { lock: { staleMs: 10_000, timeoutMs: 300 } });
-  await assert.rejects(store.update(v4Pool, claim(v4Pool, '10.0.0.1', rec('c1'))), isCniError(11, /waiting for the lock/));
+  await assert.rejects(
+    store.update(v4Pool, claim(v4Pool, '10.0.0.1', rec('c1'))),
+    isCniError(11, /waiting for the lock/),
+  );
 });

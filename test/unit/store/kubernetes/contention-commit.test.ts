@@ -18,7 +18,8 @@ function claimPlan(record: AllocationRecord, seen: Array<PlanHints | undefined>)
   const pool = rangeOf('10.61.0.0/24');
   return (current, refused, hints) => {
     seen.push(hints);
-    const address = hints?.spread === undefined ? firstFree(pool, current, refused) : freeFrom(pool, current, refused, hints.spread);
+    const address =
+      hints?.spread === undefined ? firstFree(pool, current, refused) : freeFrom(pool, current, refused, hints.spread);
     if (address === undefined) throw new Error('exhausted');
     return { change: { claim: { address, record } }, value: address };
   };
@@ -27,26 +28,54 @@ function claimPlan(record: AllocationRecord, seen: Array<PlanHints | undefined>)
 test('a commit on a pool that was just contended starts its search spread; another pool starts lowest-first', async () => {
   const server = new MemoryApiServer();
   const api = new MemoryApiClient(server, { namespace: 'kube-system' });
-  const ctx: CommitContext = { api, node: 'n1', reservations: true, budgetMs: 5_000, cleanupTimeoutMs: 1_000, log: quiet, memory: new WriteMemory() };
-  const pool = (name: string, network?: string): PoolRef => ({ name, network: network ?? 'net', networkNamed: network !== undefined, range: rangeOf('10.61.0.0/24') });
+  const ctx: CommitContext = {
+    api,
+    node: 'n1',
+    reservations: true,
+    budgetMs: 5_000,
+    cleanupTimeoutMs: 1_000,
+    log: quiet,
+    memory: new WriteMemory(),
+  };
+  const pool = (name: string, network?: string): PoolRef => ({
+    name,
+    network: network ?? 'net',
+    networkNamed: network !== undefined,
+    range: rangeOf('10.61.0.0/24'),
+  });
   // Two other writers reserved the two lowest addresses and have not written the pool yet: racing writers.
   for (const name of ['10.61.0.1', '10.61.0.2']) {
     const reservation = { metadata: { name }, spec: { podref: 'other/pod', ifname: 'net1', containerid: 'x' } };
     await createObject(api, 'overlappingrangeipreservations', reservation);
   }
   const first: Array<PlanHints | undefined> = [];
-  const a = await commitPool(ctx, pool('contended-a'), claimPlan({ containerId: 'c1', ifname: 'net1', podRef: 'ns/p1' }, first));
+  const a = await commitPool(
+    ctx,
+    pool('contended-a'),
+    claimPlan({ containerId: 'c1', ifname: 'net1', podRef: 'ns/p1' }, first),
+  );
   assert.notEqual(a, ip('10.61.0.1'));
   assert.notEqual(a, ip('10.61.0.2'));
   assert.equal(first[0]?.spread, undefined, 'an uncontended start is lowest-first');
-  assert.ok(first.some((h) => h?.spread !== undefined), 'the second collision spreads the search');
+  assert.ok(
+    first.some((h) => h?.spread !== undefined),
+    'the second collision spreads the search',
+  );
 
   const second: Array<PlanHints | undefined> = [];
   await commitPool(ctx, pool('contended-a'), claimPlan({ containerId: 'c2', ifname: 'net1', podRef: 'ns/p2' }, second));
-  assert.notEqual(second[0]?.spread, undefined, 'the next commit on the contended pool plans spread from its first plan');
+  assert.notEqual(
+    second[0]?.spread,
+    undefined,
+    'the next commit on the contended pool plans spread from its first plan',
+  );
 
   const other: Array<PlanHints | undefined> = [];
-  const c = await commitPool(ctx, pool('quiet-b', 'blue'), claimPlan({ containerId: 'c3', ifname: 'net1', podRef: 'ns/p3' }, other));
+  const c = await commitPool(
+    ctx,
+    pool('quiet-b', 'blue'),
+    claimPlan({ containerId: 'c3', ifname: 'net1', podRef: 'ns/p3' }, other),
+  );
   assert.equal(other[0]?.spread, undefined, 'a pool without contention keeps the lowest-first order');
   assert.equal(c, ip('10.61.0.1'), 'another network (its own reservation names) starts at the lowest address');
 });
@@ -56,7 +85,15 @@ test('contention is remembered by the host that met it: a commit with another me
   const api = new MemoryApiClient(server, { namespace: 'kube-system' });
   const agent = new WriteMemory();
   const other = new WriteMemory();
-  const context = (memory: WriteMemory): CommitContext => ({ api, node: 'n1', reservations: true, budgetMs: 5_000, cleanupTimeoutMs: 1_000, log: quiet, memory });
+  const context = (memory: WriteMemory): CommitContext => ({
+    api,
+    node: 'n1',
+    reservations: true,
+    budgetMs: 5_000,
+    cleanupTimeoutMs: 1_000,
+    log: quiet,
+    memory,
+  });
   const pool: PoolRef = { name: 'shared', network: 'net', networkNamed: false, range: rangeOf('10.61.0.0/24') };
   for (const name of ['10.61.0.1', '10.61.0.2']) {
     const reservation = { metadata: { name }, spec: { podref: 'other/pod', ifname: 'net1', containerid: 'x' } };
@@ -64,7 +101,10 @@ test('contention is remembered by the host that met it: a commit with another me
   }
   const first: Array<PlanHints | undefined> = [];
   await commitPool(context(agent), pool, claimPlan({ containerId: 'c1', ifname: 'net1', podRef: 'ns/p1' }, first));
-  assert.ok(first.some((h) => h?.spread !== undefined), 'the second collision spreads the search');
+  assert.ok(
+    first.some((h) => h?.spread !== undefined),
+    'the second collision spreads the search',
+  );
   assert.equal(agent.contention.contended('kube-system/shared', monotonicMs()), true);
   assert.equal(other.contention.contended('kube-system/shared', monotonicMs()), false, 'another memory saw nothing');
 

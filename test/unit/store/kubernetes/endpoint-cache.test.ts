@@ -5,12 +5,18 @@ import assert from 'node:assert/strict';
 import { chmodSync, mkdtempSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CONNECTION_DIR, loadEndpointCached, sameEndpoint, type Resolver } from '../../../../src/kube/endpoint-cache.ts';
+import {
+  CONNECTION_DIR,
+  loadEndpointCached,
+  sameEndpoint,
+  type Resolver,
+} from '../../../../src/kube/endpoint-cache.ts';
 import { loadEndpoint, type ApiEndpoint } from '../../../../src/kube/kubeconfig.ts';
 import { recipeOf } from '../../../../src/kube/endpoint-recipe.ts';
 
 // A throw-away CA certificate, only ever compared as bytes.
-const PEM = '-----BEGIN CERTIFICATE-----\nMIIBkTCB+wIJAKHHIG0Xv5s8MA0GCSqGSIb3DQEBCwUAMA0xCzAJBgNVBAMMAmNh\n-----END CERTIFICATE-----\n';
+const PEM =
+  '-----BEGIN CERTIFICATE-----\nMIIBkTCB+wIJAKHHIG0Xv5s8MA0GCSqGSIb3DQEBCwUAMA0xCzAJBgNVBAMMAmNh\n-----END CERTIFICATE-----\n';
 
 function setup(user: string, cluster = `      certificate-authority-data: ${Buffer.from(PEM).toString('base64')}`) {
   const dir = mkdtempSync(join(tmpdir(), 'hereabouts-epc-'));
@@ -129,7 +135,11 @@ test('client certificates and keys given as data are cached', async () => {
 });
 
 test('exec plugins are never cached: every call goes through kubeconfig.ts', async () => {
-  const exec = ['      exec:', '        apiVersion: client.authentication.k8s.io/v1', '        command: /bin/true'].join('\n');
+  const exec = [
+    '      exec:',
+    '        apiVersion: client.authentication.k8s.io/v1',
+    '        command: /bin/true',
+  ].join('\n');
   const { file, cacheDir } = setup(exec);
   const resolver: Resolver = {
     load: async () => ({ ...(await loadEndpoint(setup('      token: stand-in').file)) }),

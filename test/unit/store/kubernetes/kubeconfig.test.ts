@@ -8,7 +8,10 @@ import { HereaboutsError } from '../../../../src/errors.ts';
 import { cniCodeOf } from '../../../../src/cni/errors.ts';
 
 test('withTokenFiles() renames client-go tokenFile to token-file with the path made absolute', () => {
-  assert.equal(withTokenFiles('    tokenFile: token\n', '/etc/cni/net.d/whereabouts.d'), '    token-file: "/etc/cni/net.d/whereabouts.d/token"\n');
+  assert.equal(
+    withTokenFiles('    tokenFile: token\n', '/etc/cni/net.d/whereabouts.d'),
+    '    token-file: "/etc/cni/net.d/whereabouts.d/token"\n',
+  );
 });
 
 test('withTokenFiles() keeps absolute paths and handles quoted JSON keys', () => {
@@ -47,7 +50,7 @@ ${context}
 current-context: x
 `;
 
-test("loadEndpoint() takes the namespace from the current context", async () => {
+test('loadEndpoint() takes the namespace from the current context', async () => {
   const endpoint = await loadEndpoint(kubeconfig(base('      namespace: ipam', '      token: t')));
   assert.equal(endpoint.namespace, 'ipam');
   assert.equal(endpoint.server, 'https://127.0.0.1:6443');
@@ -71,6 +74,7 @@ test('loadEndpoint() reads a tokenFile relative to the kubeconfig and trims its 
 test('loadEndpoint() of a missing file is a config error naming the file', async () => {
   await assert.rejects(
     loadEndpoint('/nonexistent/kubeconfig'),
-    (err: unknown) => err instanceof HereaboutsError && cniCodeOf(err) === 7 && err.message.includes('/nonexistent/kubeconfig'),
+    (err: unknown) =>
+      err instanceof HereaboutsError && cniCodeOf(err) === 7 && err.message.includes('/nonexistent/kubeconfig'),
   );
 });

@@ -8,7 +8,10 @@ import { resolveNodeName } from '../../../../src/store/kubernetes/node-name.ts';
 const dir = () => mkdtempSync(join(tmpdir(), 'hereabouts-nodename-'));
 
 test('resolveNodeName() prefers NODENAME, trimmed', () => {
-  assert.deepEqual(resolveNodeName({ env: { NODENAME: ' worker-1\n' }, configDirs: [] }), { name: 'worker-1', from: 'NODENAME' });
+  assert.deepEqual(resolveNodeName({ env: { NODENAME: ' worker-1\n' }, configDirs: [] }), {
+    name: 'worker-1',
+    from: 'NODENAME',
+  });
 });
 
 test('resolveNodeName() reads the nodename file beside the flat config file', () => {
@@ -24,7 +27,7 @@ test('resolveNodeName() reads the nodename file in a configuration_path director
   assert.equal(resolveNodeName({ env: {}, configurationPath: d, configDirs: [] }).name, 'worker-3');
 });
 
-test('resolveNodeName() searches the installers\' directories after configuration_path', () => {
+test("resolveNodeName() searches the installers' directories after configuration_path", () => {
   const d = dir();
   writeFileSync(join(d, 'nodename'), 'worker-4');
   assert.equal(resolveNodeName({ env: {}, configDirs: [join(d, 'missing'), d] }).name, 'worker-4');

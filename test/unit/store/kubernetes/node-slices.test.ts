@@ -17,14 +17,29 @@ const ip = (value: bigint) => formatIP({ family: 4, value });
 
 test('slicingOf() finds the slice of the node and the slices it has draining', () => {
   const found = slicingOf(
-    { ...nsp([{ nodeName: 'a', sliceRange: '10.0.0.0/28' }, { nodeName: 'b', sliceRange: '10.0.0.16/28' }]), status: {
-      allocations: [{ nodeName: 'a', sliceRange: '10.0.0.0/28' }, { nodeName: 'b', sliceRange: '10.0.0.16/28' }],
-      draining: [{ nodeName: 'b', sliceRange: '10.0.0.32/27', reason: 'Resliced' }, { nodeName: 'a', sliceRange: '10.0.0.64/27', reason: 'Resliced' }],
-    } },
+    {
+      ...nsp([
+        { nodeName: 'a', sliceRange: '10.0.0.0/28' },
+        { nodeName: 'b', sliceRange: '10.0.0.16/28' },
+      ]),
+      status: {
+        allocations: [
+          { nodeName: 'a', sliceRange: '10.0.0.0/28' },
+          { nodeName: 'b', sliceRange: '10.0.0.16/28' },
+        ],
+        draining: [
+          { nodeName: 'b', sliceRange: '10.0.0.32/27', reason: 'Resliced' },
+          { nodeName: 'a', sliceRange: '10.0.0.64/27', reason: 'Resliced' },
+        ],
+      },
+    },
     'net',
     'b',
   );
-  assert.deepEqual([formatCidr(found.range), found.sliceSize, found.slice && formatCidr(found.slice), found.draining.map(formatCidr)], ['10.0.0.0/24', 28, '10.0.0.16/28', ['10.0.0.32/27']]);
+  assert.deepEqual(
+    [formatCidr(found.range), found.sliceSize, found.slice && formatCidr(found.slice), found.draining.map(formatCidr)],
+    ['10.0.0.0/24', 28, '10.0.0.16/28', ['10.0.0.32/27']],
+  );
   assert.equal(found.tracksDraining, true);
 });
 
@@ -34,7 +49,10 @@ test('slicingOf() of a Whereabouts object: no draining list, and no slice for a 
 });
 
 test('slicingOf() rejects an assigned slice outside the range', () => {
-  assert.throws(() => slicingOf(nsp([{ nodeName: 'a', sliceRange: '10.9.0.0/28' }]), 'net', 'a'), (err: unknown) => err instanceof HereaboutsError && cniCodeOf(err) === 999);
+  assert.throws(
+    () => slicingOf(nsp([{ nodeName: 'a', sliceRange: '10.9.0.0/28' }]), 'net', 'a'),
+    (err: unknown) => err instanceof HereaboutsError && cniCodeOf(err) === 999,
+  );
 });
 
 test('sliceRange() leaves out the slice network and broadcast addresses, as Whereabouts does', () => {
@@ -53,17 +71,35 @@ test('sliceRange() of a slice outside range_start..range_end is empty', () => {
 });
 
 test('sliceRange() keeps only the exclusions and the gateway inside the slice', () => {
-  const r = sliceRange(testRange('10.0.0.0/24', { exclude: ['10.0.0.1', '10.0.0.18/31'], gateway: '10.0.0.1' }), parseCidr('10.0.0.16/28'));
-  assert.deepEqual(r.exclude.map((b) => [ip(b.first), ip(b.last)]), [['10.0.0.18', '10.0.0.19']]);
+  const r = sliceRange(
+    testRange('10.0.0.0/24', { exclude: ['10.0.0.1', '10.0.0.18/31'], gateway: '10.0.0.1' }),
+    parseCidr('10.0.0.16/28'),
+  );
+  assert.deepEqual(
+    r.exclude.map((b) => [ip(b.first), ip(b.last)]),
+    [['10.0.0.18', '10.0.0.19']],
+  );
   assert.equal(r.gateway, undefined);
 });
 
 test('the slice memory keeps the NodeSlicePool resourceVersion; one the API server could not parse is dropped', () => {
   const cacheDir = mkdtempSync(join(tmpdir(), 'hereabouts-slice-memory-'));
   try {
-    const ctx = { node: 'a', cacheDir, scope: { server: 'https://api', namespace: 'kube-system' }, log: createLogger({ level: 'error' }) };
+    const ctx = {
+      node: 'a',
+      cacheDir,
+      scope: { server: 'https://api', namespace: 'kube-system' },
+      log: createLogger({ level: 'error' }),
+    };
     // `older` is the same memory as written before versions were recorded (see below).
-    const older = { generation: 3, range: '10.0.0.0/24', sliceSize: 28, slice: '10.0.0.0/28', draining: [], held: ['10.0.0.0/28'] };
+    const older = {
+      generation: 3,
+      range: '10.0.0.0/24',
+      sliceSize: 28,
+      slice: '10.0.0.0/28',
+      draining: [],
+      held: ['10.0.0.0/28'],
+    };
     const memory = { ...older, resourceVersion: '4711' };
     writeSliceMemory(ctx, 'net', memory);
     assert.deepEqual(readSliceMemory(ctx, 'net'), memory);

@@ -28,21 +28,43 @@ test('readCachedPool() returns a well-formed cache with its allocations and reso
   assert.equal(state.allocations.size, 1);
 });
 
-for (const [what, allocations] of [['null', null], ['missing', undefined], ['a list', []], ['a null record', { '5': null }]] as const) {
+for (const [what, allocations] of [
+  ['null', null],
+  ['missing', undefined],
+  ['a list', []],
+  ['a null record', { '5': null }],
+] as const) {
   test(`readCachedPool() ignores a cache whose allocations are ${what} (the API is read instead), never an empty pool`, () => {
     const warnings: string[] = [];
     const paths = cacheWith({ ...header, allocations });
-    assert.equal(readCachedPool(paths, pool, scope, (m) => warnings.push(m)), undefined);
+    assert.equal(
+      readCachedPool(paths, pool, scope, (m) => warnings.push(m)),
+      undefined,
+    );
     assert.equal(warnings.length, 1, 'the reason is logged');
   });
 }
 
 test('readCachedPool() hands over the contention marks kept with the pool, and ignores malformed ones', () => {
   const allocations = { '5': { id: 'c', podref: 'ns/p', ifname: 'eth0' } };
-  const kept = readCachedPool(cacheWith({ ...header, allocations, contention: { collidedUntil: 1_700_000_000_000, busyUntil: 1_700_000_001_000 } }), pool, scope, () => {});
+  const kept = readCachedPool(
+    cacheWith({
+      ...header,
+      allocations,
+      contention: { collidedUntil: 1_700_000_000_000, busyUntil: 1_700_000_001_000 },
+    }),
+    pool,
+    scope,
+    () => {},
+  );
   assert.deepEqual(kept?.contention, { collidedUntil: 1_700_000_000_000, busyUntil: 1_700_000_001_000 });
   assert.deepEqual(readCachedPool(cacheWith({ ...header, allocations }), pool, scope, () => {})?.contention, {});
-  const malformed = readCachedPool(cacheWith({ ...header, allocations, contention: { collidedUntil: 'soon', busyUntil: null } }), pool, scope, () => {});
+  const malformed = readCachedPool(
+    cacheWith({ ...header, allocations, contention: { collidedUntil: 'soon', busyUntil: null } }),
+    pool,
+    scope,
+    () => {},
+  );
   assert.deepEqual(malformed?.contention, {}, 'a hint that does not parse is no hint');
   assert.equal(malformed.allocations.size, 1, 'and the pool is still served from the cache');
 });

@@ -27,7 +27,10 @@ const lowestFree: Plan<bigint> = (current, refused) => {
 
 function setup(memory = new WriteMemory()): { api: MemoryApiClient; ctx: CommitContext } {
   const api = new MemoryApiClient(new MemoryApiServer(), { namespace: 'kube-system' });
-  return { api, ctx: { api, node: 'n1', reservations: true, budgetMs: 5_000, cleanupTimeoutMs: 1_000, log: quiet, memory } };
+  return {
+    api,
+    ctx: { api, node: 'n1', reservations: true, budgetMs: 5_000, cleanupTimeoutMs: 1_000, log: quiet, memory },
+  };
 }
 
 async function reservedByOthers(api: MemoryApiClient, ...names: string[]): Promise<void> {
@@ -67,14 +70,24 @@ test('reserve() refuses an address another writer reserved; the first collision 
   assert.notEqual(commit.spread, undefined, 'the second collision spreads the search');
   assert.equal(memory.contention.contended(KEY, monotonicMs()), true);
 
-  assert.notEqual(new PoolCommit(ctx, pool, lowestFree).spread, undefined, 'the next commit of this host starts spread');
-  assert.equal(new PoolCommit(setup().ctx, pool, lowestFree).spread, undefined, 'a commit with another memory does not');
+  assert.notEqual(
+    new PoolCommit(ctx, pool, lowestFree).spread,
+    undefined,
+    'the next commit of this host starts spread',
+  );
+  assert.equal(
+    new PoolCommit(setup().ctx, pool, lowestFree).spread,
+    undefined,
+    'a commit with another memory does not',
+  );
 });
 
 test('plan() on the node cache\'s view confirms "nothing to do" on the API\'s view first', async () => {
   const { api, ctx } = setup();
   const nothing: Plan<null> = () => ({ change: null, value: null });
-  const commit = new PoolCommit(ctx, pool, nothing, { initial: { allocations: new Map(), resourceVersion: '1', fresh: false } });
+  const commit = new PoolCommit(ctx, pool, nothing, {
+    initial: { allocations: new Map(), resourceVersion: '1', fresh: false },
+  });
   await commit.resume();
   const before = api.requests;
   assert.equal(await commit.plan(), AGAIN);
@@ -94,16 +107,21 @@ for (const ambiguous of [true, false]) {
 
     const send = api.send.bind(api);
     api.send = async (req: ApiRequest): Promise<ApiResponse> => {
-      if (req.path.includes('/ippools')) throw new ApiUnreachableError(`${req.method} ippools: no answer`, { ambiguous });
+      if (req.path.includes('/ippools'))
+        throw new ApiUnreachableError(`${req.method} ippools: no answer`, { ambiguous });
       return send(req);
     };
     await assert.rejects(commit.write(change, ip('10.65.0.1')), ApiUnreachableError);
-    assert.equal(uncertain, ambiguous, 'the caller\'s cache is told only of a write that may have landed');
+    assert.equal(uncertain, ambiguous, "the caller's cache is told only of a write that may have landed");
     assert.equal(commit.created.has(ip('10.65.0.1')), !ambiguous);
 
     await commit.settleUnused(undefined);
     api.send = send;
     const reservation = await getObject(api, 'overlappingrangeipreservations', '10.65.0.1');
-    assert.equal(reservation !== undefined, ambiguous, ambiguous ? 'a possibly committed address stays reserved' : 'an unused reservation is removed');
+    assert.equal(
+      reservation !== undefined,
+      ambiguous,
+      ambiguous ? 'a possibly committed address stays reserved' : 'an unused reservation is removed',
+    );
   });
 }

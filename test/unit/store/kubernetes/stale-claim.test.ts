@@ -20,41 +20,90 @@ import { cniCodeOf } from '../../../../src/cni/errors.ts';
 const quiet = { debug() {}, info() {}, warning() {} };
 const record: AllocationRecord = { containerId: 'c1', ifname: 'net1', podRef: 'ns/p1' };
 
-function setup(): { api: MemoryApiClient; ctx: CommitContext; writes: Array<{ contentType?: string; status: number }> } {
+function setup(): {
+  api: MemoryApiClient;
+  ctx: CommitContext;
+  writes: Array<{ contentType?: string; status: number }>;
+} {
   const api = new MemoryApiClient(new MemoryApiServer(), { namespace: 'kube-system' });
   const writes: Array<{ contentType?: string; status: number }> = [];
   const send = api.send.bind(api);
   api.send = async (req: ApiRequest): Promise<ApiResponse> => {
     const res = await send(req);
-    if (req.method === 'PATCH' && req.path.includes('/ippools/')) writes.push({ ...(req.contentType === undefined ? {} : { contentType: req.contentType }), status: res.status });
+    if (req.method === 'PATCH' && req.path.includes('/ippools/'))
+      writes.push({ ...(req.contentType === undefined ? {} : { contentType: req.contentType }), status: res.status });
     return res;
   };
-  return { api, ctx: { api, node: 'n1', reservations: false, budgetMs: 5_000, cleanupTimeoutMs: 1_000, log: quiet, memory: new WriteMemory() }, writes };
+  return {
+    api,
+    ctx: {
+      api,
+      node: 'n1',
+      reservations: false,
+      budgetMs: 5_000,
+      cleanupTimeoutMs: 1_000,
+      log: quiet,
+      memory: new WriteMemory(),
+    },
+    writes,
+  };
 }
 
-const plan = (pool: PoolRef): Plan<bigint> => (current, refused) => {
-  const address = firstFree(pool.range, current, refused);
-  if (address === undefined) throw new Error('exhausted');
-  return { change: { claim: { address, record } }, value: address };
-};
+const plan =
+  (pool: PoolRef): Plan<bigint> =>
+  (current, refused) => {
+    const address = firstFree(pool.range, current, refused);
+    if (address === undefined) throw new Error('exhausted');
+    return { change: { claim: { address, record } }, value: address };
+  };
 
-async function create(api: MemoryApiClient, name: string, spec: Record<string, unknown>, annotations?: Record<string, string>): Promise<void> {
+async function create(
+  api: MemoryApiClient,
+  name: string,
+  spec: Record<string, unknown>,
+  annotations?: Record<string, string>,
+): Promise<void> {
   const metadata = { name, ...(annotations === undefined ? {} : { annotations }) };
-  assert.equal((await createObject(api, 'ippools', { apiVersion: 'whereabouts.cni.cncf.io/v1alpha1', kind: 'IPPool', metadata, spec } as unknown as { metadata: { name: string } })).kind, 'created');
+  assert.equal(
+    (
+      await createObject(api, 'ippools', {
+        apiVersion: 'whereabouts.cni.cncf.io/v1alpha1',
+        kind: 'IPPool',
+        metadata,
+        spec,
+      } as unknown as { metadata: { name: string } })
+    ).kind,
+    'created',
+  );
 }
 
 for (const annotated of [false, true]) {
   test(`a node-slice pool retired after the read refuses the claim (${annotated ? 'other annotations' : 'no annotations'} when read)`, async () => {
     const { api, ctx, writes } = setup();
-    const pool: PoolRef = { name: 'net-10.62.0.0-28', network: 'net', networkNamed: true, range: rangeOf('10.62.0.0/28'), assignedIn: { uid: 'u', generation: 3 } };
+    const pool: PoolRef = {
+      name: 'net-10.62.0.0-28',
+      network: 'net',
+      networkNamed: true,
+      range: rangeOf('10.62.0.0/28'),
+      assignedIn: { uid: 'u', generation: 3 },
+    };
     await create(api, pool.name, { range: '10.62.0.0/28', allocations: {} }, annotated ? { team: 'a' } : undefined);
     const initial = decodePoolObject(await getObject(api, 'ippools', pool.name), pool, () => {});
     // The controller drains the slice between this writer's read and its write.
-    const retire = await mergePatch(api, 'ippools', pool.name, { metadata: { annotations: { [RETIRED_ANNOTATION]: 'u/3' } } });
+    const retire = await mergePatch(api, 'ippools', pool.name, {
+      metadata: { annotations: { [RETIRED_ANNOTATION]: 'u/3' } },
+    });
     assert.equal(retire.kind, 'patched');
     writes.length = 0;
-    await assert.rejects(commitPool(ctx, pool, plan(pool), { initial }), (err: unknown) => err instanceof HereaboutsError && cniCodeOf(err) === 11 && /retired/.test(err.message));
-    assert.deepEqual(writes, [{ contentType: 'application/json-patch+json', status: 422 }], 'one attempt, refused on its resourceVersion');
+    await assert.rejects(
+      commitPool(ctx, pool, plan(pool), { initial }),
+      (err: unknown) => err instanceof HereaboutsError && cniCodeOf(err) === 11 && /retired/.test(err.message),
+    );
+    assert.deepEqual(
+      writes,
+      [{ contentType: 'application/json-patch+json', status: 422 }],
+      'one attempt, refused on its resourceVersion',
+    );
     const after = decodePoolObject(await getObject(api, 'ippools', pool.name), pool, () => {});
     assert.equal(after.allocations.size, 0, 'nothing was claimed in the retired pool');
   });
@@ -78,7 +127,10 @@ test('a pool object without spec.allocations refuses the JSON patch of a claim; 
 test('a lone claim is a JSON patch that tests the resourceVersion first and adds only the new record', async () => {
   const { api, ctx } = setup();
   const pool: PoolRef = { name: '10.64.0.0-28', network: 'net', networkNamed: false, range: rangeOf('10.64.0.0/28') };
-  await create(api, pool.name, { range: '10.64.0.0/28', allocations: { '1': { id: 'x', podref: 'ns/x', ifname: 'eth0', ipamclaimref: 'ns/claim' } } });
+  await create(api, pool.name, {
+    range: '10.64.0.0/28',
+    allocations: { '1': { id: 'x', podref: 'ns/x', ifname: 'eth0', ipamclaimref: 'ns/claim' } },
+  });
   const bodies: unknown[] = [];
   const send = api.send.bind(api);
   api.send = async (req: ApiRequest): Promise<ApiResponse> => {
@@ -88,10 +140,22 @@ test('a lone claim is a JSON patch that tests the resourceVersion first and adds
   const initial = decodePoolObject(await getObject(api, 'ippools', pool.name), pool, () => {});
   assert.equal(await commitPool(ctx, pool, plan(pool), { initial }), ip('10.64.0.2'));
   const [patch] = bodies as Array<Array<{ op: string; path: string; value: Record<string, string> }>>;
-  assert.deepEqual(patch?.map((o) => [o.op, o.path]), [['test', '/metadata/resourceVersion'], ['add', '/spec/allocations/2'], ['add', '/metadata/managedFields']]);
-  assert.deepEqual(patch[2]?.value, [{}], 'clears the API server\'s field tracking');
+  assert.deepEqual(
+    patch?.map((o) => [o.op, o.path]),
+    [
+      ['test', '/metadata/resourceVersion'],
+      ['add', '/spec/allocations/2'],
+      ['add', '/metadata/managedFields'],
+    ],
+  );
+  assert.deepEqual(patch[2]?.value, [{}], "clears the API server's field tracking");
   assert.equal(patch[0]?.value, initial.resourceVersion);
-  assert.deepEqual({ ...patch[1]?.value, createdAt: 'T' }, { id: 'c1', podref: 'ns/p1', ifname: 'net1', node: 'n1', createdAt: 'T' });
-  const raw = (await getObject(api, 'ippools', pool.name)) as { spec: { allocations: Record<string, Record<string, string>> } };
+  assert.deepEqual(
+    { ...patch[1]?.value, createdAt: 'T' },
+    { id: 'c1', podref: 'ns/p1', ifname: 'net1', node: 'n1', createdAt: 'T' },
+  );
+  const raw = (await getObject(api, 'ippools', pool.name)) as {
+    spec: { allocations: Record<string, Record<string, string>> };
+  };
   assert.equal(raw.spec.allocations['1']?.['ipamclaimref'], 'ns/claim', 'other records are untouched');
 });
