@@ -60,7 +60,9 @@ function viaExecutable(s: Sandbox, c: HostileCase, scratch: string): Promise<Ver
 
 test(
   `${COUNT} hostile configs on the local store: CNI answers only, nothing outside the allowed directory changes, bounded time and memory`,
-  { timeout: 170_000 },
+  // Only a guard against a hung run: each case has its own bound (BOUND_MS), which is the property under test. The
+  // whole run takes ~50 s on a quiet 2-core machine and several times that under load; that is not a failure.
+  { timeout: 900_000 },
   async (t) => {
     const s = makeSandbox();
     const scratch = mkdtempSync(join(tmpdir(), 'hab-corpus-rss-'));
