@@ -3,7 +3,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { retryLockWaits, runCni, type CniOutcome } from '../support/cni.ts';
@@ -11,16 +11,38 @@ import { embeddedNode, repoRoot, requireBinary } from '../support/paths.ts';
 
 const bin = requireBinary();
 const PROCESSES = Number(process.env['HEREABOUTS_CONCURRENT_PROCESSES'] ?? 200);
-/** Far below DEFAULT_LOCK_TIMING.staleMs (10 s): a dead holder is recognised, not waited out. */
-const PROMPT_MS = 3_000;
 
-function conf(dataDir: string): Record<string, unknown> {
+function conf(dataDir: string, logFile?: string): Record<string, unknown> {
   return {
     cniVersion: '1.0.0',
     name: 'burst',
     type: 'bridge',
-    ipam: { type: 'hereabouts', datastore: 'local', data_dir: dataDir, range: '10.50.0.0/16' },
+    ipam: {
+      type: 'hereabouts',
+      datastore: 'local',
+      data_dir: dataDir,
+      range: '10.50.0.0/16',
+      ...(logFile === undefined ? {} : { log_file: logFile, log_level: 'debug' }),
+    },
   };
+}
+
+/** The messages a plugin process logged about the pool lock, with their level. */
+function lockLogLines(logFile: string): Array<{ level?: string; msg: string }> {
+  if (!existsSync(logFile)) return [];
+  return readFileSync(logFile, 'utf8')
+    .split('\n')
+    .filter((line) => line.startsWith('{'))
+    .map((line) => JSON.parse(line) as { level?: string; msg?: string })
+    .flatMap((l) => (/^lock /.test(l.msg ?? '') ? [{ level: l.level, msg: l.msg ?? '' }] : []));
+}
+
+async function until(what: string, check: () => boolean, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
 }
 
 /** Calls answered code 11 after waiting out the pool lock, and run again (retryLockWaits). */
@@ -33,7 +55,7 @@ function call(command: 'ADD' | 'DEL', dataDir: string, i: number): Promise<CniOu
   );
 }
 
-function callOnce(command: 'ADD' | 'DEL', dataDir: string, i: number): Promise<CniOutcome> {
+function callOnce(command: 'ADD' | 'DEL', dataDir: string, i: number, logFile?: string): Promise<CniOutcome> {
   return runCni(
     bin,
     {
@@ -44,7 +66,7 @@ function callOnce(command: 'ADD' | 'DEL', dataDir: string, i: number): Promise<C
       path: '/usr/lib/cni',
       args: `IgnoreUnknown=1;K8S_POD_NAMESPACE=load;K8S_POD_NAME=p${i}`,
     },
-    conf(dataDir),
+    conf(dataDir, logFile),
     { timeoutMs: 120_000 },
   );
 }
@@ -113,15 +135,35 @@ describe('concurrent plugin processes on one network', { timeout: 600_000 }, () 
         holder.stdout.once('data', () => resolve());
         holder.once('exit', (code) => reject(new Error(`lock holder exited early (${code})`)));
       });
-      const waiting = call('ADD', dataDir, 1); // queues behind the held lock
-      await new Promise((r) => setTimeout(r, 500));
-      const killedAt = Date.now();
+      // Run once, not again after a code 11: a waiter that timed out is a failure here, not something to retry.
+      const logFile = join(dataDir, 'waiting.log');
+      let done: CniOutcome | undefined;
+      const waiting = callOnce('ADD', dataDir, 1, logFile).then((out) => (done = out));
+      await until(
+        'the ADD to wait on the held lock',
+        () =>
+          done !== undefined ||
+          lockLogLines(logFile).some((l) => l.msg.endsWith(`is held by pid ${holder.pid} (running); waiting`)),
+      );
+      assert.equal(done, undefined, `the ADD got past a live holder's lock: ${JSON.stringify(done?.json)}`);
       holder.kill('SIGKILL');
       const out = await waiting;
-      const delay = Date.now() - killedAt;
       assert.equal(out.code, 0, out.stdout + out.stderr);
-      assert.ok(delay <= PROMPT_MS, `ADD finished ${delay} ms after the kill`);
       assert.equal(addressOf(out), '10.50.0.2/16', 'no duplicate of the first address');
+      // Taken over because the holder's pid has exited (a debug line), not once its lock had gone without a refresh
+      // for the stale window (a warning), however long the ADD took.
+      const lines = lockLogLines(logFile);
+      assert.ok(
+        lines.some(
+          (l) => l.level === 'debug' && new RegExp(`: pid ${holder.pid} has exited.*; taking it over$`).test(l.msg),
+        ),
+        JSON.stringify(lines),
+      );
+      assert.deepEqual(
+        lines.filter((l) => l.level !== 'debug'),
+        [],
+        'no takeover by age',
+      );
     } finally {
       rmSync(dataDir, { recursive: true, force: true });
     }
