@@ -13,7 +13,8 @@
 // and only from a view this writer may act on (read from the API, or a pool only this node writes), so it never
 // reserves an address another writer has committed. Of the reservations it holds, only those it created and did not
 // commit are removed, on the exact version created, and a write that may have been applied keeps its claim's
-// reservation (a leak the controller reclaims, not a duplicate).
+// reservation (a leak the controller reclaims, not a duplicate). A caller's cache that cannot be written after the
+// write landed does not fail the commit (the API is the truth): the caller drops it.
 //
 // The steps are PoolCommit's (pool-commit.ts); this is the entry, and the terms a caller commits on.
 import { ErrorKind, HereaboutsError } from '../../errors.ts';
@@ -62,7 +63,10 @@ export interface CommitOptions {
   readonly contention?: ContentionMarks;
   /** The state the commit ended on (written, or confirmed fresh), and the contention now known: the caller's cache. */
   readonly onSettled?: (state: PoolState, contention: ContentionMarks) => void;
-  /** A write failed in a way that may have applied it (its answer was lost): the caller's cache is behind it. */
+  /**
+   * The caller's cache may be behind what the API holds: a write failed in a way that may have applied it (its answer
+   * was lost), or onSettled threw. The caller drops its cache.
+   */
   readonly onUncertain?: () => void;
 }
 

@@ -3,7 +3,7 @@
 // claimed address cluster-wide, and writes the pool conditional on the version planned on; once the attempts are
 // over, the commit settles (the caller's cache, then the reservations it held).
 import { monotonicMs } from '../../clock.ts';
-import { ErrorKind, HereaboutsError } from '../../errors.ts';
+import { ErrorKind, HereaboutsError, messageOf } from '../../errors.ts';
 import { formatIP, type IPAddress } from '../../ip/address.ts';
 import { applyChange } from '../local/apply-change.ts';
 import type { AllocationRecord, Allocations, Plan, Planned, PoolChange, PoolRef } from '../store.ts';
@@ -213,9 +213,20 @@ export class PoolCommit<T> {
     return { value, state: written, written: { change, before: state.allocations } };
   }
 
-  /** After the last attempt: the caller's cache learns the state and the contention, then the reservations settle. */
+  /**
+   * After the last attempt: the caller's cache learns the state and the contention, then the reservations settle. A
+   * cache that cannot be written does not undo what the API holds: the caller drops it instead (onUncertain), and
+   * the commit is done.
+   */
   async settle(settled: Settled<T>): Promise<void> {
-    this.#options.onSettled?.(settled.state, this.#ctx.memory.marksOf(this.#key));
+    try {
+      this.#options.onSettled?.(settled.state, this.#ctx.memory.marksOf(this.#key));
+    } catch (err) {
+      this.#ctx.log.warning(
+        `IPPool ${this.#pool.name}: written, but the node cache could not be updated; dropping it (the next request reads the API): ${messageOf(err)}`,
+      );
+      this.#options.onUncertain?.();
+    }
     await this.settleUnused(settled.state.allocations);
     if (this.#ctx.reservations && settled.written !== undefined)
       await settleWritten(this.#ctx, this.#pool, settled.written.change, settled.written.before);
