@@ -6,6 +6,10 @@
 // conditional on the uid and resourceVersion judged, and only a reservation still naming the released attachment
 // goes. Adopting rewrites the reservation (a new resourceVersion), so a release that judged the old version fails
 // its precondition instead of deleting what was just adopted.
+//
+// A reservation that names no interface (Whereabouts before 0.7) cannot tell which interface of its pod it protects:
+// a claim never adopts one; only the address's own pool record, naming this attachment, makes it this attachment's
+// (followRecord, release).
 import type { IPAddress } from '../../ip/address.ts';
 import { reservationName } from '../../config/names.ts';
 import type { AllocationRecord, PoolRef } from '../store.ts';
@@ -90,24 +94,36 @@ function withSpec(existing: unknown, record: AllocationRecord): unknown {
   return { ...object, spec: { ...spec, ...specOf(record) } };
 }
 
+interface OwnerOptions {
+  /** A re-created pod may take over its predecessor's record: the pod UID is not compared. */
+  readonly anyUid?: boolean;
+  /**
+   * The address's pool record names `record` (or named it, for a release): a reservation that names no interface is
+   * then taken as this attachment's. Without that, it could be another interface's of the same pod (all interfaces of
+   * a sandbox share its container id), holding the address in an overlapping range.
+   */
+  readonly heldFor?: boolean;
+}
+
 /**
- * Same pod and interface (Whereabouts compares podref only, and older releases wrote no ifname), or same container.
- * A pod re-created under the same name is another pod: when both sides know the pod UID, it must match, or a new
- * pod would adopt the address its predecessor still holds in an overlapping range.
+ * Same pod and interface (Whereabouts compares podref only), or same container and interface. A reservation without
+ * ifname (older Whereabouts) counts only with `heldFor`. A pod re-created under the same name is another pod: when
+ * both sides know the pod UID, it must match, or a new pod would adopt the address its predecessor still holds in
+ * an overlapping range.
  */
-function isOwnedBy(object: unknown, record: AllocationRecord, options: { anyUid?: boolean } = {}): boolean {
+function isOwnedBy(object: unknown, record: AllocationRecord, options: OwnerOptions = {}): boolean {
   const spec = isRecord(object) ? object['spec'] : undefined;
   if (!isRecord(spec)) return false;
   const { podref, ifname, containerid, podUid } = spec;
-  const sameIf = ifname === undefined || ifname === '' || ifname === record.ifname;
+  const sameIf = typeof ifname === 'string' && ifname !== '' ? ifname === record.ifname : options.heldFor === true;
   if (record.podRef === '') return containerid === record.containerId && sameIf;
   const unknownUid = typeof podUid !== 'string' || podUid === '' || record.podUid === undefined;
   return podref === record.podRef && sameIf && (options.anyUid === true || unknownUid || podUid === record.podUid);
 }
 
 /** Exactly this attachment: owner and container (a reservation written without a container id counts by owner). */
-function namesAttachment(object: unknown, record: AllocationRecord): boolean {
-  if (!isOwnedBy(object, record)) return false;
+function namesAttachment(object: unknown, record: AllocationRecord, options: OwnerOptions = {}): boolean {
+  if (!isOwnedBy(object, record, options)) return false;
   const spec = isRecord(object) && isRecord(object['spec']) ? object['spec'] : {};
   const containerid = spec['containerid'];
   return containerid === undefined || containerid === '' || containerid === record.containerId;
@@ -132,7 +148,7 @@ export async function handOver(api: ApiClient, held: Held, holder: AllocationRec
     version.resourceVersion !== held.version.resourceVersion
   )
     return;
-  if (namesAttachment(existing, holder)) return;
+  if (namesAttachment(existing, holder, { heldFor: true })) return;
   await replaceObject(api, PLURAL, held.name, withSpec(existing, holder));
 }
 
@@ -150,7 +166,7 @@ export async function releaseReservation(
   const existing = await getObject(api, PLURAL, name);
   const version = versionOf(existing);
   if (existing === undefined || version === undefined) return 'gone';
-  if (!namesAttachment(existing, record)) return 'kept';
+  if (!namesAttachment(existing, record, { heldFor: true })) return 'kept';
   const result = await deleteExactly(api, PLURAL, name, version);
   return result === 'conflict' ? 'kept' : result;
 }
@@ -170,7 +186,7 @@ export async function followRecord(
     return repaired.kind === 'taken' ? 'unchanged' : 'repaired';
   }
   // The pool record of this address is this pod's now (a re-created pod takes over its predecessor's record).
-  if (!isOwnedBy(existing, record, { anyUid: true })) return 'unchanged';
+  if (!isOwnedBy(existing, record, { anyUid: true, heldFor: true })) return 'unchanged';
   const spec = isRecord(existing) && isRecord(existing['spec']) ? existing['spec'] : {};
   const want = specOf(record);
   if (Object.entries(want).every(([key, value]) => spec[key] === value)) return 'unchanged';
