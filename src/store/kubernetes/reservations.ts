@@ -7,16 +7,17 @@
 // goes. Adopting rewrites the reservation (a new resourceVersion), so a release that judged the old version fails
 // its precondition instead of deleting what was just adopted.
 //
-// A reservation that names no interface (Whereabouts before 0.7) cannot tell which interface of its pod it protects:
-// a claim never adopts one; only the address's own pool record, naming this attachment, makes it this attachment's
-// (followRecord, release).
+// Creating and adopting stamp the time the reservation was taken (TAKEN_AT_ANNOTATION): the controller's grace runs
+// from it, so an adoption in flight is not judged by the age of the object it adopted. A reservation that names no
+// interface (Whereabouts before 0.7) cannot tell which interface of its pod it protects: a claim never adopts one;
+// only the address's own pool record, naming this attachment, makes it this attachment's (followRecord, release).
 import type { IPAddress } from '../../ip/address.ts';
 import { reservationName } from '../../config/names.ts';
 import type { AllocationRecord, PoolRef } from '../store.ts';
 import type { ApiClient } from '../../kube/api.ts';
 
 import { retryOnConflict, CONFLICT } from '../../kube/retry.ts';
-import { API_VERSION, getObject, versionOf, type ObjectVersion } from './objects.ts';
+import { API_VERSION, getObject, TAKEN_AT_ANNOTATION, versionOf, type ObjectVersion } from './objects.ts';
 import { createObject, deleteExactly, replaceObject } from './resources.ts';
 import { isRecord } from '../../record.ts';
 
@@ -59,18 +60,19 @@ export async function reserve(
   const name = reservationNameOf(pool, ip);
   const outcome = await retryOnConflict<ReserveOutcome>(
     async () => {
+      const now = new Date().toISOString();
       const body = {
         apiVersion: API_VERSION,
         kind: 'OverlappingRangeIPReservation',
-        metadata: { name, namespace: api.namespace },
-        spec: { ...specOf(record), createdAt: new Date().toISOString() },
+        metadata: { name, namespace: api.namespace, annotations: { [TAKEN_AT_ANNOTATION]: now } },
+        spec: { ...specOf(record), createdAt: now },
       };
       const created = await createObject(api, PLURAL, body);
       if (created.kind === 'created') return heldOutcome('created', name, created.object);
       const existing = await getObject(api, PLURAL, name);
       if (existing === undefined) return CONFLICT; // deleted between our create and get: create again
       if (!isOwnedBy(existing, record)) return { kind: 'taken' };
-      const adopted = await replaceObject(api, PLURAL, name, withSpec(existing, record));
+      const adopted = await replaceObject(api, PLURAL, name, taken(withSpec(existing, record)));
       if (adopted.kind !== 'patched') return CONFLICT;
       return heldOutcome('adopted', name, adopted.object);
     },
@@ -88,10 +90,23 @@ function heldOutcome(kind: 'created' | 'adopted', name: string, object: unknown)
 }
 
 /** The existing object with its spec naming `record` (keeps fields we do not model, and the original createdAt). */
-function withSpec(existing: unknown, record: AllocationRecord): unknown {
+function withSpec(existing: unknown, record: AllocationRecord): Record<string, unknown> {
   const object = isRecord(existing) ? existing : {};
   const spec = isRecord(object['spec']) ? object['spec'] : {};
   return { ...object, spec: { ...spec, ...specOf(record) } };
+}
+
+/**
+ * The object stamped as taken now. The stamp also changes an adoption that rewrites nothing else (a retry of the same
+ * container), so that a delete judged on the version before it fails its precondition.
+ */
+function taken(object: Record<string, unknown>): Record<string, unknown> {
+  const metadata = isRecord(object['metadata']) ? object['metadata'] : {};
+  const annotations = isRecord(metadata['annotations']) ? metadata['annotations'] : {};
+  return {
+    ...object,
+    metadata: { ...metadata, annotations: { ...annotations, [TAKEN_AT_ANNOTATION]: new Date().toISOString() } },
+  };
 }
 
 interface OwnerOptions {

@@ -1,0 +1,137 @@
+// In-flight work is visible (DESIGN §9): a reservation a commit created or adopted carries the time it was last
+// taken, and the controller's grace runs from that time, not from the object's creation.
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { heldAddresses } from '../../../src/controller/orphans/cleanup-pass.ts';
+import { DEFAULT_POLICY } from '../../../src/controller/orphans/orphans.ts';
+import { podView } from '../../../src/controller/orphans/pod-view.ts';
+import { poolView as controllerPoolView, type PoolView } from '../../../src/controller/pools/view.ts';
+import { judgeReservation, type ReservationReason } from '../../../src/controller/reservations/orphaned.ts';
+import { reservationView } from '../../../src/controller/runtime/views.ts';
+import { assign } from '../../../src/ipam/assign.ts';
+import { formatIP } from '../../../src/ip/address.ts';
+import { ApiUnreachableError, type ApiRequest } from '../../../src/kube/api.ts';
+import { PoolWriter } from '../../../src/store/kubernetes/writer.ts';
+import type { KubernetesStore } from '../../../src/store/kubernetes/kubernetes-store.ts';
+import { api, apiRequest, controlPlane, createNamespace, type Namespace } from '../../support/control-plane.ts';
+import { testRange } from '../../support/memory-store.ts';
+import { kubeNetwork, openNode } from './harness.ts';
+
+let ns: Namespace;
+
+before(async () => {
+  ns = await createNamespace(await controlPlane(), 'inflight');
+});
+
+after(async () => {
+  await apiRequest(ns.cp, 'DELETE', `/api/v1/namespaces/${ns.name}/pods/web-0?gracePeriodSeconds=0`);
+  // Unset if before() failed: after hooks run all the same.
+  await (ns as Namespace | undefined)?.cleanup();
+});
+
+/** The controller's default --reservation-grace. */
+const GRACE_MS = 60_000;
+
+const attachment = (name: string, container: string) => ({
+  containerId: container,
+  ifname: 'eth0',
+  podRef: `default/${name}`,
+});
+
+async function reservationSpec(name: string): Promise<Record<string, unknown> | undefined> {
+  const object = await ns.get('overlappingrangeipreservations', name);
+  return object?.['spec'] as Record<string, unknown> | undefined;
+}
+
+const isPoolWrite = (req: ApiRequest) => req.method !== 'GET' && req.path.includes('/ippools');
+
+/** Runs `before` ahead of the store's n-th pool write (1-based); the API server itself is real. */
+function beforePoolWrite(store: KubernetesStore, before: (n: number) => Promise<void>): void {
+  const send = store.api.send.bind(store.api);
+  let writes = 0;
+  store.api.send = async (req, options) => {
+    if (isPoolWrite(req)) await before(++writes);
+    return send(req, options);
+  };
+}
+
+async function createEmptyPool(name: string, range: string): Promise<void> {
+  await ns.create('ippools', {
+    apiVersion: 'whereabouts.cni.cncf.io/v1alpha1',
+    kind: 'IPPool',
+    metadata: { name },
+    spec: { range, allocations: {} },
+  });
+}
+
+test("a reservation adopted by a pod's retry is in flight for the controller from its adoption, not from its creation", async () => {
+  const config = kubeNetwork(ns, [testRange('10.71.0.0/24')], { name: 'in-flight' });
+  await createEmptyPool('10.71.0.0-24', '10.71.0.0/24');
+  // A running pod whose sandbox is being re-created (its age and phase do not protect it).
+  await api(ns.cp, 'POST', `/api/v1/namespaces/${ns.name}/pods`, {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name: 'web-0' },
+    spec: { containers: [{ name: 'c', image: 'busybox' }] },
+  });
+  await api(
+    ns.cp,
+    'PATCH',
+    `/api/v1/namespaces/${ns.name}/pods/web-0/status`,
+    { status: { phase: 'Running' } },
+    'application/merge-patch+json',
+  );
+
+  // The pod's first ADD: its pool write's answer is lost, so its reservation of .1 stays; no record.
+  const first = await openNode(ns, config, 'node-a');
+  try {
+    const send = first.api.send.bind(first.api);
+    first.api.send = async (req, options) => {
+      if (isPoolWrite(req)) throw new ApiUnreachableError('answer lost (injected)', { ambiguous: true });
+      return send(req, options);
+    };
+    await assert.rejects(assign(first, config, { ...attachment('web-0', 'c-1'), podRef: `${ns.name}/web-0` }));
+  } finally {
+    await first.close();
+  }
+  assert.equal((await reservationSpec('10.71.0.1'))?.['containerid'], 'c-1');
+
+  // Its retry adopts the reservation; its first pool write is refused (another node wrote the pool meanwhile);
+  // before its second write lands, the controller runs a pass just under the grace after the adoption began.
+  const retry = await openNode(ns, config, 'node-a');
+  const other = await openNode(ns, config, 'node-b');
+  let adoptionBegan: number | undefined;
+  let verdict: ReservationReason | undefined | 'not judged' = 'not judged';
+  try {
+    const send = retry.api.send.bind(retry.api);
+    retry.api.send = async (req, options) => {
+      if (req.method === 'GET' && req.path.endsWith('/overlappingrangeipreservations/10.71.0.1'))
+        adoptionBegan ??= Date.now();
+      return send(req, options);
+    };
+    beforePoolWrite(retry, async (n) => {
+      if (n === 1) await assign(other, config, attachment('q', 'c-q'));
+      if (n !== 2 || adoptionBegan === undefined) return;
+      const object = await ns.get('overlappingrangeipreservations', '10.71.0.1');
+      const view = reservationView(object);
+      const pools = (await ns.list('ippools')).map(controllerPoolView).filter((p): p is PoolView => p !== undefined);
+      const pod = podView(await api(ns.cp, 'GET', `/api/v1/namespaces/${ns.name}/pods/web-0`));
+      verdict = judgeReservation(view, pod, heldAddresses(pools), {
+        networkNames: new Set(),
+        policy: DEFAULT_POLICY,
+        graceMs: GRACE_MS,
+        now: adoptionBegan + GRACE_MS - 1,
+      });
+      if (verdict !== undefined) await new PoolWriter(other.api).deleteReservation(view);
+    });
+    const [again] = await assign(retry, config, { ...attachment('web-0', 'c-2'), podRef: `${ns.name}/web-0` });
+    assert.equal(again && formatIP(again.address), '10.71.0.1');
+  } finally {
+    await retry.close();
+    await other.close();
+  }
+  assert.equal(verdict, undefined, 'the controller judged the adopted reservation by its creation time and deleted it');
+  const spec = await reservationSpec('10.71.0.1');
+  assert.ok(spec !== undefined, 'the pool holds 10.71.0.1 but its reservation is gone');
+  assert.equal(spec['containerid'], 'c-2');
+});
