@@ -16,6 +16,12 @@ import { reserve, type Held } from './reservations.ts';
 import { settleUnused, settleWritten } from './settle-reservations.ts';
 import { CONFLICT } from '../../kube/retry.ts';
 
+export interface Relied {
+  readonly held: Held;
+  /** The record the claim committed. */
+  readonly record: AllocationRecord;
+}
+
 export interface Settled<T> {
   readonly value: T;
   readonly state: PoolState;
@@ -33,6 +39,11 @@ export class PoolCommit<T> {
   readonly created = new Map<bigint, Held>();
   /** Reservations found existing for this attachment: held, never removed by this commit. */
   readonly adopted = new Map<bigint, Held>();
+  /**
+   * The reservation the claim of the write that landed relies on (created or adopted by this commit), as this commit
+   * left it: confirmed before the commit reports success (confirm-claims.ts).
+   */
+  readonly relied = new Map<bigint, Relied>();
   /** The view plans are made on: the node cache's (`options.initial`) until something is read from the API. */
   state: PoolState | undefined;
   /** The write just refused: the version it was planned on (the re-read must show a newer one), and its form. */
@@ -206,7 +217,10 @@ export class PoolCommit<T> {
       throw err;
     }
     if (written === CONFLICT) return this.#refusedWrite(claim?.address, lone !== undefined);
+    this.relied.clear();
     if (claim !== undefined) {
+      const held = this.created.get(claim.address) ?? this.adopted.get(claim.address);
+      if (held !== undefined) this.relied.set(claim.address, { held, record: claim.record });
       this.created.delete(claim.address);
       this.adopted.delete(claim.address);
     }

@@ -208,3 +208,28 @@ export async function followRecord(
   const result = await replaceObject(api, PLURAL, name, withSpec(existing, record));
   return result.kind === 'patched' ? 'updated' : 'unchanged';
 }
+
+/** How the reservation a committed claim relied on was found after the pool write (confirmReservation). */
+export type Confirmed = 'intact' | 'restored' | 'taken';
+
+/**
+ * After the pool write that committed `record`'s claim: the reservation this commit created or adopted for it, as it
+ * is now (a quorum read). 'intact': the version left, or a later one still naming this attachment. 'restored': it was
+ * gone (Whereabouts' DEL deletes reservations by name, unconditionally; a controller judged it): the pool is the
+ * truth once committed, so it is created again. 'taken': it names another attachment now, which may hold the
+ * address in an overlapping range.
+ */
+export async function confirmReservation(
+  api: ApiClient,
+  pool: PoolRef,
+  ip: IPAddress,
+  held: Held,
+  record: AllocationRecord,
+): Promise<Confirmed> {
+  const existing = await getObject(api, PLURAL, held.name);
+  const version = versionOf(existing);
+  if (version?.uid === held.version.uid && version.resourceVersion === held.version.resourceVersion) return 'intact';
+  if (existing !== undefined) return namesAttachment(existing, record) ? 'intact' : 'taken';
+  const again = await reserve(api, pool, ip, record);
+  return again.kind === 'taken' ? 'taken' : 'restored';
+}

@@ -1,5 +1,8 @@
 // In-flight work is visible (DESIGN §9): a reservation a commit created or adopted carries the time it was last
-// taken, and the controller's grace runs from that time, not from the object's creation.
+// taken, and the controller's grace runs from that time, not from the object's creation; and before a commit
+// reports success it checks that the reservation of the address it committed still exists as it left it: one
+// deleted meanwhile (Whereabouts' DEL deletes reservations by name, unconditionally) is re-created, one that now
+// names another attachment makes the commit give the address back and plan again.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { heldAddresses } from '../../../src/controller/orphans/cleanup-pass.ts';
@@ -15,7 +18,7 @@ import { PoolWriter } from '../../../src/store/kubernetes/writer.ts';
 import type { KubernetesStore } from '../../../src/store/kubernetes/kubernetes-store.ts';
 import { api, apiRequest, controlPlane, createNamespace, type Namespace } from '../../support/control-plane.ts';
 import { testRange } from '../../support/memory-store.ts';
-import { kubeNetwork, openNode } from './harness.ts';
+import { kubeNetwork, openNode, poolView } from './harness.ts';
 
 let ns: Namespace;
 
@@ -134,4 +137,55 @@ test("a reservation adopted by a pod's retry is in flight for the controller fro
   const spec = await reservationSpec('10.71.0.1');
   assert.ok(spec !== undefined, 'the pool holds 10.71.0.1 but its reservation is gone');
   assert.equal(spec['containerid'], 'c-2');
+});
+
+test("a reservation deleted by name between its creation and the pool write (Whereabouts' DEL) is re-created before the ADD succeeds", async () => {
+  const config = kubeNetwork(ns, [testRange('10.71.1.0/24')], { name: 'deleted-by-name' });
+  const node = await openNode(ns, config, 'node-a');
+  try {
+    beforePoolWrite(node, async (n) => {
+      if (n === 1) await api(ns.cp, 'DELETE', ns.path('overlappingrangeipreservations', '10.71.1.1'));
+    });
+    const [mine] = await assign(node, config, attachment('p', 'c-p'));
+    assert.equal(mine && formatIP(mine.address), '10.71.1.1');
+  } finally {
+    await node.close();
+  }
+  assert.equal((await poolView(ns, '10.71.1.0-24'))?.allocations.get('10.71.1.1')?.['id'], 'c-p');
+  const spec = await reservationSpec('10.71.1.1');
+  assert.ok(spec !== undefined, 'the ADD succeeded with 10.71.1.1 held and unreserved');
+  assert.deepEqual([spec['podref'], spec['ifname'], spec['containerid']], ['default/p', 'eth0', 'c-p']);
+});
+
+test('a commit whose reservation was taken over by an overlapping range before its pool write landed gives the address back and takes another', async () => {
+  const wide = kubeNetwork(ns, [testRange('10.71.2.0/24')], { name: 'lost-wide' });
+  const node = await openNode(ns, wide, 'node-a');
+  try {
+    beforePoolWrite(node, async (n) => {
+      if (n !== 1) return;
+      // Whereabouts' DEL deletes the reservation by name; then its ADD on an overlapping range commits .1 in its
+      // pool and reserves it.
+      await api(ns.cp, 'DELETE', ns.path('overlappingrangeipreservations', '10.71.2.1'));
+      await ns.create('ippools', {
+        apiVersion: 'whereabouts.cni.cncf.io/v1alpha1',
+        kind: 'IPPool',
+        metadata: { name: '10.71.2.0-28' },
+        spec: { range: '10.71.2.0/28', allocations: { '1': { id: 'c-q', podref: 'default/q', ifname: 'net1' } } },
+      });
+      await ns.create('overlappingrangeipreservations', {
+        apiVersion: 'whereabouts.cni.cncf.io/v1alpha1',
+        kind: 'OverlappingRangeIPReservation',
+        metadata: { name: '10.71.2.1' },
+        spec: { podref: 'default/q', ifname: 'net1', containerid: 'c-q' },
+      });
+    });
+    const [mine] = await assign(node, wide, attachment('p', 'c-p'));
+    assert.equal(mine && formatIP(mine.address), '10.71.2.2', 'the ADD kept an address another pool holds');
+  } finally {
+    await node.close();
+  }
+  const pool = await poolView(ns, '10.71.2.0-24');
+  assert.deepEqual([...(pool?.allocations.keys() ?? [])], ['10.71.2.2']);
+  assert.equal((await reservationSpec('10.71.2.1'))?.['podref'], 'default/q');
+  assert.equal((await reservationSpec('10.71.2.2'))?.['podref'], 'default/p');
 });
