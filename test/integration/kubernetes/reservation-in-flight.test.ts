@@ -18,7 +18,7 @@ import { PoolWriter } from '../../../src/store/kubernetes/writer.ts';
 import type { KubernetesStore } from '../../../src/store/kubernetes/kubernetes-store.ts';
 import { api, apiRequest, controlPlane, createNamespace, type Namespace } from '../../support/control-plane.ts';
 import { testRange } from '../../support/memory-store.ts';
-import { kubeNetwork, openNode, poolView } from './harness.ts';
+import { kubeNetwork, memoryLogger, openNode, poolView } from './harness.ts';
 
 let ns: Namespace;
 
@@ -139,9 +139,36 @@ test("a reservation adopted by a pod's retry is in flight for the controller fro
   assert.equal(spec['containerid'], 'c-2');
 });
 
+test('an adoption by a retry of the same container gives the reservation a new version: a delete judged before it fails', async () => {
+  const config = kubeNetwork(ns, [testRange('10.71.3.0/24')], { name: 'same-container' });
+  await createEmptyPool('10.71.3.0-24', '10.71.3.0/24');
+  const first = await openNode(ns, config, 'node-a');
+  try {
+    const send = first.api.send.bind(first.api);
+    first.api.send = async (req, options) => {
+      if (isPoolWrite(req)) throw new ApiUnreachableError('answer lost (injected)', { ambiguous: true });
+      return send(req, options);
+    };
+    await assert.rejects(assign(first, config, attachment('p', 'c-1')));
+  } finally {
+    await first.close();
+  }
+  const judged = reservationView(await ns.get('overlappingrangeipreservations', '10.71.3.1'));
+  const retry = await openNode(ns, config, 'node-a');
+  try {
+    const [again] = await assign(retry, config, attachment('p', 'c-1'));
+    assert.equal(again && formatIP(again.address), '10.71.3.1');
+    assert.equal(await new PoolWriter(retry.api).deleteReservation(judged), 'conflict');
+  } finally {
+    await retry.close();
+  }
+  assert.ok((await reservationSpec('10.71.3.1')) !== undefined);
+});
+
 test("a reservation deleted by name between its creation and the pool write (Whereabouts' DEL) is re-created before the ADD succeeds", async () => {
   const config = kubeNetwork(ns, [testRange('10.71.1.0/24')], { name: 'deleted-by-name' });
-  const node = await openNode(ns, config, 'node-a');
+  const log = memoryLogger();
+  const node = await openNode(ns, config, 'node-a', { log });
   try {
     beforePoolWrite(node, async (n) => {
       if (n === 1) await api(ns.cp, 'DELETE', ns.path('overlappingrangeipreservations', '10.71.1.1'));
@@ -155,6 +182,12 @@ test("a reservation deleted by name between its creation and the pool write (Whe
   const spec = await reservationSpec('10.71.1.1');
   assert.ok(spec !== undefined, 'the ADD succeeded with 10.71.1.1 held and unreserved');
   assert.deepEqual([spec['podref'], spec['ifname'], spec['containerid']], ['default/p', 'eth0', 'c-p']);
+  assert.ok(
+    log.lines.some(
+      (l) => l.startsWith('[warning]') && l.includes('10.71.1.1 was deleted while this request relied on it'),
+    ),
+    log.lines.join('\n'),
+  );
 });
 
 test('a commit whose reservation was taken over by an overlapping range before its pool write landed gives the address back and takes another', async () => {

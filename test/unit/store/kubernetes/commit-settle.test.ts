@@ -3,7 +3,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { firstFree } from '../../../../src/allocator/first-free.ts';
-import type { ApiRequest, ApiResponse } from '../../../../src/kube/api.ts';
+import { ErrorKind, HereaboutsError } from '../../../../src/errors.ts';
+import { ApiUnreachableError, type ApiRequest, type ApiResponse } from '../../../../src/kube/api.ts';
 import { commitPool, type CommitContext } from '../../../../src/store/kubernetes/commit.ts';
 import { WriteMemory } from '../../../../src/store/kubernetes/contention.ts';
 import { getObject } from '../../../../src/store/kubernetes/objects.ts';
@@ -62,4 +63,38 @@ test("a landed write whose caller's cache cannot be written is done: the cache i
   assert.equal(dropped, true, "the caller's cache, behind the API now, is dropped");
   const unused = (await getObject(api, 'overlappingrangeipreservations', '10.66.0.1')) as { spec: { podref: string } };
   assert.equal(unused.spec.podref, 'default/wb', "the unused reservation of .1 was not handed to .1's holder");
+});
+
+test('a commit that cannot confirm its reservation after the pool write fails as after a lost answer: the address stays committed and reserved', async () => {
+  const server = new MemoryApiServer();
+  const api = new MemoryApiClient(server, { namespace: 'kube-system' });
+  const send = api.send.bind(api);
+  let written = false;
+  api.send = async (req: ApiRequest): Promise<ApiResponse> => {
+    if (written && req.method === 'GET' && req.path.includes('/overlappingrangeipreservations/'))
+      throw new ApiUnreachableError('GET overlappingrangeipreservations: no answer', { ambiguous: false });
+    const res = await send(req);
+    if (req.method !== 'GET' && req.path.includes('/ippools')) written = true;
+    return res;
+  };
+  const ctx: CommitContext = {
+    api,
+    node: 'n1',
+    reservations: true,
+    budgetMs: 5_000,
+    cleanupTimeoutMs: 1_000,
+    log: quiet,
+    memory: new WriteMemory(),
+  };
+  await assert.rejects(
+    commitPool(ctx, pool, lowestFree),
+    (err: unknown) => err instanceof HereaboutsError && err.kind === ErrorKind.Unavailable,
+  );
+  api.send = send;
+  const object = (await getObject(api, 'ippools', 'settle')) as { spec: { allocations: Record<string, unknown> } };
+  assert.deepEqual(Object.keys(object.spec.allocations), ['1'], 'the pool write landed');
+  assert.ok(
+    (await getObject(api, 'overlappingrangeipreservations', '10.66.0.1')) !== undefined,
+    'the committed address lost its reservation',
+  );
 });
