@@ -4,6 +4,7 @@
 import { formatIP } from '../ip/address.ts';
 import { heldAddresses } from '../controller/orphans/cleanup-pass.ts';
 import { missingReservations } from '../controller/reservations/repair.ts';
+import { lastTakenMs } from '../controller/reservations/orphaned.ts';
 import { columns, podOf, reservationState, type Inventory } from './inventory.ts';
 import { allocationVerdict, type Judging } from './orphans-report.ts';
 
@@ -119,7 +120,7 @@ export function checkReport(inv: Inventory, judging: Judging): CheckReport {
   const held = heldAddresses(views);
   for (const r of inv.reservations.values()) {
     if (r.addresses.length === 0 || r.addresses.some((a) => held.has(a))) continue;
-    if (inv.nowMs - r.createdAtMs < judging.reservationGraceMs) continue; // a writer reserves before its pool write
+    if (inv.nowMs - lastTakenMs(r) < judging.reservationGraceMs) continue; // a writer reserves before its pool write
     problems.push({
       kind: 'reservation-without-allocation',
       reservation: r.name,

@@ -2,8 +2,10 @@
 // (never while any pool record holds it, whoever the pod: the address stays reserved as long as it is allocated),
 // and then when its pod is gone or is a live pod that holds the address nowhere. The address comes from the name
 // ([<network_name>-]<IP with ':' as '-'>); an IPv6 name that splits several ways (a network name ending in hex-like
-// words) counts as held when any reading is held. Young reservations are left alone (the plugin creates one before
-// its pool write), and every delete is conditional on the uid and resourceVersion that were judged.
+// words) counts as held when any reading is held. Reservations taken recently are left alone (the plugin creates or
+// adopts one before its pool write): the grace runs from the last time a writer took it, not from its creation, so
+// an adoption in flight is not judged by the age of what it adopted. Every delete is conditional on the uid and
+// resourceVersion that were judged.
 import { formatIP } from '../../ip/address.ts';
 import type { ApiClient } from '../../kube/api.ts';
 import { PoolWriter } from '../../store/kubernetes/writer.ts';
@@ -49,7 +51,7 @@ export function judgeReservation(
   judge: ReservationJudge,
 ): ReservationReason | undefined {
   if (view.podRef === '' || !view.podRef.includes('/')) return undefined;
-  if (judge.now - view.createdAtMs < judge.graceMs) return undefined;
+  if (judge.now - lastTakenMs(view) < judge.graceMs) return undefined;
   const addresses = reservedAddresses(view.name, judge.networkNames);
   if (addresses.length === 0) return undefined; // not a name hereabouts or Whereabouts writes: not ours to judge
   if (addresses.some((ip) => held.has(ip))) return undefined; // allocated: it stays reserved, whatever its pod
@@ -69,7 +71,7 @@ export function reservationAfterGrace(
   held: ReadonlySet<string>,
   judge: ReservationJudge,
 ): { readonly reason: ReservationReason; readonly atMs: number } | undefined {
-  const ends = [view.createdAtMs + judge.graceMs];
+  const ends = [lastTakenMs(view) + judge.graceMs];
   if (pod !== null && pod !== undefined && pod.phase === 'Pending')
     ends.push(pod.createdAtMs + judge.policy.pendingGraceMs);
   for (const atMs of ends.sort((a, b) => a - b)) {
@@ -78,6 +80,11 @@ export function reservationAfterGrace(
     if (reason !== undefined) return { reason, atMs };
   }
   return undefined;
+}
+
+/** When a writer last took the reservation (its creation, when nothing says later). */
+export function lastTakenMs(view: ReservationView): number {
+  return Math.max(view.createdAtMs, view.takenAtMs ?? 0);
 }
 
 export async function deleteReservation(

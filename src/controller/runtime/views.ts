@@ -4,6 +4,7 @@ import { messageOf } from '../../errors.ts';
 import type { DrainingEntry, SliceEntry } from '../slices/assign.ts';
 import { networkNamesOf, rangePoolNamesOf, sliceSpecOf, type SliceSpec } from '../slices/spec.ts';
 import { recordOf } from '../../record.ts';
+import { TAKEN_AT_ANNOTATION } from '../../store/kubernetes/objects.ts';
 
 type Obj = Record<string, unknown>;
 const str = (v: unknown): string => (typeof v === 'string' ? v : '');
@@ -27,14 +28,26 @@ function refOf(meta: Obj): ObjectRef {
 export interface ReservationView extends ObjectRef {
   readonly podRef: string;
   readonly createdAtMs: number;
+  /**
+   * When a writer last took it (created it, or adopted it for a retry): the latest of its creation, its taken-at
+   * annotation and its last update (managedFields, the API server's clock). Absent: at its creation.
+   */
+  readonly takenAtMs?: number;
 }
 
 export function reservationView(object: unknown): ReservationView {
   const meta = recordOf(recordOf(object)['metadata']);
+  const createdAtMs = Date.parse(str(meta['creationTimestamp'])) || 0;
+  const updates = Array.isArray(meta['managedFields']) ? meta['managedFields'] : [];
   return {
     ...refOf(meta),
     podRef: str(recordOf(recordOf(object)['spec'])['podref']),
-    createdAtMs: Date.parse(str(meta['creationTimestamp'])) || 0,
+    createdAtMs,
+    takenAtMs: Math.max(
+      createdAtMs,
+      Date.parse(str(recordOf(meta['annotations'])[TAKEN_AT_ANNOTATION])) || 0,
+      ...updates.map((entry) => Date.parse(str(recordOf(entry)['time'])) || 0),
+    ),
   };
 }
 

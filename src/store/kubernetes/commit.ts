@@ -13,7 +13,10 @@
 // and only from a view this writer may act on (read from the API, or a pool only this node writes), so it never
 // reserves an address another writer has committed. Of the reservations it holds, only those it created and did not
 // commit are removed, on the exact version created, and a write that may have been applied keeps its claim's
-// reservation (a leak the controller reclaims, not a duplicate).
+// reservation (a leak the controller reclaims, not a duplicate). Before it reports success, it confirms that the
+// reservation its committed claim relies on still exists (confirm-claims.ts): one deleted meanwhile is created again,
+// one another attachment holds now makes it give the address back and plan again without it. A caller's cache that
+// cannot be written after the write landed does not fail the commit (the API is the truth): the caller drops it.
 //
 // The steps are PoolCommit's (pool-commit.ts); this is the entry, and the terms a caller commits on.
 import { ErrorKind, HereaboutsError } from '../../errors.ts';
@@ -24,6 +27,8 @@ import { toStoreError } from './api-errors.ts';
 import type { PoolState } from './pool-object.ts';
 import { PoolCommit, type Settled } from './pool-commit.ts';
 import { retryOnConflict } from '../../kube/retry.ts';
+import { monotonicMs } from '../../clock.ts';
+import { confirmClaims, giveBack } from './confirm-claims.ts';
 
 export { fetchPool } from './pool-read.ts';
 
@@ -62,14 +67,17 @@ export interface CommitOptions {
   readonly contention?: ContentionMarks;
   /** The state the commit ended on (written, or confirmed fresh), and the contention now known: the caller's cache. */
   readonly onSettled?: (state: PoolState, contention: ContentionMarks) => void;
-  /** A write failed in a way that may have applied it (its answer was lost): the caller's cache is behind it. */
+  /**
+   * The caller's cache may be behind what the API holds: a write failed in a way that may have applied it (its answer
+   * was lost), or onSettled threw. The caller drops its cache.
+   */
   readonly onUncertain?: () => void;
 }
 
 /** How a commit backs off: paced by its own attempts' durations, at most 3 s between two (retry.ts). */
 export const COMMIT_RETRY = { stepFromAttempt: true, capMs: 3_000 } as const;
 
-/** Commits `plan` on `pool`: attempts until one is not refused (or the budget is spent), then settles. */
+/** Commits `plan` on `pool`: attempts until one is not refused (or the budget is spent), confirms, then settles. */
 export async function commitPool<T>(
   ctx: CommitContext,
   pool: PoolRef,
@@ -77,23 +85,74 @@ export async function commitPool<T>(
   options: CommitOptions = {},
 ): Promise<T> {
   const commit = new PoolCommit(ctx, pool, plan, options);
+  const deadline = monotonicMs() + ctx.budgetMs;
   let settled: Settled<T>;
   try {
-    const outcome = await retryOnConflict(() => commit.attempt(), { ...COMMIT_RETRY, budgetMs: ctx.budgetMs });
-    if (outcome.kind !== 'done') {
-      throw new HereaboutsError(
-        ErrorKind.Conflict,
-        `IPPool ${pool.name}: gave up after ${outcome.conflicts} conflicting writes in ${ctx.budgetMs} ms`,
-        {
-          details: 'other writers keep changing this pool; retry the request',
-        },
-      );
+    for (;;) {
+      settled = await attempts(ctx, pool, commit, deadline);
+      const lost = await confirmClaims(ctx, pool, commit.relied);
+      if (lost.length === 0) break;
+      await withdraw(ctx, pool, commit, { settled, lost, deadline, options });
     }
-    settled = outcome.value;
   } catch (err) {
     await commit.settleUnused(undefined);
     throw toStoreError(err, `IPPool ${pool.name}`);
   }
   await commit.settle(settled);
   return settled.value;
+}
+
+/** The commit's attempts until a write lands or nothing is to be written (retry.ts), within the deadline. */
+async function attempts<T>(
+  ctx: CommitContext,
+  pool: PoolRef,
+  commit: PoolCommit<T>,
+  deadline: number,
+): Promise<Settled<T>> {
+  const outcome = await retryOnConflict(() => commit.attempt(), { ...COMMIT_RETRY, budgetMs: remaining(deadline) });
+  if (outcome.kind !== 'done') {
+    throw new HereaboutsError(
+      ErrorKind.Conflict,
+      `IPPool ${pool.name}: gave up after ${outcome.conflicts} conflicting writes in ${ctx.budgetMs} ms`,
+      {
+        details: 'other writers keep changing this pool; retry the request',
+      },
+    );
+  }
+  return outcome.value;
+}
+
+/**
+ * Gives back the claims whose reservation another attachment holds now: a conditional write (through this same path,
+ * creating no reservation) releases them where the pool still holds them for this commit's records. The commit then
+ * plans again on the pool as that write left it, with those addresses refused.
+ */
+async function withdraw<T>(
+  ctx: CommitContext,
+  pool: PoolRef,
+  commit: PoolCommit<T>,
+  turn: { settled: Settled<T>; lost: readonly bigint[]; deadline: number; options: CommitOptions },
+): Promise<void> {
+  const { beforeWrite, onUncertain } = turn.options;
+  await commitPool(
+    { ...ctx, reservations: false, budgetMs: remaining(turn.deadline) },
+    pool,
+    giveBack(commit.relied, turn.lost),
+    {
+      initial: turn.settled.state,
+      ...(beforeWrite === undefined ? {} : { beforeWrite }),
+      ...(onUncertain === undefined ? {} : { onUncertain }),
+      onSettled: (state) => {
+        commit.state = state;
+      },
+    },
+  );
+  for (const address of turn.lost) {
+    commit.refused.add(address);
+    commit.relied.delete(address);
+  }
+}
+
+function remaining(deadline: number): number {
+  return Math.max(0, deadline - monotonicMs());
 }

@@ -11,6 +11,14 @@ export const API_VERSION = `${GROUP}/${VERSION}`;
 
 export type Plural = 'ippools' | 'overlappingrangeipreservations' | 'nodeslicepools';
 
+/**
+ * On an OverlappingRangeIPReservation: when a writer last took it (created it, or adopted it for a retry of its
+ * attachment), RFC 3339. The controller's grace runs from the latest of this, the object's creation and its last
+ * update (DESIGN §9: in-flight work is visible). An annotation, so that no CRD schema prunes it (Whereabouts' CRD
+ * keeps only the spec fields it knows).
+ */
+export const TAKEN_AT_ANNOTATION = 'hereabouts.cni.cncf.io/taken-at';
+
 export function objectPath(namespace: string, plural: Plural, name?: string): string {
   const base = `/apis/${GROUP}/${VERSION}/namespaces/${encodeURIComponent(namespace)}/${plural}`;
   return name === undefined ? base : `${base}/${encodeURIComponent(name)}`;

@@ -3,7 +3,7 @@
 // claimed address cluster-wide, and writes the pool conditional on the version planned on; once the attempts are
 // over, the commit settles (the caller's cache, then the reservations it held).
 import { monotonicMs } from '../../clock.ts';
-import { ErrorKind, HereaboutsError } from '../../errors.ts';
+import { ErrorKind, HereaboutsError, messageOf } from '../../errors.ts';
 import { formatIP, type IPAddress } from '../../ip/address.ts';
 import { applyChange } from '../local/apply-change.ts';
 import type { AllocationRecord, Allocations, Plan, Planned, PoolChange, PoolRef } from '../store.ts';
@@ -15,6 +15,12 @@ import { isLoneClaim, writePool } from './pool-write.ts';
 import { reserve, type Held } from './reservations.ts';
 import { settleUnused, settleWritten } from './settle-reservations.ts';
 import { CONFLICT } from '../../kube/retry.ts';
+
+export interface Relied {
+  readonly held: Held;
+  /** The record the claim committed. */
+  readonly record: AllocationRecord;
+}
 
 export interface Settled<T> {
   readonly value: T;
@@ -33,6 +39,11 @@ export class PoolCommit<T> {
   readonly created = new Map<bigint, Held>();
   /** Reservations found existing for this attachment: held, never removed by this commit. */
   readonly adopted = new Map<bigint, Held>();
+  /**
+   * The reservation the claim of the write that landed relies on (created or adopted by this commit), as this commit
+   * left it: confirmed before the commit reports success (confirm-claims.ts).
+   */
+  readonly relied = new Map<bigint, Relied>();
   /** The view plans are made on: the node cache's (`options.initial`) until something is read from the API. */
   state: PoolState | undefined;
   /** The write just refused: the version it was planned on (the re-read must show a newer one), and its form. */
@@ -206,16 +217,30 @@ export class PoolCommit<T> {
       throw err;
     }
     if (written === CONFLICT) return this.#refusedWrite(claim?.address, lone !== undefined);
+    this.relied.clear();
     if (claim !== undefined) {
+      const held = this.created.get(claim.address) ?? this.adopted.get(claim.address);
+      if (held !== undefined) this.relied.set(claim.address, { held, record: claim.record });
       this.created.delete(claim.address);
       this.adopted.delete(claim.address);
     }
     return { value, state: written, written: { change, before: state.allocations } };
   }
 
-  /** After the last attempt: the caller's cache learns the state and the contention, then the reservations settle. */
+  /**
+   * After the last attempt: the caller's cache learns the state and the contention, then the reservations settle. A
+   * cache that cannot be written does not undo what the API holds: the caller drops it instead (onUncertain), and
+   * the commit is done.
+   */
   async settle(settled: Settled<T>): Promise<void> {
-    this.#options.onSettled?.(settled.state, this.#ctx.memory.marksOf(this.#key));
+    try {
+      this.#options.onSettled?.(settled.state, this.#ctx.memory.marksOf(this.#key));
+    } catch (err) {
+      this.#ctx.log.warning(
+        `IPPool ${this.#pool.name}: written, but the node cache could not be updated; dropping it (the next request reads the API): ${messageOf(err)}`,
+      );
+      this.#options.onUncertain?.();
+    }
     await this.settleUnused(settled.state.allocations);
     if (this.#ctx.reservations && settled.written !== undefined)
       await settleWritten(this.#ctx, this.#pool, settled.written.change, settled.written.before);

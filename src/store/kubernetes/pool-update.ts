@@ -46,7 +46,8 @@ export async function updatePool<T>(ctx: WriteContext, pool: PoolRef, plan: Plan
         if (state.resourceVersion !== cached?.resourceVersion || marked(contention, cached?.contention ?? {}))
           persist(paths, pool, ctx.scope, state, contention, lock);
       },
-      // The next update on this node then starts from a quorum read, not from a version older than its own write.
+      // A write whose answer was lost, or a cache that could not be written: the next update on this node then starts
+      // from a quorum read, not from a version older than its own write.
       onUncertain: () => forget(paths, ctx.log),
     });
   } finally {
@@ -84,6 +85,6 @@ function forget(paths: PoolPaths, log: Logger): void {
   try {
     dropCachedPool(paths);
   } catch (err) {
-    log.warning(`cannot remove the pool cache ${paths.data} after a write whose answer was lost: ${messageOf(err)}`);
+    log.warning(`cannot remove the pool cache ${paths.data}, which may be behind the API: ${messageOf(err)}`);
   }
 }

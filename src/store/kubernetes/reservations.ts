@@ -6,13 +6,18 @@
 // conditional on the uid and resourceVersion judged, and only a reservation still naming the released attachment
 // goes. Adopting rewrites the reservation (a new resourceVersion), so a release that judged the old version fails
 // its precondition instead of deleting what was just adopted.
+//
+// Creating and adopting stamp the time the reservation was taken (TAKEN_AT_ANNOTATION): the controller's grace runs
+// from it, so an adoption in flight is not judged by the age of the object it adopted. A reservation that names no
+// interface (Whereabouts before 0.7) cannot tell which interface of its pod it protects: a claim never adopts one;
+// only the address's own pool record, naming this attachment, makes it this attachment's (followRecord, release).
 import type { IPAddress } from '../../ip/address.ts';
 import { reservationName } from '../../config/names.ts';
 import type { AllocationRecord, PoolRef } from '../store.ts';
 import type { ApiClient } from '../../kube/api.ts';
 
 import { retryOnConflict, CONFLICT } from '../../kube/retry.ts';
-import { API_VERSION, getObject, versionOf, type ObjectVersion } from './objects.ts';
+import { API_VERSION, getObject, TAKEN_AT_ANNOTATION, versionOf, type ObjectVersion } from './objects.ts';
 import { createObject, deleteExactly, replaceObject } from './resources.ts';
 import { isRecord } from '../../record.ts';
 
@@ -55,18 +60,19 @@ export async function reserve(
   const name = reservationNameOf(pool, ip);
   const outcome = await retryOnConflict<ReserveOutcome>(
     async () => {
+      const now = new Date().toISOString();
       const body = {
         apiVersion: API_VERSION,
         kind: 'OverlappingRangeIPReservation',
-        metadata: { name, namespace: api.namespace },
-        spec: { ...specOf(record), createdAt: new Date().toISOString() },
+        metadata: { name, namespace: api.namespace, annotations: { [TAKEN_AT_ANNOTATION]: now } },
+        spec: { ...specOf(record), createdAt: now },
       };
       const created = await createObject(api, PLURAL, body);
       if (created.kind === 'created') return heldOutcome('created', name, created.object);
       const existing = await getObject(api, PLURAL, name);
       if (existing === undefined) return CONFLICT; // deleted between our create and get: create again
       if (!isOwnedBy(existing, record)) return { kind: 'taken' };
-      const adopted = await replaceObject(api, PLURAL, name, withSpec(existing, record));
+      const adopted = await replaceObject(api, PLURAL, name, taken(withSpec(existing, record)));
       if (adopted.kind !== 'patched') return CONFLICT;
       return heldOutcome('adopted', name, adopted.object);
     },
@@ -84,30 +90,55 @@ function heldOutcome(kind: 'created' | 'adopted', name: string, object: unknown)
 }
 
 /** The existing object with its spec naming `record` (keeps fields we do not model, and the original createdAt). */
-function withSpec(existing: unknown, record: AllocationRecord): unknown {
+function withSpec(existing: unknown, record: AllocationRecord): Record<string, unknown> {
   const object = isRecord(existing) ? existing : {};
   const spec = isRecord(object['spec']) ? object['spec'] : {};
   return { ...object, spec: { ...spec, ...specOf(record) } };
 }
 
 /**
- * Same pod and interface (Whereabouts compares podref only, and older releases wrote no ifname), or same container.
- * A pod re-created under the same name is another pod: when both sides know the pod UID, it must match, or a new
- * pod would adopt the address its predecessor still holds in an overlapping range.
+ * The object stamped as taken now. The stamp also changes an adoption that rewrites nothing else (a retry of the same
+ * container), so that a delete judged on the version before it fails its precondition.
  */
-function isOwnedBy(object: unknown, record: AllocationRecord, options: { anyUid?: boolean } = {}): boolean {
+function taken(object: Record<string, unknown>): Record<string, unknown> {
+  const metadata = isRecord(object['metadata']) ? object['metadata'] : {};
+  const annotations = isRecord(metadata['annotations']) ? metadata['annotations'] : {};
+  return {
+    ...object,
+    metadata: { ...metadata, annotations: { ...annotations, [TAKEN_AT_ANNOTATION]: new Date().toISOString() } },
+  };
+}
+
+interface OwnerOptions {
+  /** A re-created pod may take over its predecessor's record: the pod UID is not compared. */
+  readonly anyUid?: boolean;
+  /**
+   * The address's pool record names `record` (or named it, for a release): a reservation that names no interface is
+   * then taken as this attachment's. Without that, it could be another interface's of the same pod (all interfaces of
+   * a sandbox share its container id), holding the address in an overlapping range.
+   */
+  readonly heldFor?: boolean;
+}
+
+/**
+ * Same pod and interface (Whereabouts compares podref only), or same container and interface. A reservation without
+ * ifname (older Whereabouts) counts only with `heldFor`. A pod re-created under the same name is another pod: when
+ * both sides know the pod UID, it must match, or a new pod would adopt the address its predecessor still holds in
+ * an overlapping range.
+ */
+function isOwnedBy(object: unknown, record: AllocationRecord, options: OwnerOptions = {}): boolean {
   const spec = isRecord(object) ? object['spec'] : undefined;
   if (!isRecord(spec)) return false;
   const { podref, ifname, containerid, podUid } = spec;
-  const sameIf = ifname === undefined || ifname === '' || ifname === record.ifname;
+  const sameIf = typeof ifname === 'string' && ifname !== '' ? ifname === record.ifname : options.heldFor === true;
   if (record.podRef === '') return containerid === record.containerId && sameIf;
   const unknownUid = typeof podUid !== 'string' || podUid === '' || record.podUid === undefined;
   return podref === record.podRef && sameIf && (options.anyUid === true || unknownUid || podUid === record.podUid);
 }
 
 /** Exactly this attachment: owner and container (a reservation written without a container id counts by owner). */
-function namesAttachment(object: unknown, record: AllocationRecord): boolean {
-  if (!isOwnedBy(object, record)) return false;
+function namesAttachment(object: unknown, record: AllocationRecord, options: OwnerOptions = {}): boolean {
+  if (!isOwnedBy(object, record, options)) return false;
   const spec = isRecord(object) && isRecord(object['spec']) ? object['spec'] : {};
   const containerid = spec['containerid'];
   return containerid === undefined || containerid === '' || containerid === record.containerId;
@@ -132,7 +163,7 @@ export async function handOver(api: ApiClient, held: Held, holder: AllocationRec
     version.resourceVersion !== held.version.resourceVersion
   )
     return;
-  if (namesAttachment(existing, holder)) return;
+  if (namesAttachment(existing, holder, { heldFor: true })) return;
   await replaceObject(api, PLURAL, held.name, withSpec(existing, holder));
 }
 
@@ -150,7 +181,7 @@ export async function releaseReservation(
   const existing = await getObject(api, PLURAL, name);
   const version = versionOf(existing);
   if (existing === undefined || version === undefined) return 'gone';
-  if (!namesAttachment(existing, record)) return 'kept';
+  if (!namesAttachment(existing, record, { heldFor: true })) return 'kept';
   const result = await deleteExactly(api, PLURAL, name, version);
   return result === 'conflict' ? 'kept' : result;
 }
@@ -170,10 +201,35 @@ export async function followRecord(
     return repaired.kind === 'taken' ? 'unchanged' : 'repaired';
   }
   // The pool record of this address is this pod's now (a re-created pod takes over its predecessor's record).
-  if (!isOwnedBy(existing, record, { anyUid: true })) return 'unchanged';
+  if (!isOwnedBy(existing, record, { anyUid: true, heldFor: true })) return 'unchanged';
   const spec = isRecord(existing) && isRecord(existing['spec']) ? existing['spec'] : {};
   const want = specOf(record);
   if (Object.entries(want).every(([key, value]) => spec[key] === value)) return 'unchanged';
   const result = await replaceObject(api, PLURAL, name, withSpec(existing, record));
   return result.kind === 'patched' ? 'updated' : 'unchanged';
+}
+
+/** How the reservation a committed claim relied on was found after the pool write (confirmReservation). */
+export type Confirmed = 'intact' | 'restored' | 'taken';
+
+/**
+ * After the pool write that committed `record`'s claim: the reservation this commit created or adopted for it, as it
+ * is now (a quorum read). 'intact': the version left, or a later one still naming this attachment. 'restored': it was
+ * gone (Whereabouts' DEL deletes reservations by name, unconditionally; a controller judged it): the pool is the
+ * truth once committed, so it is created again. 'taken': it names another attachment now, which may hold the
+ * address in an overlapping range.
+ */
+export async function confirmReservation(
+  api: ApiClient,
+  pool: PoolRef,
+  ip: IPAddress,
+  held: Held,
+  record: AllocationRecord,
+): Promise<Confirmed> {
+  const existing = await getObject(api, PLURAL, held.name);
+  const version = versionOf(existing);
+  if (version?.uid === held.version.uid && version.resourceVersion === held.version.resourceVersion) return 'intact';
+  if (existing !== undefined) return namesAttachment(existing, record) ? 'intact' : 'taken';
+  const again = await reserve(api, pool, ip, record);
+  return again.kind === 'taken' ? 'taken' : 'restored';
 }

@@ -198,7 +198,7 @@ test('a network whose NodeSlicePool does not exist yet fails with code 11', asyn
 });
 
 for (const reservations of [false, true]) {
-  test(`steady-state ADD in node-slice mode: one GET (the NodeSlicePool), no LIST, ${reservations ? 'two writes' : 'one write'}; DEL one read more (reservations ${reservations ? 'on' : 'off'})`, async () => {
+  test(`steady-state ADD in node-slice mode: one GET (the NodeSlicePool), no LIST, ${reservations ? 'two writes and the reservation confirmed' : 'one write'}; DEL one read more (reservations ${reservations ? 'on' : 'off'})`, async () => {
     const config = kubeNetwork(ns, [testRange('10.61.0.0/24')], {
       name: 'plain',
       nodeSliceSize: 28,
@@ -218,10 +218,12 @@ for (const reservations of [false, true]) {
       assert.equal(store.api.requests, 1);
       store.api.requests = 0;
       await assign(store, config, pod(`steady-${reservations}`), { pools });
-      assert.equal(store.api.requests, reservations ? 2 : 1);
+      // With reservations, the ADD reads its reservation once more after the pool write: it reports success only
+      // while the reservation it relies on still exists (DESIGN §9).
+      assert.equal(store.api.requests, reservations ? 3 : 1);
       await release(store, config, pod(`steady-${reservations}`), { pools });
       // DEL reads the reservation to delete it only while it still names the released container (DESIGN §9).
-      assert.equal(store.api.requests, reservations ? 5 : 2);
+      assert.equal(store.api.requests, reservations ? 6 : 2);
     } finally {
       await store.close();
     }

@@ -220,3 +220,62 @@ test('a pod re-created under the same name does not adopt the reservation its pr
     await other.close();
   }
 });
+
+test('a reservation that names no interface (Whereabouts 0.6) is not adopted by another interface of its pod', async () => {
+  const narrow = kubeNetwork(ns, [testRange('10.60.7.0/28')], { name: 'legacy-net2' });
+  // Whereabouts 0.6 gave net1 of the pod .1 in the wide range: a record and a reservation without ifname.
+  await ns.create('ippools', {
+    apiVersion: 'whereabouts.cni.cncf.io/v1alpha1',
+    kind: 'IPPool',
+    metadata: { name: '10.60.7.0-24' },
+    spec: { range: '10.60.7.0/24', allocations: { '1': { id: 'c-sandbox', podref: 'default/multi' } } },
+  });
+  await ns.create('overlappingrangeipreservations', {
+    apiVersion: 'whereabouts.cni.cncf.io/v1alpha1',
+    kind: 'OverlappingRangeIPReservation',
+    metadata: { name: '10.60.7.1' },
+    spec: { podref: 'default/multi', containerid: 'c-sandbox' },
+  });
+  const node = await openNode(ns, narrow, 'node-a');
+  try {
+    // net2 of the same pod, in the same sandbox (one container id for all its interfaces), on the narrow range.
+    const [second] = await assign(node, narrow, { containerId: 'c-sandbox', ifname: 'net2', podRef: 'default/multi' });
+    assert.equal(
+      second && formatIP(second.address),
+      '10.60.7.2',
+      'net2 took the address that net1 holds in an overlapping range',
+    );
+  } finally {
+    await node.close();
+  }
+  assert.deepEqual(await reservationSpec('10.60.7.1'), { podref: 'default/multi', containerid: 'c-sandbox' });
+});
+
+test('a re-ADD after the switch from Whereabouts keeps the address, and its reservation without ifname follows it', async () => {
+  const config = kubeNetwork(ns, [testRange('10.60.8.0/24')], { name: 'legacy-readd' });
+  await ns.create('ippools', {
+    apiVersion: 'whereabouts.cni.cncf.io/v1alpha1',
+    kind: 'IPPool',
+    metadata: { name: '10.60.8.0-24' },
+    spec: {
+      range: '10.60.8.0/24',
+      allocations: { '1': { id: 'c-old', podref: 'default/upgraded', ifname: 'net1' } },
+    },
+  });
+  await ns.create('overlappingrangeipreservations', {
+    apiVersion: 'whereabouts.cni.cncf.io/v1alpha1',
+    kind: 'OverlappingRangeIPReservation',
+    metadata: { name: '10.60.8.1' },
+    spec: { podref: 'default/upgraded', containerid: 'c-old' },
+  });
+  const node = await openNode(ns, config, 'node-a');
+  try {
+    const [again] = await assign(node, config, { containerId: 'c-new', ifname: 'net1', podRef: 'default/upgraded' });
+    assert.equal(again && formatIP(again.address), '10.60.8.1');
+    assert.equal(again?.claimed, false);
+  } finally {
+    await node.close();
+  }
+  const spec = await reservationSpec('10.60.8.1');
+  assert.deepEqual([spec?.['podref'], spec?.['ifname'], spec?.['containerid']], ['default/upgraded', 'net1', 'c-new']);
+});

@@ -249,7 +249,7 @@ test('ADD with the API server unreachable fails with code 11', async () => {
   }
 });
 
-test('a steady-state ADD on a shared pool makes one API write without reservations and two with them; DEL the same', async () => {
+test('a steady-state ADD on a shared pool makes one API write without reservations and two with them (and two reads); DEL the same', async () => {
   for (const reservations of [false, true]) {
     const cidr = reservations ? '10.23.1.0/24' : '10.23.0.0/24';
     const config = kubeNetwork(ns, [testRange(cidr)], { enableOverlappingRanges: reservations });
@@ -266,13 +266,14 @@ test('a steady-state ADD on a shared pool makes one API write without reservatio
       const writes = (list: string[]) => list.filter((m) => m !== 'GET').length;
       const reads = (list: string[]) => list.filter((m) => m === 'GET').length;
       // With reservations, a shared pool (other nodes write it too) is read before reserving, so that a claim is
-      // never reserved on a stale cache; DEL reads the reservation before its conditional delete.
+      // never reserved on a stale cache, and the reservation is read after the pool write, so that the ADD reports
+      // success only while it still exists; DEL reads the reservation before its conditional delete.
       assert.deepEqual(
         { reservations, addWrites: writes(add), addReads: reads(add), delWrites: writes(del), delReads: reads(del) },
         {
           reservations,
           addWrites: reservations ? 2 : 1,
-          addReads: reservations ? 1 : 0,
+          addReads: reservations ? 2 : 0,
           delWrites: reservations ? 2 : 1,
           delReads: reservations ? 1 : 0,
         },

@@ -6,6 +6,7 @@ import { parseAddr } from '../../../src/controller/runtime/http.ts';
 import { parseNetworkStatus, podView } from '../../../src/controller/orphans/pod-view.ts';
 import { judgeReservation, reservedAddresses } from '../../../src/controller/reservations/orphaned.ts';
 import { groupByNetwork, networkNamesOf, sliceSpecOf } from '../../../src/controller/slices/spec.ts';
+import { reservationView } from '../../../src/controller/runtime/views.ts';
 
 const policy = {
   cleanupTerminating: false,
@@ -73,6 +74,36 @@ test('judgeReservation() leaves young reservations, unread pods and young Pendin
   assert.equal(
     judgeReservation(view('10.0.0.5'), { ...running, phase: 'Pending', createdAtMs: now - 1000 }, new Set(), judge),
     undefined,
+  );
+});
+
+test('judgeReservation() runs the grace from the last time the reservation was taken, not from its creation', () => {
+  const adopted = { ...view('10.0.0.5'), takenAtMs: now - 1000 };
+  assert.equal(judgeReservation(adopted, running, new Set(), judge), undefined, 'adopted a second ago');
+  assert.equal(judgeReservation(adopted, running, new Set(), { ...judge, now: now + 59_000 }), 'address-not-held');
+});
+
+test('reservationView() takes the latest of its creation, its taken-at annotation and its last update', () => {
+  const object = (annotations: Record<string, string>, updates: string[]) => ({
+    metadata: {
+      name: '10.0.0.5',
+      creationTimestamp: '2026-11-22T09:00:00Z',
+      annotations,
+      managedFields: updates.map((time) => ({ manager: 'hereabouts', operation: 'Update', time })),
+    },
+    spec: { podref: 'ns/web' },
+  });
+  const at = (text: string) => Date.parse(text);
+  assert.equal(reservationView(object({}, [])).takenAtMs, at('2026-11-22T09:00:00Z'));
+  assert.equal(
+    reservationView(object({ 'hereabouts.cni.cncf.io/taken-at': '2026-11-22T09:30:00.250Z' }, ['2026-11-22T09:00:00Z']))
+      .takenAtMs,
+    at('2026-11-22T09:30:00.250Z'),
+  );
+  // An annotation pruned or never written (a node with a lagging clock): the API server's time of the last update.
+  assert.equal(
+    reservationView(object({}, ['2026-11-22T09:00:00Z', '2026-11-22T09:45:00Z'])).takenAtMs,
+    at('2026-11-22T09:45:00Z'),
   );
 });
 

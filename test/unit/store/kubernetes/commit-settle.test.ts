@@ -1,0 +1,100 @@
+// What a commit reports once its pool write landed: the API is the truth, so neither the caller's cache nor anything
+// after the write turns a committed address into a failed request, and the reservations it held are settled.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { firstFree } from '../../../../src/allocator/first-free.ts';
+import { ErrorKind, HereaboutsError } from '../../../../src/errors.ts';
+import { ApiUnreachableError, type ApiRequest, type ApiResponse } from '../../../../src/kube/api.ts';
+import { commitPool, type CommitContext } from '../../../../src/store/kubernetes/commit.ts';
+import { WriteMemory } from '../../../../src/store/kubernetes/contention.ts';
+import { getObject } from '../../../../src/store/kubernetes/objects.ts';
+import { createObject, mergePatch } from '../../../../src/store/kubernetes/resources.ts';
+import type { AllocationRecord, Plan, PoolRef } from '../../../../src/store/store.ts';
+import { MemoryApiClient, MemoryApiServer } from '../../../support/memory-apiserver.ts';
+import { ip, rangeOf } from '../../allocator/range-fixture.ts';
+
+const quiet = { debug() {}, info() {}, warning() {} };
+const record: AllocationRecord = { containerId: 'c1', ifname: 'net1', podRef: 'ns/p1' };
+const pool: PoolRef = { name: 'settle', network: 'net', networkNamed: false, range: rangeOf('10.66.0.0/24') };
+
+const lowestFree: Plan<bigint> = (current, refused) => {
+  const address = firstFree(pool.range, current, refused);
+  if (address === undefined) throw new Error('exhausted');
+  return { change: { claim: { address, record } }, value: address };
+};
+
+test("a landed write whose caller's cache cannot be written is done: the cache is dropped and the unused reservations are settled", async () => {
+  const server = new MemoryApiServer();
+  const api = new MemoryApiClient(server, { namespace: 'kube-system' });
+  const whereabouts = new MemoryApiClient(server, { namespace: 'kube-system' });
+  const empty = { metadata: { name: 'settle' }, spec: { range: '10.66.0.0/24', allocations: {} } };
+  await createObject(api, 'ippools', empty);
+  // Between this commit's reservation of .1 and its pool write, a writer that reserves after its pool write
+  // (Whereabouts) commits .1: the commit plans again, takes .2, and its reservation of .1 is left unused.
+  const send = api.send.bind(api);
+  let raced = false;
+  api.send = async (req: ApiRequest): Promise<ApiResponse> => {
+    if (!raced && req.method === 'PATCH' && req.path.includes('/ippools/')) {
+      raced = true;
+      await mergePatch(whereabouts, 'ippools', 'settle', {
+        spec: { allocations: { '1': { id: 'c-wb', podref: 'default/wb', ifname: 'net1' } } },
+      });
+    }
+    return send(req);
+  };
+  let dropped = false;
+  const ctx: CommitContext = {
+    api,
+    node: 'n1',
+    reservations: true,
+    budgetMs: 5_000,
+    cleanupTimeoutMs: 1_000,
+    log: quiet,
+    memory: new WriteMemory(),
+  };
+  const value = await commitPool(ctx, pool, lowestFree, {
+    onSettled: () => {
+      throw new Error('ENOSPC: no space left on device, write');
+    },
+    onUncertain: () => void (dropped = true),
+  });
+  assert.ok(raced);
+  assert.equal(value, ip('10.66.0.2'));
+  assert.equal(dropped, true, "the caller's cache, behind the API now, is dropped");
+  const unused = (await getObject(api, 'overlappingrangeipreservations', '10.66.0.1')) as { spec: { podref: string } };
+  assert.equal(unused.spec.podref, 'default/wb', "the unused reservation of .1 was not handed to .1's holder");
+});
+
+test('a commit that cannot confirm its reservation after the pool write fails as after a lost answer: the address stays committed and reserved', async () => {
+  const server = new MemoryApiServer();
+  const api = new MemoryApiClient(server, { namespace: 'kube-system' });
+  const send = api.send.bind(api);
+  let written = false;
+  api.send = async (req: ApiRequest): Promise<ApiResponse> => {
+    if (written && req.method === 'GET' && req.path.includes('/overlappingrangeipreservations/'))
+      throw new ApiUnreachableError('GET overlappingrangeipreservations: no answer', { ambiguous: false });
+    const res = await send(req);
+    if (req.method !== 'GET' && req.path.includes('/ippools')) written = true;
+    return res;
+  };
+  const ctx: CommitContext = {
+    api,
+    node: 'n1',
+    reservations: true,
+    budgetMs: 5_000,
+    cleanupTimeoutMs: 1_000,
+    log: quiet,
+    memory: new WriteMemory(),
+  };
+  await assert.rejects(
+    commitPool(ctx, pool, lowestFree),
+    (err: unknown) => err instanceof HereaboutsError && err.kind === ErrorKind.Unavailable,
+  );
+  api.send = send;
+  const object = (await getObject(api, 'ippools', 'settle')) as { spec: { allocations: Record<string, unknown> } };
+  assert.deepEqual(Object.keys(object.spec.allocations), ['1'], 'the pool write landed');
+  assert.ok(
+    (await getObject(api, 'overlappingrangeipreservations', '10.66.0.1')) !== undefined,
+    'the committed address lost its reservation',
+  );
+});
