@@ -58,7 +58,12 @@ describe('deploy/ RBAC, applied for real', () => {
     const n = ns.name;
     await expectAccess(node(), [
       ...['get', 'create', 'patch'].map((verb) => ({ verb, group: WA, resource: 'ippools', namespace: n })),
-      ...['get', 'create', 'delete'].map((verb) => ({ verb, group: WA, resource: 'overlappingrangeipreservations', namespace: n })),
+      ...['get', 'create', 'update', 'delete'].map((verb) => ({
+        verb,
+        group: WA,
+        resource: 'overlappingrangeipreservations',
+        namespace: n,
+      })),
       { verb: 'get', group: WA, resource: 'nodeslicepools', namespace: n },
     ], true);
   });
@@ -107,7 +112,7 @@ describe('deploy/ RBAC, applied for real', () => {
     ], false);
   });
 
-  test('a node token runs the plugin: node slice, a taken reservation skipped, STATUS, DEL; pods stay forbidden', async () => {
+  test('a node token runs the plugin: node slice, a taken reservation skipped, its own adopted, STATUS, DEL; pods stay forbidden', async () => {
     const kubeconfig = await kubeconfigOf('hereabouts-node');
     await createCached(ns, 'nodeslicepools', {
       apiVersion: `${WA}/v1alpha1`,
@@ -121,6 +126,13 @@ describe('deploy/ RBAC, applied for real', () => {
       kind: 'OverlappingRangeIPReservation',
       metadata: { name: 'rbacnet-10.89.0.17' },
       spec: { podref: 'elsewhere/pod', ifname: 'net1', containerid: 'c0' },
+    });
+    // What an earlier try of this very ADD left when its pool write's answer was lost: the retry adopts it (a PUT).
+    await ns.create('overlappingrangeipreservations', {
+      apiVersion: `${WA}/v1alpha1`,
+      kind: 'OverlappingRangeIPReservation',
+      metadata: { name: 'rbacnet-10.89.0.18' },
+      spec: { podref: `${ns.name}/r1`, ifname: 'net1', containerid: 'rbac-1' },
     });
     const conf = { cniVersion: '1.1.0', name: 'rbac', type: 'macvlan', ipam: { type: 'hereabouts', range: '10.89.0.0/24', network_name: 'rbacnet', node_slice_size: '/28', kubernetes: { kubeconfig }, cache_dir: join(ns.dir, 'cache') } };
     const call = { containerId: 'rbac-1', netns: '/x', ifname: 'net1', path: '/x', args: `IgnoreUnknown=1;K8S_POD_NAMESPACE=${ns.name};K8S_POD_NAME=r1` };
