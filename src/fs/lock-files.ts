@@ -1,6 +1,16 @@
 // The lock files themselves, below the waiting policy of lock.ts: reading a lock and judging its holder, creating a
 // file atomically and exclusively, and removing a stale lock with one reclaimer at a time (see lock.ts).
-import { linkSync, readFileSync, rmdirSync, statSync, unlinkSync, writeFileSync, type Stats } from 'node:fs';
+import {
+  closeSync,
+  linkSync,
+  openSync,
+  readFileSync,
+  rmdirSync,
+  statSync,
+  unlinkSync,
+  writeFileSync,
+  type Stats,
+} from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { ErrorKind, HereaboutsError } from '../errors.ts';
 import { messageOf } from '../errors.ts';
@@ -103,7 +113,7 @@ export function identityOf(seen: Exclude<Seen, { kind: 'gone' }>): string {
 function createExclusive(path: string, content: string): boolean {
   const temp = tempBeside(path);
   try {
-    writeFileSync(temp, content, { mode: FILE_MODE, flag: 'wx' });
+    writeNewFile(temp, content, FILE_MODE);
     linkSync(temp, path);
     return true;
   } catch (err) {
@@ -111,6 +121,22 @@ function createExclusive(path: string, content: string): boolean {
     throw new HereaboutsError(ErrorKind.Io, `cannot create lock ${path}: ${messageOf(err)}`, { cause: err });
   } finally {
     removeTemp(temp);
+  }
+}
+
+/** Creates `path`, which must not exist, holding `content`; if the write fails (ENOSPC), the file goes again. */
+export function writeNewFile(path: string, content: string, mode: number): void {
+  const fd = openSync(path, 'wx', mode);
+  let written = false;
+  try {
+    writeFileSync(fd, content);
+    written = true;
+  } finally {
+    try {
+      closeSync(fd);
+    } finally {
+      if (!written) removeTemp(path);
+    }
   }
 }
 

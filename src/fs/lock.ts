@@ -13,7 +13,7 @@
 // that one of them has just taken. A reclaimer first creates a claim file named after the stale lock's identity
 // (exclusive, like the lock itself), and re-reads the lock under it: one reclaimer per stale lock, and only a lock
 // still stale goes. A claim whose creator died is itself reclaimed the same way.
-import { linkSync, utimesSync, writeFileSync } from 'node:fs';
+import { linkSync, utimesSync } from 'node:fs';
 import { ErrorKind, HereaboutsError } from '../errors.ts';
 import { monotonicMs, sleep } from '../clock.ts';
 import { messageOf } from '../errors.ts';
@@ -27,6 +27,7 @@ import {
   removeTemp,
   tempBeside,
   unlinkQuietly,
+  writeNewFile,
 } from './lock-files.ts';
 import { encodeOwner, newOwner, type LockOwner } from './lock-owner.ts';
 
@@ -164,9 +165,16 @@ class Attempts {
   #link(): boolean {
     try {
       if (!this.#tempWritten) {
-        writeFileSync(this.#temp, encodeOwner(this.#owner), { mode: FILE_MODE, flag: 'wx' });
+        // A write that fails (ENOSPC) removes the file it created: nothing is left beside the pool.
+        writeNewFile(this.#temp, encodeOwner(this.#owner), FILE_MODE);
         this.#tempWritten = true;
       }
+    } catch (err) {
+      throw new HereaboutsError(ErrorKind.Io, `cannot create lock ${this.paths.lock}: ${messageOf(err)}`, {
+        cause: err,
+      });
+    }
+    try {
       linkSync(this.#temp, this.paths.lock);
       return true;
     } catch (err) {
