@@ -4,7 +4,7 @@
 // What stays across calls is only what makes them cheap: loaded code, open API connections (connection-pool.ts) and
 // the contention its writes met on shared pools (contention.ts), which the agent owns and hands to every call
 // (store/kubernetes/open.ts, StoreHost).
-import { createServer, type Server, type Socket } from 'node:net';
+import { createServer, type Socket } from 'node:net';
 import { writeError } from '../cni/output.ts';
 import { runPlugin } from '../cni/plugin.ts';
 import { monotonicMs } from '../clock.ts';
@@ -17,7 +17,7 @@ import {
   type AgentAnswer,
   type AgentRequest,
 } from './frame.ts';
-import { prepareSocketPath, restrictSocket } from './socket-file.ts';
+import { listenAt, prepareSocketPath, removeOwnSocket } from './socket-file.ts';
 import { unansweredJson } from './unanswered.ts';
 
 export interface AgentOptions {
@@ -52,23 +52,16 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   const slots = new Slots(options.maxConcurrent ?? 16);
   const server = createServer({ allowHalfOpen: false }, (socket) => serve(socket, { slots, host }, options));
   server.maxConnections = options.maxConnections ?? 256;
-  await listen(server, options.socketPath);
-  restrictSocket(options.socketPath);
+  const bound = await listenAt(server, options.socketPath);
   options.log(`listening on ${options.socketPath}`);
   return {
     socketPath: options.socketPath,
-    close: () => new Promise((resolve) => server.close(() => resolve())),
+    close: () => {
+      // While still listening: the path is ours until we remove it (socket-file.ts).
+      removeOwnSocket(bound);
+      return new Promise((resolve) => server.close(() => resolve()));
+    },
   };
-}
-
-function listen(server: Server, path: string): Promise<void> {
-  return new Promise((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(path, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
 }
 
 function serve(
