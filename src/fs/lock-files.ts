@@ -76,7 +76,53 @@ export function removeIfStill(
   timing: StaleTiming,
   depth: number,
 ): boolean {
-  const claim = join(dirname(path), `.${basename(path)}.reclaim-${identityOf(seen)}`);
+  const identity = identityOf(seen);
+  return underClaim(path, identity, timing, depth, () => {
+    const now = inspect(path);
+    if (now.kind === 'gone' || identityOf(now) !== identity) return; // taken over by someone else meanwhile
+    try {
+      if (now.stat.isDirectory()) rmdirSync(path);
+      else unlinkSync(path);
+    } catch (err) {
+      if (errnoOf(err) !== 'ENOENT') {
+        throw new HereaboutsError(ErrorKind.Io, `cannot remove stale lock ${path}: ${messageOf(err)}`, { cause: err });
+      }
+    }
+  });
+}
+
+/**
+ * Removes the lock file `path` if it is still `owner`'s. The check and the unlink happen under the claim a reclaimer
+ * of this lock would need, so no reclaimer can replace the lock in between: a lock taken over (by age, from another
+ * pid namespace) is never removed by its former holder.
+ */
+export function releaseOwn(path: string, owner: LockOwner, timing: StaleTiming): void {
+  const seenOwn = (): boolean => {
+    const now = inspect(path);
+    return now.kind === 'owner' && now.owner.token === owner.token;
+  };
+  for (let round = 0; round < 3; round++) {
+    let claimed: boolean;
+    try {
+      claimed = underClaim(path, ownerIdentity(owner), timing, 0, () => {
+        if (seenOwn()) unlinkQuietly(path);
+      });
+    } catch (err) {
+      // No room for the claim (ENOSPC): a lock left behind by a live process would stop the pool, so it goes as
+      // before the claim. Only a takeover by age (never in the shipped configuration) could race this.
+      if (!(err instanceof HereaboutsError) || err.kind !== ErrorKind.Io) throw err;
+      if (seenOwn()) unlinkQuietly(path);
+      return;
+    }
+    // Not claimed: a reclaimer that judged us stale holds the claim and removes the lock itself, or it had died and
+    // its claim is gone now; look again.
+    if (claimed || !seenOwn()) return;
+  }
+}
+
+/** Runs `act` holding the exclusive claim named after `identity`; false (without running it) when another holds it. */
+function underClaim(path: string, identity: string, timing: StaleTiming, depth: number, act: () => void): boolean {
+  const claim = join(dirname(path), `.${basename(path)}.reclaim-${identity}`);
   if (!createExclusive(claim, encodeOwner(newOwner()))) {
     // Someone else reclaims this lock; if that reclaimer died midway, its claim goes the same way.
     const other = inspect(claim);
@@ -86,17 +132,7 @@ export function removeIfStill(
     return false;
   }
   try {
-    const now = inspect(path);
-    if (now.kind === 'gone') return true;
-    if (identityOf(now) !== identityOf(seen)) return true; // taken over by someone else meanwhile: look again
-    try {
-      if (now.stat.isDirectory()) rmdirSync(path);
-      else unlinkSync(path);
-    } catch (err) {
-      if (errnoOf(err) !== 'ENOENT') {
-        throw new HereaboutsError(ErrorKind.Io, `cannot remove stale lock ${path}: ${messageOf(err)}`, { cause: err });
-      }
-    }
+    act();
     return true;
   } finally {
     unlinkQuietly(claim);
@@ -105,8 +141,12 @@ export function removeIfStill(
 
 /** What makes one lock file different from the next one at the same path: its token, else inode and mtime. */
 export function identityOf(seen: Exclude<Seen, { kind: 'gone' }>): string {
-  if (seen.kind === 'owner') return `t${seen.owner.token.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 80)}`;
+  if (seen.kind === 'owner') return ownerIdentity(seen.owner);
   return `i${seen.stat.ino}-m${Math.trunc(seen.stat.mtimeMs)}`;
+}
+
+function ownerIdentity(owner: LockOwner): string {
+  return `t${owner.token.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 80)}`;
 }
 
 /** Creates `path` holding `content`, atomically and only if nothing is there; false when something is. */

@@ -23,10 +23,10 @@ import {
   identityOf,
   inspect,
   judge,
+  releaseOwn,
   removeIfStill,
   removeTemp,
   tempBeside,
-  unlinkQuietly,
   writeNewFile,
 } from './lock-files.ts';
 import { encodeOwner, newOwner, type LockOwner } from './lock-owner.ts';
@@ -208,8 +208,9 @@ function heldLock(paths: LockPath, owner: LockOwner, timing: LockTiming): HeldLo
     },
     async release() {
       clearInterval(refresh);
-      // Never remove a lock that is no longer ours (only possible after an age-based takeover).
-      if (ours()) unlinkQuietly(paths.lock);
+      // Never remove a lock that is no longer ours (only possible after an age-based takeover), not even one taken
+      // over between a look and an unlink: both happen under the claim a reclaimer would need.
+      releaseOwn(paths.lock, owner, timing);
     },
   };
 }
