@@ -15,6 +15,7 @@ import { basename, dirname, join } from 'node:path';
 import { ErrorKind, HereaboutsError } from '../errors.ts';
 import { messageOf } from '../errors.ts';
 import { errnoOf } from './unsafe-file.ts';
+import { tempSuffix } from './stale-temps.ts';
 import { decodeOwner, describeOwner, encodeOwner, liveness, newOwner, type LockOwner } from './lock-owner.ts';
 
 /** Age after which a lock whose holder cannot be judged is abandoned; see LockTiming in lock.ts. */
@@ -182,7 +183,7 @@ export function writeNewFile(path: string, content: string, mode: number): void 
 
 /** A hidden, unique name beside `path` (readers of the directory skip names starting with '.'). */
 export function tempBeside(path: string): string {
-  return join(dirname(path), `.${basename(path)}.tmp-${process.pid}-${Math.random().toString(36).slice(2, 10)}`);
+  return join(dirname(path), `.${basename(path)}.tmp-${tempSuffix()}`);
 }
 
 export function removeTemp(path: string): void {
