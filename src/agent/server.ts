@@ -19,6 +19,7 @@ import {
 } from './frame.ts';
 import { listenAt, prepareSocketPath, removeOwnSocket } from './socket-file.ts';
 import { unansweredJson } from './unanswered.ts';
+import { PidNamespaceGate } from './pid-namespace.ts';
 
 export interface AgentOptions {
   readonly socketPath: string;
@@ -35,8 +36,11 @@ export interface AgentOptions {
   readonly observe?: (result: AgentCallResult) => void;
 }
 
-/** answered: the call ran and its answer was sent; deadline: code 11 after the deadline; dropped: its client had gone. */
-export type AgentCallResult = 'answered' | 'deadline' | 'dropped';
+/**
+ * answered: the call ran and its answer was sent; deadline: code 11 after the deadline; dropped: its client had gone;
+ * refused: not run, the client is in another pid namespace (pid-namespace.ts) and runs the call itself.
+ */
+export type AgentCallResult = 'answered' | 'deadline' | 'dropped' | 'refused';
 
 export interface RunningAgent {
   readonly socketPath: string;
@@ -50,7 +54,8 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   const { longLivedHost } = await import('../store/kubernetes/open.ts');
   const host = longLivedHost();
   const slots = new Slots(options.maxConcurrent ?? 16);
-  const server = createServer({ allowHalfOpen: false }, (socket) => serve(socket, { slots, host }, options));
+  const gate = new PidNamespaceGate(options.log);
+  const server = createServer({ allowHalfOpen: false }, (socket) => serve(socket, { slots, host, gate }, options));
   server.maxConnections = options.maxConnections ?? 256;
   const bound = await listenAt(server, options.socketPath);
   options.log(`listening on ${options.socketPath}`);
@@ -66,7 +71,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
 
 function serve(
   socket: Socket,
-  agent: { readonly slots: Slots; readonly host: StoreHost },
+  agent: { readonly slots: Slots; readonly host: StoreHost; readonly gate: PidNamespaceGate },
   options: AgentOptions,
 ): void {
   const reader = new FrameReader(MAX_REQUEST_BYTES);
@@ -94,6 +99,12 @@ function serve(
     }
     received = true;
     clearTimeout(readTimer);
+    const refused = agent.gate.refusal(request);
+    if (refused !== undefined) {
+      options.observe?.('refused');
+      socket.end(encodeAnswer({ refused }));
+      return;
+    }
     // A client that gave up (closed, or past its deadline: the agent was stopped, or the call waited for a slot)
     // before the call started gets nothing run on its behalf: it already reported the call as failed.
     void agent.slots.run(async () => {

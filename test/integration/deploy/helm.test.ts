@@ -269,6 +269,12 @@ describe('Helm chart deploy/helm/hereabouts', () => {
     assertAccepted(commandOf(pod));
   });
 
+  test('the node DaemonSet shares the host\'s pid namespace whatever the values (no value turns it off)', () => {
+    const changed = template(helmBin, { node: { hostPaths: { cniConfDir: '/etc/kubernetes/cni/net.d' }, resources: { requests: { cpu: '1' } }, podAnnotations: { a: 'b' } }, migration: { enabled: false } });
+    for (const objects of [defaults, changed]) assert.equal((nodePod(objects).spec as { hostPID?: boolean }).hostPID, true);
+    assert.deepEqual((nodePod(defaults).spec.containers[0]!.resources as { requests: unknown }).requests, { cpu: '100m', memory: '32Mi' });
+  });
+
   test('monitoring.serviceMonitor renders a headless Service and a ServiceMonitor that find the controller\'s metrics port', () => {
     assert.ok(!defaults.some((o) => o.kind === 'ServiceMonitor' || o.kind === 'Service' || o.kind === 'PrometheusRule'));
     const objects = template(helmBin, { monitoring: { serviceMonitor: { enabled: true, interval: '15s', labels: { release: 'kps' } } } });

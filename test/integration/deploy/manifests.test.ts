@@ -127,6 +127,18 @@ describe('deploy/ manifests', () => {
     for (const container of pod.containers) assert.equal(container.ports, undefined, 'no container port: it would block the surge');
   });
 
+  test('the node DaemonSet shares the host\'s pid namespace: its agent and the host\'s plugin processes judge each other\'s locks by pid', () => {
+    // Without it, each side sees the other's pids as another namespace's, and a lock holder as one to judge by age.
+    const pod = podSpec('DaemonSet', 'hereabouts-node') as PodSpec & { hostPID?: boolean };
+    assert.equal(pod.hostPID, true);
+  });
+
+  test('the node container requests CPU for an agent that runs the node\'s calls under their pool locks', () => {
+    const [container] = podSpec('DaemonSet', 'hereabouts-node').containers as Array<Container & { resources?: { requests?: { cpu?: string } } }>;
+    // 10 to 45 ms of agent CPU per ADD (docs/benchmarks.md): a burst of a few ADDs a second needs a tenth of a core.
+    assert.equal(container?.resources?.requests?.cpu, '100m');
+  });
+
   test('both workloads select linux/amd64 nodes, the only platform the executable is built for', () => {
     assert.match(spawnSync('file', ['-L', bin], { encoding: 'utf8' }).stdout, /x86-64/);
     for (const [kind, name] of [['DaemonSet', 'hereabouts-node'], ['Deployment', 'hereabouts-controller']]) {
