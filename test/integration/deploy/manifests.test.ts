@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { controlPlane, type ControlPlane } from '../../support/control-plane.ts';
 import { repoRoot, requireBinary } from '../../support/paths.ts';
 import { kubectlOf, renderedManifests, type Manifest } from './kubectl.ts';
+import { assertAgentSeesHostPaths } from './host-paths.ts';
 
 const bin = requireBinary();
 const deploy = join(repoRoot, 'deploy');
@@ -115,6 +116,10 @@ describe('deploy/ manifests', () => {
     }
     const help = spawnSync(bin, ['install', '--help'], { encoding: 'utf8' }).stdout;
     assert.match(help, /--agent-socket PATH[\s\S]*default \/run\/hereabouts\/agent\.sock/);
+  });
+
+  test('every host path in the plugin\'s search order (flat files, nodename files, kubeconfig, data, log, stats, socket) is the host\'s, at the same path, in the agent\'s container', () => {
+    assertAgentSeesHostPaths(podSpec('DaemonSet', 'hereabouts-node'));
   });
 
   test('the DaemonSet rolls by surging: the new installer is up before the old one (whose token the plugin uses) goes', () => {
