@@ -5,9 +5,11 @@
 // long it stalls (like flock), so the lock never has two holders, and a waiter that runs out of time answers code
 // 11. The holder re-reads the lock right before committing and aborts if it is no longer its own.
 //
-// Age is only a fallback, for a lock whose holder cannot be judged: one taken in another pid namespace, or a lock
-// without a readable owner record (a lock directory of an older hereabouts, a file torn by a power loss). Those
-// count as abandoned once their mtime is older than `staleMs`; holders refresh it, and a takeover says so in the log.
+// Age is only a fallback, for a lock whose holder cannot be judged: one taken in another pid namespace (never in the
+// shipped configuration: the node DaemonSet shares the host's pid namespace, and a node agent refuses calls from
+// another one, src/agent/pid-namespace.ts), or a lock without a readable owner record (a lock directory of an older
+// hereabouts, a file torn by a power loss). Those count as abandoned once their mtime is older than `staleMs`;
+// holders refresh it, and a takeover says so in the log.
 //
 // Removing a stale lock is a read-then-unlink, so two waiters that both saw it stale could otherwise remove a lock
 // that one of them has just taken. A reclaimer first creates a claim file named after the stale lock's identity
