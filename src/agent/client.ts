@@ -1,9 +1,12 @@
 // The plugin's side of the node agent: forward this CNI call (its CNI_* environment and stdin) over the agent's unix
 // socket and print the agent's answer, so that the process loads neither TLS nor the plugin (docs/architecture.md).
 // Before the request is sent, any failure to reach the agent means "run in-process" (the caller's fallback); once
-// it is sent the agent may be executing it, so a lost or late answer is CNI code 11, never a second execution.
+// it is sent the agent may be executing it, so a lost or late answer is CNI code 11, never a second execution. The
+// one exception is an agent that answers that it did not run the call (it runs in another pid namespace than this
+// process, so it could not judge this node's lock holders by their pids): then the call runs here.
 import { connect, type Socket } from 'node:net';
 import { writeFd } from '../fs/fd-write.ts';
+import { ownPidNamespace } from '../fs/proc.ts';
 import { readStdinFd } from '../cni/stdin-fd.ts';
 import {
   decodeAnswerFrame,
@@ -12,6 +15,7 @@ import {
   FrameReader,
   MAX_ANSWER_BYTES,
   type AgentAnswer,
+  type AgentRefusal,
 } from './frame.ts';
 import { unansweredJson } from './unanswered.ts';
 
@@ -43,14 +47,24 @@ export async function callAgent(socketPath: string, env: NodeJS.ProcessEnv): Pro
   if (socket === undefined) return { fallback: true, stdin: () => stdin }; // nothing was sent
   const linked = { wallMs: sinceStartMs(), cpuMs: cpuMs() };
   const timeoutMs = answerTimeout(env['HEREABOUTS_AGENT_TIMEOUT_MS']);
+  const pidns = ownPidNamespace();
   const answer = await exchange(
     socket,
-    encodeRequest({ env: forwardedEnv(env), stdin, giveUpAt: Date.now() + timeoutMs }),
+    encodeRequest({
+      env: forwardedEnv(env),
+      stdin,
+      giveUpAt: Date.now() + timeoutMs,
+      ...(pidns === undefined ? {} : { pidns }),
+    }),
     timeoutMs,
   );
   if (typeof answer === 'string') {
     writeFd(1, unansweredJson(stdin, answer));
     return 1;
+  }
+  if ('refused' in answer) {
+    writeFd(2, `hereabouts: the node agent did not run this call (${answer.refused}); running it in this process\n`);
+    return { fallback: true, stdin: () => stdin };
   }
   if (answer.stderr !== '') writeFd(2, answer.stderr);
   if (answer.stdout !== '') writeFd(1, answer.stdout);
@@ -79,11 +93,11 @@ function connected(path: string): Promise<Socket | undefined> {
 }
 
 /** Sends the request and reads one answer; a string says why there is none. */
-function exchange(socket: Socket, request: Buffer, timeoutMs: number): Promise<AgentAnswer | string> {
+function exchange(socket: Socket, request: Buffer, timeoutMs: number): Promise<AgentAnswer | AgentRefusal | string> {
   return new Promise((resolve) => {
     const reader = new FrameReader(MAX_ANSWER_BYTES);
     let done = false;
-    const finish = (result: AgentAnswer | string): void => {
+    const finish = (result: AgentAnswer | AgentRefusal | string): void => {
       if (done) return;
       done = true;
       clearTimeout(timer);

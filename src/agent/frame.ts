@@ -1,6 +1,6 @@
 // The node agent's wire format, one request and one answer per connection, each a length-prefixed frame:
-//   request: u32 total length | u32 header length | header JSON {v, env, giveUpAt} | the stdin bytes, as sent
-//   answer:  u32 length | JSON {v, code, stdout, stderr, wallMs?, cpuMs?}
+//   request: u32 total length | u32 header length | header JSON {v, env, giveUpAt, pidns?} | the stdin bytes, as sent
+//   answer:  u32 length | JSON {v, code, stdout, stderr, wallMs?, cpuMs?}, or {v, refused} for a call not run
 // Lengths are big-endian. Only Buffer is used here: the client (src/agent/client.ts) must stay tiny.
 
 export const PROTOCOL_VERSION = 1;
@@ -19,6 +19,8 @@ export interface AgentRequest {
   readonly stdin: Buffer;
   /** When the client stops waiting (epoch ms, same host): a call not started by then is not started at all. */
   readonly giveUpAt: number;
+  /** The client's pid namespace (`readlink /proc/self/ns/pid`); absent when it could not tell. */
+  readonly pidns?: string;
 }
 
 export interface AgentAnswer {
@@ -28,6 +30,11 @@ export interface AgentAnswer {
   /** The agent's own time for this request (for HEREABOUTS_TIMINGS): wall and process CPU, in ms. */
   readonly wallMs?: number;
   readonly cpuMs?: number;
+}
+
+/** The agent did not run the call, and says why: the client runs it itself. */
+export interface AgentRefusal {
+  readonly refused: string;
 }
 
 /** The variables of `env` that the agent receives (see FORWARDED_ENV). */
@@ -40,7 +47,8 @@ export function forwardedEnv(env: Readonly<Record<string, string | undefined>>):
 }
 
 export function encodeRequest(req: AgentRequest): Buffer {
-  const header = Buffer.from(JSON.stringify({ v: PROTOCOL_VERSION, env: req.env, giveUpAt: req.giveUpAt }), 'utf8');
+  const fields = { v: PROTOCOL_VERSION, env: req.env, giveUpAt: req.giveUpAt, pidns: req.pidns };
+  const header = Buffer.from(JSON.stringify(fields), 'utf8');
   const prefix = Buffer.alloc(8);
   prefix.writeUInt32BE(4 + header.length + req.stdin.length, 0);
   prefix.writeUInt32BE(header.length, 4);
@@ -59,31 +67,37 @@ export function decodeRequestFrame(body: Buffer): AgentRequest {
     throw new RangeError('request header is not JSON');
   }
   if (typeof header !== 'object' || header === null) throw new RangeError('request header is not an object');
-  const { v, env, giveUpAt } = header as { v?: unknown; env?: unknown; giveUpAt?: unknown };
+  const { v, env, giveUpAt, pidns } = header as { v?: unknown; env?: unknown; giveUpAt?: unknown; pidns?: unknown };
   if (v !== PROTOCOL_VERSION)
     throw new RangeError(`request protocol version ${JSON.stringify(v)} is not ${PROTOCOL_VERSION}`);
   if (typeof env !== 'object' || env === null || Array.isArray(env))
     throw new RangeError('request env is not an object');
   if (typeof giveUpAt !== 'number' || !Number.isFinite(giveUpAt))
     throw new RangeError('request giveUpAt is not a time');
+  if (pidns !== undefined && typeof pidns !== 'string') throw new RangeError('request pidns is not a string');
   const clean: Record<string, string> = {};
   for (const [name, value] of Object.entries(env)) {
     if (typeof value !== 'string') throw new RangeError(`request env ${JSON.stringify(name)} is not a string`);
     clean[name] = value;
   }
   // Only what a client may forward, whatever a client sent.
-  return { env: forwardedEnv(clean), stdin: Buffer.from(body.subarray(4 + headerLength)), giveUpAt };
+  return {
+    env: forwardedEnv(clean),
+    stdin: Buffer.from(body.subarray(4 + headerLength)),
+    giveUpAt,
+    ...(pidns === undefined ? {} : { pidns }),
+  };
 }
 
-export function encodeAnswer(answer: AgentAnswer): Buffer {
+export function encodeAnswer(answer: AgentAnswer | AgentRefusal): Buffer {
   const body = Buffer.from(JSON.stringify({ v: PROTOCOL_VERSION, ...answer }), 'utf8');
   const prefix = Buffer.alloc(4);
   prefix.writeUInt32BE(body.length, 0);
   return Buffer.concat([prefix, body]);
 }
 
-/** The answer in `body`, or a RangeError. */
-export function decodeAnswerFrame(body: Buffer): AgentAnswer {
+/** The answer (or the refusal) in `body`, or a RangeError. */
+export function decodeAnswerFrame(body: Buffer): AgentAnswer | AgentRefusal {
   let doc: unknown;
   try {
     doc = JSON.parse(body.toString('utf8'));
@@ -91,7 +105,8 @@ export function decodeAnswerFrame(body: Buffer): AgentAnswer {
     throw new RangeError('answer is not JSON');
   }
   if (typeof doc !== 'object' || doc === null) throw new RangeError('answer is not an object');
-  const { v, code, stdout, stderr, wallMs, cpuMs } = doc as Record<string, unknown>;
+  const { v, code, stdout, stderr, wallMs, cpuMs, refused } = doc as Record<string, unknown>;
+  if (v === PROTOCOL_VERSION && typeof refused === 'string') return { refused };
   if (v !== PROTOCOL_VERSION || !Number.isInteger(code) || typeof stdout !== 'string' || typeof stderr !== 'string') {
     throw new RangeError('answer lacks v, code, stdout or stderr');
   }

@@ -4,7 +4,7 @@
 // What stays across calls is only what makes them cheap: loaded code, open API connections (connection-pool.ts) and
 // the contention its writes met on shared pools (contention.ts), which the agent owns and hands to every call
 // (store/kubernetes/open.ts, StoreHost).
-import { createServer, type Server, type Socket } from 'node:net';
+import { createServer, type Socket } from 'node:net';
 import { writeError } from '../cni/output.ts';
 import { runPlugin } from '../cni/plugin.ts';
 import { monotonicMs } from '../clock.ts';
@@ -17,8 +17,9 @@ import {
   type AgentAnswer,
   type AgentRequest,
 } from './frame.ts';
-import { prepareSocketPath, restrictSocket } from './socket-file.ts';
+import { listenAt, prepareSocketPath, removeOwnSocket } from './socket-file.ts';
 import { unansweredJson } from './unanswered.ts';
+import { PidNamespaceGate } from './pid-namespace.ts';
 
 export interface AgentOptions {
   readonly socketPath: string;
@@ -35,8 +36,11 @@ export interface AgentOptions {
   readonly observe?: (result: AgentCallResult) => void;
 }
 
-/** answered: the call ran and its answer was sent; deadline: code 11 after the deadline; dropped: its client had gone. */
-export type AgentCallResult = 'answered' | 'deadline' | 'dropped';
+/**
+ * answered: the call ran and its answer was sent; deadline: code 11 after the deadline; dropped: its client had gone;
+ * refused: not run, the client is in another pid namespace (pid-namespace.ts) and runs the call itself.
+ */
+export type AgentCallResult = 'answered' | 'deadline' | 'dropped' | 'refused';
 
 export interface RunningAgent {
   readonly socketPath: string;
@@ -50,30 +54,24 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   const { longLivedHost } = await import('../store/kubernetes/open.ts');
   const host = longLivedHost();
   const slots = new Slots(options.maxConcurrent ?? 16);
-  const server = createServer({ allowHalfOpen: false }, (socket) => serve(socket, { slots, host }, options));
+  const gate = new PidNamespaceGate(options.log);
+  const server = createServer({ allowHalfOpen: false }, (socket) => serve(socket, { slots, host, gate }, options));
   server.maxConnections = options.maxConnections ?? 256;
-  await listen(server, options.socketPath);
-  restrictSocket(options.socketPath);
+  const bound = await listenAt(server, options.socketPath);
   options.log(`listening on ${options.socketPath}`);
   return {
     socketPath: options.socketPath,
-    close: () => new Promise((resolve) => server.close(() => resolve())),
+    close: () => {
+      // While still listening: the path is ours until we remove it (socket-file.ts).
+      removeOwnSocket(bound);
+      return new Promise((resolve) => server.close(() => resolve()));
+    },
   };
-}
-
-function listen(server: Server, path: string): Promise<void> {
-  return new Promise((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(path, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
 }
 
 function serve(
   socket: Socket,
-  agent: { readonly slots: Slots; readonly host: StoreHost },
+  agent: { readonly slots: Slots; readonly host: StoreHost; readonly gate: PidNamespaceGate },
   options: AgentOptions,
 ): void {
   const reader = new FrameReader(MAX_REQUEST_BYTES);
@@ -101,6 +99,12 @@ function serve(
     }
     received = true;
     clearTimeout(readTimer);
+    const refused = agent.gate.refusal(request);
+    if (refused !== undefined) {
+      options.observe?.('refused');
+      socket.end(encodeAnswer({ refused }));
+      return;
+    }
     // A client that gave up (closed, or past its deadline: the agent was stopped, or the call waited for a slot)
     // before the call started gets nothing run on its behalf: it already reported the call as failed.
     void agent.slots.run(async () => {

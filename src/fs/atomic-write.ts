@@ -3,6 +3,7 @@
 // starts with '.', which readers skip, and the next writer of the directory sweeps it: stale-temps.ts).
 import { closeSync, fchmodSync, fsyncSync, openSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
+import { tempSuffix } from './stale-temps.ts';
 
 export interface AtomicWriteOptions {
   readonly mode: number;
@@ -19,7 +20,7 @@ export interface AtomicWriteOptions {
 
 export function writeFileAtomic(file: string, data: string | Uint8Array, options: AtomicWriteOptions): void {
   const prefix = options.tempPrefix ?? join(dirname(file), `.${basename(file)}.tmp-`);
-  const temp = `${prefix}${process.pid}-${Math.random().toString(36).slice(2, 10)}`;
+  const temp = `${prefix}${tempSuffix()}`;
   let renamed = false;
   try {
     const fd = openSync(temp, 'wx', options.mode);

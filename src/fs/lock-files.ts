@@ -1,10 +1,21 @@
 // The lock files themselves, below the waiting policy of lock.ts: reading a lock and judging its holder, creating a
 // file atomically and exclusively, and removing a stale lock with one reclaimer at a time (see lock.ts).
-import { linkSync, readFileSync, rmdirSync, statSync, unlinkSync, writeFileSync, type Stats } from 'node:fs';
+import {
+  closeSync,
+  linkSync,
+  openSync,
+  readFileSync,
+  rmdirSync,
+  statSync,
+  unlinkSync,
+  writeFileSync,
+  type Stats,
+} from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { ErrorKind, HereaboutsError } from '../errors.ts';
 import { messageOf } from '../errors.ts';
 import { errnoOf } from './unsafe-file.ts';
+import { tempSuffix } from './stale-temps.ts';
 import { decodeOwner, describeOwner, encodeOwner, liveness, newOwner, type LockOwner } from './lock-owner.ts';
 
 /** Age after which a lock whose holder cannot be judged is abandoned; see LockTiming in lock.ts. */
@@ -66,7 +77,53 @@ export function removeIfStill(
   timing: StaleTiming,
   depth: number,
 ): boolean {
-  const claim = join(dirname(path), `.${basename(path)}.reclaim-${identityOf(seen)}`);
+  const identity = identityOf(seen);
+  return underClaim(path, identity, timing, depth, () => {
+    const now = inspect(path);
+    if (now.kind === 'gone' || identityOf(now) !== identity) return; // taken over by someone else meanwhile
+    try {
+      if (now.stat.isDirectory()) rmdirSync(path);
+      else unlinkSync(path);
+    } catch (err) {
+      if (errnoOf(err) !== 'ENOENT') {
+        throw new HereaboutsError(ErrorKind.Io, `cannot remove stale lock ${path}: ${messageOf(err)}`, { cause: err });
+      }
+    }
+  });
+}
+
+/**
+ * Removes the lock file `path` if it is still `owner`'s. The check and the unlink happen under the claim a reclaimer
+ * of this lock would need, so no reclaimer can replace the lock in between: a lock taken over (by age, from another
+ * pid namespace) is never removed by its former holder.
+ */
+export function releaseOwn(path: string, owner: LockOwner, timing: StaleTiming): void {
+  const seenOwn = (): boolean => {
+    const now = inspect(path);
+    return now.kind === 'owner' && now.owner.token === owner.token;
+  };
+  for (let round = 0; round < 3; round++) {
+    let claimed: boolean;
+    try {
+      claimed = underClaim(path, ownerIdentity(owner), timing, 0, () => {
+        if (seenOwn()) unlinkQuietly(path);
+      });
+    } catch (err) {
+      // No room for the claim (ENOSPC): a lock left behind by a live process would stop the pool, so it goes as
+      // before the claim. Only a takeover by age (never in the shipped configuration) could race this.
+      if (!(err instanceof HereaboutsError) || err.kind !== ErrorKind.Io) throw err;
+      if (seenOwn()) unlinkQuietly(path);
+      return;
+    }
+    // Not claimed: a reclaimer that judged us stale holds the claim and removes the lock itself, or it had died and
+    // its claim is gone now; look again.
+    if (claimed || !seenOwn()) return;
+  }
+}
+
+/** Runs `act` holding the exclusive claim named after `identity`; false (without running it) when another holds it. */
+function underClaim(path: string, identity: string, timing: StaleTiming, depth: number, act: () => void): boolean {
+  const claim = join(dirname(path), `.${basename(path)}.reclaim-${identity}`);
   if (!createExclusive(claim, encodeOwner(newOwner()))) {
     // Someone else reclaims this lock; if that reclaimer died midway, its claim goes the same way.
     const other = inspect(claim);
@@ -76,17 +133,7 @@ export function removeIfStill(
     return false;
   }
   try {
-    const now = inspect(path);
-    if (now.kind === 'gone') return true;
-    if (identityOf(now) !== identityOf(seen)) return true; // taken over by someone else meanwhile: look again
-    try {
-      if (now.stat.isDirectory()) rmdirSync(path);
-      else unlinkSync(path);
-    } catch (err) {
-      if (errnoOf(err) !== 'ENOENT') {
-        throw new HereaboutsError(ErrorKind.Io, `cannot remove stale lock ${path}: ${messageOf(err)}`, { cause: err });
-      }
-    }
+    act();
     return true;
   } finally {
     unlinkQuietly(claim);
@@ -95,15 +142,19 @@ export function removeIfStill(
 
 /** What makes one lock file different from the next one at the same path: its token, else inode and mtime. */
 export function identityOf(seen: Exclude<Seen, { kind: 'gone' }>): string {
-  if (seen.kind === 'owner') return `t${seen.owner.token.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 80)}`;
+  if (seen.kind === 'owner') return ownerIdentity(seen.owner);
   return `i${seen.stat.ino}-m${Math.trunc(seen.stat.mtimeMs)}`;
+}
+
+function ownerIdentity(owner: LockOwner): string {
+  return `t${owner.token.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 80)}`;
 }
 
 /** Creates `path` holding `content`, atomically and only if nothing is there; false when something is. */
 function createExclusive(path: string, content: string): boolean {
   const temp = tempBeside(path);
   try {
-    writeFileSync(temp, content, { mode: FILE_MODE, flag: 'wx' });
+    writeNewFile(temp, content, FILE_MODE);
     linkSync(temp, path);
     return true;
   } catch (err) {
@@ -114,9 +165,25 @@ function createExclusive(path: string, content: string): boolean {
   }
 }
 
+/** Creates `path`, which must not exist, holding `content`; if the write fails (ENOSPC), the file goes again. */
+export function writeNewFile(path: string, content: string, mode: number): void {
+  const fd = openSync(path, 'wx', mode);
+  let written = false;
+  try {
+    writeFileSync(fd, content);
+    written = true;
+  } finally {
+    try {
+      closeSync(fd);
+    } finally {
+      if (!written) removeTemp(path);
+    }
+  }
+}
+
 /** A hidden, unique name beside `path` (readers of the directory skip names starting with '.'). */
 export function tempBeside(path: string): string {
-  return join(dirname(path), `.${basename(path)}.tmp-${process.pid}-${Math.random().toString(36).slice(2, 10)}`);
+  return join(dirname(path), `.${basename(path)}.tmp-${tempSuffix()}`);
 }
 
 export function removeTemp(path: string): void {

@@ -4,8 +4,9 @@
 // to a process started at another time (or a zombie), all within our own pid namespace. A live holder, however long
 // it stalls, is never dead. A record from another pid namespace (a pid we cannot look up) is "unknown": the caller
 // falls back on the lock's age.
-import { readFileSync, readlinkSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { errnoOf } from './unsafe-file.ts';
+import { ownPidNamespace, procStat, type ProcStat } from './proc.ts';
 
 export interface LockOwner {
   readonly pid: number;
@@ -34,7 +35,7 @@ export function selfIdentity(): Identity {
   if (self === undefined) {
     const stat = readOptional(() => procStat(process.pid));
     const start = typeof stat === 'object' ? stat.start : undefined;
-    const pidns = readOptional(() => readlinkSync('/proc/self/ns/pid'));
+    const pidns = ownPidNamespace();
     const boot = readOptional(() => readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim());
     self = {
       pid: process.pid,
@@ -117,31 +118,6 @@ export function liveness(owner: LockOwner, options: LivenessOptions = {}): Liven
 
 export function describeOwner(owner: LockOwner): string {
   return `pid ${owner.pid}`;
-}
-
-interface ProcStat {
-  readonly state: string;
-  readonly start: string;
-}
-
-/** State (field 3) and start time (field 22) of a process; 'gone' when there is no such process. Throws otherwise. */
-function procStat(pid: number): ProcStat | 'gone' {
-  let text: string;
-  try {
-    text = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  } catch (err) {
-    const code = errnoOf(err);
-    if (code === 'ENOENT' || code === 'ESRCH') return 'gone';
-    throw err;
-  }
-  // "pid (comm) state ppid ...": comm may hold spaces and parentheses, so split after the last ')'.
-  const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
-  const state = fields[0];
-  const start = fields[22 - 3];
-  if (state === undefined || start === undefined || !/^\d+$/.test(start)) {
-    throw new Error(`/proc/${pid}/stat has no start time`);
-  }
-  return { state, start };
 }
 
 function readOptional<T>(read: () => T): T | undefined {

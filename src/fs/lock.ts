@@ -5,15 +5,17 @@
 // long it stalls (like flock), so the lock never has two holders, and a waiter that runs out of time answers code
 // 11. The holder re-reads the lock right before committing and aborts if it is no longer its own.
 //
-// Age is only a fallback, for a lock whose holder cannot be judged: one taken in another pid namespace, or a lock
-// without a readable owner record (a lock directory of an older hereabouts, a file torn by a power loss). Those
-// count as abandoned once their mtime is older than `staleMs`; holders refresh it, and a takeover says so in the log.
+// Age is only a fallback, for a lock whose holder cannot be judged: one taken in another pid namespace (never in the
+// shipped configuration: the node DaemonSet shares the host's pid namespace, and a node agent refuses calls from
+// another one, src/agent/pid-namespace.ts), or a lock without a readable owner record (a lock directory of an older
+// hereabouts, a file torn by a power loss). Those count as abandoned once their mtime is older than `staleMs`;
+// holders refresh it, and a takeover says so in the log.
 //
 // Removing a stale lock is a read-then-unlink, so two waiters that both saw it stale could otherwise remove a lock
 // that one of them has just taken. A reclaimer first creates a claim file named after the stale lock's identity
 // (exclusive, like the lock itself), and re-reads the lock under it: one reclaimer per stale lock, and only a lock
 // still stale goes. A claim whose creator died is itself reclaimed the same way.
-import { linkSync, utimesSync, writeFileSync } from 'node:fs';
+import { linkSync, utimesSync } from 'node:fs';
 import { ErrorKind, HereaboutsError } from '../errors.ts';
 import { monotonicMs, sleep } from '../clock.ts';
 import { messageOf } from '../errors.ts';
@@ -23,10 +25,11 @@ import {
   identityOf,
   inspect,
   judge,
+  releaseOwn,
   removeIfStill,
   removeTemp,
   tempBeside,
-  unlinkQuietly,
+  writeNewFile,
 } from './lock-files.ts';
 import { encodeOwner, newOwner, type LockOwner } from './lock-owner.ts';
 
@@ -164,9 +167,16 @@ class Attempts {
   #link(): boolean {
     try {
       if (!this.#tempWritten) {
-        writeFileSync(this.#temp, encodeOwner(this.#owner), { mode: FILE_MODE, flag: 'wx' });
+        // A write that fails (ENOSPC) removes the file it created: nothing is left beside the pool.
+        writeNewFile(this.#temp, encodeOwner(this.#owner), FILE_MODE);
         this.#tempWritten = true;
       }
+    } catch (err) {
+      throw new HereaboutsError(ErrorKind.Io, `cannot create lock ${this.paths.lock}: ${messageOf(err)}`, {
+        cause: err,
+      });
+    }
+    try {
       linkSync(this.#temp, this.paths.lock);
       return true;
     } catch (err) {
@@ -200,8 +210,9 @@ function heldLock(paths: LockPath, owner: LockOwner, timing: LockTiming): HeldLo
     },
     async release() {
       clearInterval(refresh);
-      // Never remove a lock that is no longer ours (only possible after an age-based takeover).
-      if (ours()) unlinkQuietly(paths.lock);
+      // Never remove a lock that is no longer ours (only possible after an age-based takeover), not even one taken
+      // over between a look and an unlink: both happen under the claim a reclaimer would need.
+      releaseOwn(paths.lock, owner, timing);
     },
   };
 }

@@ -54,11 +54,11 @@ export class NodeMetrics {
     });
     this.#agentCalls = new Counter({
       name: 'hereabouts_node_agent_calls_total',
-      help: 'Requests to the node agent: answered, deadline (answered with code 11 after the deadline), dropped (the client had gone)',
+      help: 'Requests to the node agent: answered, deadline (answered with code 11 after the deadline), dropped (the client had gone), refused (not run: the client is in another pid namespace)',
       labelNames: ['result'],
       registers,
     });
-    for (const result of ['answered', 'deadline', 'dropped'] as const) this.#agentCalls.inc({ result }, 0);
+    for (const result of ['answered', 'deadline', 'dropped', 'refused'] as const) this.#agentCalls.inc({ result }, 0);
     collectDefaultMetrics({ register: this.registry });
   }
 

@@ -20,6 +20,7 @@ import { join } from 'node:path';
 import { fakeNode, installArgs, type FakeNode, type PodEnv } from '../integration/install/host.ts';
 import { requireBinary } from '../support/paths.ts';
 import { STALE_TEMP_MS } from '../../src/install/binary.ts';
+import { tempSuffix } from '../../src/fs/stale-temps.ts';
 
 const env: PodEnv = { KUBERNETES_SERVICE_HOST: '127.0.0.1', KUBERNETES_SERVICE_PORT: '6443', NODENAME: 'node-1' };
 const sa = {
@@ -92,7 +93,11 @@ test('install rejects a NODENAME with a newline and writes no nodename file', ()
 test('install sweeps temp files a killed installer left in hereabouts.d and the bin dir', () => {
   const node = fakeNode(sa);
   mkdirSync(node.filesDir, { mode: 0o700 });
-  const stale = [join(node.filesDir, '.token.tmp-4194303-abc123'), join(node.binDir, '.hereabouts.tmp-4194303-abc123')];
+  // pid_max, in this pid namespace: a writer that is provably gone.
+  const stale = [
+    join(node.filesDir, `.token.tmp-${tempSuffix(4194303)}`),
+    join(node.binDir, '.hereabouts.tmp-4194303-abc123'),
+  ];
   for (const file of stale) closeSync(openSync(file, 'w'));
   // The bin dir is shared with the other pod's installer during a rolling update: only an old temp file is a leftover.
   const old = (Date.now() - STALE_TEMP_MS - 60_000) / 1000;

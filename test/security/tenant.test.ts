@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { chownSync, existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { tempSuffix } from '../../src/fs/stale-temps.ts';
 import { add, conf, everything, SECRET, tenantNode } from './tenant-fixture.ts';
 
 const execKubeconfig = (marker: string): string =>
@@ -188,7 +189,7 @@ test('temp files of a killed writer are swept by the next write', async () => {
   const node = tenantNode();
   const dir = join(node.dataDir, 'tenant-net');
   mkdirSync(dir, { recursive: true, mode: 0o700 });
-  const stale = join(dir, '.10.77.0.0-24.json.tmp-4194303-deadbeef'); // pid_max: no such process
+  const stale = join(dir, `.10.77.0.0-24.json.tmp-${tempSuffix(4194303)}`); // pid_max here: no such process
   writeFileSync(stale, '{"range":');
   const out = await add(node, conf(node));
   assert.equal(out.code, 0, out.stdout);

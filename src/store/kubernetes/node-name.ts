@@ -1,6 +1,9 @@
 // The Kubernetes node this plugin runs on: it picks the node's slice and marks the allocations GC may touch. Same
 // order as Whereabouts (getNodeName): the NODENAME environment variable, then a `nodename` file in the
-// configuration directory (written by the installer from the downward API), then the host name.
+// configuration directory (written by the installer from the downward API), then the kernel's host name (as kubelet's
+// default node name), never /etc/hostname: in the node agent's pod that file is the runtime's, while the host name is
+// the host's (hostNetwork shares the UTS namespace). Every file searched here is mounted in the agent's container at
+// the same path (deploy/daemonset.yaml; test/integration/deploy/host-paths.ts).
 import { readFileSync, statSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -15,6 +18,9 @@ export const DEFAULT_CONFIG_DIRS: readonly string[] = [
   '/etc/kubernetes/cni/net.d/hereabouts.d',
   '/etc/cni/net.d/hereabouts.d',
 ];
+
+/** The file, in each configuration directory, that holds the node's name. */
+export const NODE_NAME_FILE = 'nodename';
 
 export interface NodeNameSource {
   readonly name: string;
@@ -35,11 +41,11 @@ export function resolveNodeName(options: NodeNameOptions = {}): NodeNameSource {
   const fromEnv = (options.env ?? process.env)['NODENAME']?.trim();
   if (fromEnv !== undefined && fromEnv !== '') return { name: fromEnv, from: 'NODENAME' };
   for (const dir of candidateDirs(options)) {
-    const file = join(dir, 'nodename');
+    const file = join(dir, NODE_NAME_FILE);
     const name = readNameFile(file);
     if (name !== undefined) return { name, from: file };
   }
-  const host = readNameFile('/etc/hostname') ?? (options.hostname ?? hostname)().trim();
+  const host = (options.hostname ?? hostname)().trim();
   if (host === '') {
     throw new HereaboutsError(
       ErrorKind.InvalidEnvironment,

@@ -12,6 +12,7 @@ import { controlPlane, createNamespace, type ControlPlane, type Namespace } from
 import { repoRoot, requireBinary } from '../../support/paths.ts';
 import { chartDir, helm, helmBinary, HELM_LABELS, keyOf, template, templateYaml, withoutHelmLabels } from './helm.ts';
 import { kubectlOf, renderedManifests, type Manifest } from './kubectl.ts';
+import { assertAgentSeesHostPaths, type NodePodSpec } from './host-paths.ts';
 
 const bin = requireBinary();
 
@@ -260,13 +261,27 @@ describe('Helm chart deploy/helm/hereabouts', () => {
 
   test('node.hostPaths move the host dirs and tell the installer the host\'s view of the conf dir', () => {
     const pod = nodePod(template(helmBin, { node: { hostPaths: { cniBinDir: '/var/lib/cni/bin', cniConfDir: '/var/lib/cni/net.d' } } }));
-    assert.deepEqual(pod.spec.volumes?.map((v) => v.hostPath?.path), ['/var/lib/cni/bin', '/var/lib/cni/net.d', '/var/lib/hereabouts/stats', '/var/log', '/var/lib/cni', '/run/hereabouts']);
+    // Both standard CNI config dirs stay mounted read-only: the plugin on the host searches them whatever the conf dir.
+    assert.deepEqual(pod.spec.volumes?.map((v) => v.hostPath?.path), ['/var/lib/cni/bin', '/var/lib/cni/net.d', '/var/lib/hereabouts/stats', '/var/log', '/var/lib/cni', '/run/hereabouts', '/etc/kubernetes/cni/net.d', '/etc/cni/net.d']);
     // The node agent reads the conf dir where the host's plugin does.
     const mounts = (pod.spec.containers[0] as unknown as { volumeMounts: Array<{ name: string; mountPath: string }> }).volumeMounts;
     const confVolume = pod.spec.volumes.find((v) => v.hostPath?.path === '/var/lib/cni/net.d')?.name;
     assert.ok(mounts.some((m) => m.name === confVolume && m.mountPath === '/var/lib/cni/net.d'));
     assert.ok(commandOf(pod).includes('--host-cni-conf-dir=/var/lib/cni/net.d'));
     assertAccepted(commandOf(pod));
+  });
+
+  test('the node DaemonSet shares the host\'s pid namespace whatever the values (no value turns it off)', () => {
+    const changed = template(helmBin, { node: { hostPaths: { cniConfDir: '/etc/kubernetes/cni/net.d' }, resources: { requests: { cpu: '1' } }, podAnnotations: { a: 'b' } }, migration: { enabled: false } });
+    for (const objects of [defaults, changed]) assert.equal((nodePod(objects).spec as { hostPID?: boolean }).hostPID, true);
+    assert.deepEqual((nodePod(defaults).spec.containers[0]!.resources as { requests: unknown }).requests, { cpu: '100m', memory: '32Mi' });
+  });
+
+  test('the node agent sees every host path of the plugin\'s search order at the same path, wherever node.hostPaths.cniConfDir is', () => {
+    for (const cniConfDir of [undefined, '/etc/kubernetes/cni/net.d', '/var/lib/cni/net.d']) {
+      const objects = cniConfDir === undefined ? defaults : template(helmBin, { node: { hostPaths: { cniConfDir } } });
+      assertAgentSeesHostPaths(nodePod(objects).spec as unknown as NodePodSpec);
+    }
   });
 
   test('monitoring.serviceMonitor renders a headless Service and a ServiceMonitor that find the controller\'s metrics port', () => {

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { controlPlane, type ControlPlane } from '../../support/control-plane.ts';
 import { repoRoot, requireBinary } from '../../support/paths.ts';
 import { kubectlOf, renderedManifests, type Manifest } from './kubectl.ts';
+import { assertAgentSeesHostPaths } from './host-paths.ts';
 
 const bin = requireBinary();
 const deploy = join(repoRoot, 'deploy');
@@ -117,6 +118,10 @@ describe('deploy/ manifests', () => {
     assert.match(help, /--agent-socket PATH[\s\S]*default \/run\/hereabouts\/agent\.sock/);
   });
 
+  test('every host path in the plugin\'s search order (flat files, nodename files, kubeconfig, data, log, stats, socket) is the host\'s, at the same path, in the agent\'s container', () => {
+    assertAgentSeesHostPaths(podSpec('DaemonSet', 'hereabouts-node'));
+  });
+
   test('the DaemonSet rolls by surging: the new installer is up before the old one (whose token the plugin uses) goes', () => {
     const strategy = find('DaemonSet', 'hereabouts-node').spec['updateStrategy'];
     assert.deepEqual(strategy, { type: 'RollingUpdate', rollingUpdate: { maxSurge: 1, maxUnavailable: 0 } });
@@ -125,6 +130,18 @@ describe('deploy/ manifests', () => {
     const pod = podSpec('DaemonSet', 'hereabouts-node') as PodSpec & { hostNetwork?: boolean; containers: Array<{ ports?: unknown[] }> };
     assert.equal(pod.hostNetwork, true);
     for (const container of pod.containers) assert.equal(container.ports, undefined, 'no container port: it would block the surge');
+  });
+
+  test('the node DaemonSet shares the host\'s pid namespace: its agent and the host\'s plugin processes judge each other\'s locks by pid', () => {
+    // Without it, each side sees the other's pids as another namespace's, and a lock holder as one to judge by age.
+    const pod = podSpec('DaemonSet', 'hereabouts-node') as PodSpec & { hostPID?: boolean };
+    assert.equal(pod.hostPID, true);
+  });
+
+  test('the node container requests CPU for an agent that runs the node\'s calls under their pool locks', () => {
+    const [container] = podSpec('DaemonSet', 'hereabouts-node').containers as Array<Container & { resources?: { requests?: { cpu?: string } } }>;
+    // 10 to 45 ms of agent CPU per ADD (docs/benchmarks.md): a burst of a few ADDs a second needs a tenth of a core.
+    assert.equal(container?.resources?.requests?.cpu, '100m');
   });
 
   test('both workloads select linux/amd64 nodes, the only platform the executable is built for', () => {

@@ -73,3 +73,18 @@ test('malformed request headers are refused, naming what is wrong', () => {
   assert.throws(() => decodeRequestFrame(header('{"v":1,"env":{}}')), /giveUpAt/);
   assert.throws(() => decodeRequestFrame(Buffer.from([0, 0, 0, 99])), /exceeds the frame/);
 });
+
+test("a request carries the client's pid namespace, and an answer may be a refusal (the call was not run)", () => {
+  const frame = encodeRequest({ env: {}, stdin: Buffer.alloc(0), giveUpAt: 1, pidns: 'pid:[4026531836]' });
+  const body = new FrameReader(MAX_REQUEST_BYTES).push(frame);
+  assert.ok(body !== undefined);
+  assert.equal(decodeRequestFrame(body).pidns, 'pid:[4026531836]');
+  const without = new FrameReader(MAX_REQUEST_BYTES).push(
+    encodeRequest({ env: {}, stdin: Buffer.alloc(0), giveUpAt: 1 }),
+  );
+  assert.ok(without !== undefined);
+  assert.equal('pidns' in decodeRequestFrame(without), false);
+  const refusal = new FrameReader(1024).push(encodeAnswer({ refused: 'another pid namespace' }));
+  assert.ok(refusal !== undefined);
+  assert.deepEqual(decodeAnswerFrame(refusal), { refused: 'another pid namespace' });
+});

@@ -2,11 +2,22 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
+import { createRequire, syncBuiltinESMExports } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { acquireLock, type LockLog } from '../../../src/fs/lock.ts';
+import { acquireLock, tryAcquireLock, type LockLog } from '../../../src/fs/lock.ts';
+import { inspect, removeIfStill } from '../../../src/fs/lock-files.ts';
 import type { LockOwner } from '../../../src/fs/lock-owner.ts';
 import { poolPaths } from '../../../src/store/local/paths.ts';
 import { embeddedNode, repoRoot } from '../../support/paths.ts';
@@ -177,4 +188,39 @@ test("liveness() calls a missing pid unknown (not dead) when another user's proc
   const owner = { pid: exitedPid(), start: '1', pidns, boot: bootId, token: 't' };
   assert.equal(liveness(owner).state, 'dead');
   assert.equal(liveness(owner, { pidsMayBeHidden: true }).state, 'unknown');
+});
+
+test("release() never removes a lock taken over while it looked: a reclaimer's lock stays", async () => {
+  const paths = tempPaths();
+  const timing = { staleMs: 10_000, timeoutMs: 1_000 };
+  const lock = await acquireLock(paths, timing);
+  const seen = inspect(paths.lock);
+  assert.equal(seen.kind, 'owner');
+  // A reclaimer that judged this lock stale (a waiter in another pid namespace does, by age) removes it and takes the
+  // lock at the worst moment: right after release() read the lock to see whose it is.
+  const fs = createRequire(import.meta.url)('node:fs') as typeof import('node:fs');
+  const original = fs.readFileSync;
+  let fired = false as boolean; // set by the interposer while release() runs
+  let takenOver = false as boolean;
+  fs.readFileSync = function (this: unknown, ...args: Parameters<typeof original>) {
+    const out = original.apply(this, args);
+    if (!fired && args[0] === paths.lock) {
+      fired = true;
+      takenOver = removeIfStill(paths.lock, seen, timing, 0) && tryAcquireLock(paths, timing) !== undefined;
+    }
+    return out;
+  } as typeof original;
+  syncBuiltinESMExports();
+  try {
+    await lock.release();
+  } finally {
+    fs.readFileSync = original;
+    syncBuiltinESMExports();
+  }
+  assert.ok(fired, 'release() read the lock');
+  assert.equal(existsSync(paths.lock), takenOver, takenOver ? "release() removed the new holder's lock" : 'released');
+  assert.deepEqual(
+    readdirSync(paths.networkDir).filter((n) => n.includes('.reclaim-') || n.includes('.tmp-')),
+    [],
+  );
 });
