@@ -11,11 +11,18 @@ import { runCni } from '../../support/cni.ts';
 import { api, apiRequest, controlPlane, createNamespace, type Namespace } from '../../support/control-plane.ts';
 import { parseIP } from '../../../src/ip/address.ts';
 import { contains, parseCidr } from '../../../src/ip/cidr.ts';
+import { NodeSlices } from '../../../src/controller/slices/node-slices.ts';
+import { EventRecorder } from '../../../src/controller/runtime/events.ts';
+import { nadView } from '../../../src/controller/runtime/views.ts';
+import { jsonLog } from '../../../src/log/json-log.ts';
+import { ApiClient } from '../../../src/kube/api.ts';
+import { loadEndpoint } from '../../../src/kube/kubeconfig.ts';
 import {
   allocation,
   bin,
   createNad,
   createPod,
+  createPool,
   deletePod,
   eventually,
   GROUP,
@@ -180,5 +187,72 @@ describe('a NodeSlicePool that disappears', () => {
     assert.equal(await sliceOf(network, c), slice, 'a pod of the network still holds an address in the slice');
     await deletePod(ns, 'on-c'); // its allocation goes (orphan cleanup), then the NodeSlicePool
     assert.ok(await eventually(async () => (await nsp(network)) === undefined, 15_000), controller.log());
+  });
+});
+
+// The same decisions in process against the real API server, with caches that have not seen the pools: a
+// NodeSlicePool written anew is decided on the IPPools as the API has them, and a slice's pool exists before the
+// NodeSlicePool write that hands the slice out.
+describe('a NodeSlicePool written anew', () => {
+  let ns: Namespace;
+  let client: ApiClient;
+  before(async () => {
+    ns = await createNamespace(await controlPlane(), 'rbfresh');
+    client = new ApiClient(await loadEndpoint(ns.kubeconfig), { timeoutMs: 10_000 });
+  });
+  after(async () => {
+    client.close();
+    await apiRequest(ns.cp, 'DELETE', `/apis/k8s.cni.cncf.io/v1/namespaces/${ns.name}/network-attachment-definitions`);
+    await ns.cleanup();
+  });
+
+  test('is decided on the IPPools as the API has them, and creates a slice pool before it hands the slice out', async () => {
+    const network = `${ns.name}-fresh`;
+    await createNad(ns, 'freshnet', {
+      type: 'hereabouts',
+      range: '10.93.0.0/24',
+      node_slice_size: '/28',
+      network_name: network,
+    });
+    const nadObject = await api(
+      ns.cp,
+      'GET',
+      `/apis/k8s.cni.cncf.io/v1/namespaces/${ns.name}/network-attachment-definitions/freshnet`,
+    );
+    // Node x held the first slice of a NodeSlicePool that is gone; its pod still holds .1. The caches below have
+    // not seen that pool (a watch that lags).
+    await createPool(ns, `${network}-x-10.93.0.0-28`, '10.93.0.0/28', { '1': allocation(ns, 'on-x') });
+    const requests: string[] = [];
+    const send = client.send.bind(client);
+    client.send = async (req, options) => {
+      if (req.method !== 'GET') requests.push(`${req.method} ${req.path.replace(/^.*\/namespaces\/[^/]+\//, '')}`);
+      return send(req, options);
+    };
+    const log = jsonLog({ level: 'error' });
+    await new NodeSlices(client, { drainGraceMs: 0 }).reconcile({
+      nads: new Map([[`${ns.name}/freshnet`, nadView(nadObject)!]]),
+      nodes: new Map([['y', { uid: 'uid-y' }]]),
+      nodeSlicePools: new Map(),
+      pools: new Map(),
+      leading: () => true,
+      log,
+      events: new EventRecorder(client, { identity: 'rbfresh', log }),
+    });
+    const status = (await ns.get('nodeslicepools', network))?.['status'] as {
+      allocations: Entry[];
+      draining?: Array<Entry & { reason: string }>;
+    };
+    assert.deepEqual(status.allocations, [
+      { nodeName: 'x', sliceRange: '10.93.0.0/28' },
+      { nodeName: 'y', sliceRange: '10.93.0.16/28' },
+    ]);
+    assert.deepEqual(status.draining, [{ nodeName: 'x', sliceRange: '10.93.0.0/28', reason: 'NodeLeft' }]);
+    const pool = `ippools/${network}-y-10.93.0.16-28`;
+    assert.ok((await ns.get('ippools', `${network}-y-10.93.0.16-28`)) !== undefined, 'the slice pool of y exists');
+    const created = requests.indexOf('POST ippools');
+    const written = requests.findIndex(
+      (r) => r.startsWith('POST nodeslicepools') || r.startsWith('PUT nodeslicepools'),
+    );
+    assert.ok(created >= 0 && created < written, `${pool} is created before the NodeSlicePool: ${requests.join(', ')}`);
   });
 });
