@@ -28,12 +28,14 @@ export interface PoolRef {
   /** Prefix length of the results: a node-slice pool answers with the whole range's mask, not the slice's. */
   readonly resultPrefix?: number;
   /**
-   * A node-slice pool to allocate from: the NodeSlicePool (uid, generation) that assigned its slice to this node. A
-   * claim is refused in a pool the controller retired at or after that version (see docs/safety.md).
+   * A node-slice pool to allocate from: the node whose slice it is (the NodeSlicePool is named `network`). A claim in
+   * a pool the controller retired is refused, whatever NodeSlicePool version the request read, unless the
+   * NodeSlicePool read after the mark was seen assigns the slice to this node and does not drain it (docs/safety.md).
    */
-  readonly assignedIn?: SliceVersion;
+  readonly sliceNode?: string;
 }
 
+/** A NodeSlicePool version: what a retire mark records (docs/safety.md). */
 export interface SliceVersion {
   readonly uid: string;
   readonly generation: number;

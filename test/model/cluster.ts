@@ -274,6 +274,14 @@ export class Cluster {
         this.#teardown(pod, step.del);
         return step.phase;
       }
+      case 'slicepool-delete': {
+        const name = NETS.S.networkName ?? NETS.S.cniName;
+        const status = await this.#write(
+          'DELETE',
+          `/apis/whereabouts.cni.cncf.io/v1alpha1/namespaces/NS/nodeslicepools/${name}`,
+        );
+        return status === 404 ? 'skip' : 'deleted';
+      }
       case 'reslice': {
         if (step.size === this.sliceSize) return 'skip';
         this.sliceSize = step.size;

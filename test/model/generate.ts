@@ -43,6 +43,7 @@ export function generateStep(prng: Prng, cluster: Cluster, o: GenerateOptions, n
     }
     if (nested) {
       if (r < 0.5) return { op: 'controller', stale: [], faults: faults(prng, o) };
+      if (r < 0.53) return { op: 'slicepool-delete' };
       if (upNodes.length === 0) continue;
       return {
         op: 'gc',
@@ -106,7 +107,8 @@ export function generateStep(prng: Prng, cluster: Cluster, o: GenerateOptions, n
       const waiter = prng.pick(here.filter((p) => p !== holder));
       return { op: 'stall', holder: holder.name, waiter: waiter.name, ms: 300, faults: faults(prng, o) };
     }
-    if (r < 0.9) return { op: 'time', ms: prng.pick([5_000, 30_000, 90_000, 400_000, 1_000_000]) };
+    if (r < 0.875) return { op: 'slicepool-delete' };
+    if (r < 0.92) return { op: 'time', ms: prng.pick([5_000, 30_000, 90_000, 400_000, 1_000_000]) };
     // Concurrent operations of different processes (different nodes, or the controller).
     const steps: Step[] = [];
     const used = new Set<string>();
@@ -117,7 +119,9 @@ export function generateStep(prng: Prng, cluster: Cluster, o: GenerateOptions, n
           ? cluster.pods.get(step.pod)?.node
           : step.op === 'del' || step.op === 'gc'
             ? step.node
-            : 'controller';
+            : step.op === 'slicepool-delete'
+              ? 'operator'
+              : 'controller';
       if (node === undefined || used.has(node)) continue;
       used.add(node);
       steps.push(step);

@@ -64,6 +64,8 @@ export type Step =
     }
   /** node_slice_size of network S changes in its NetworkAttachmentDefinition. */
   | { readonly op: 'reslice'; readonly size: number }
+  /** Network S's NodeSlicePool is deleted (by hand, a GitOps sync, the garbage collector); the controller re-creates it. */
+  | { readonly op: 'slicepool-delete' }
   /** Wall-clock time passes (grace periods, cache TTLs). */
   | { readonly op: 'time'; readonly ms: number }
   | { readonly op: 'parallel'; readonly steps: readonly Step[] }

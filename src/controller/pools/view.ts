@@ -5,7 +5,7 @@ import { HereaboutsError } from '../../errors.ts';
 import type { RangeConfig } from '../../config/types.ts';
 import { masked, networkOf, parseCidr, type Cidr } from '../../ip/cidr.ts';
 import { usableSpan } from '../../ip/range.ts';
-import { decodeAllocations } from '../../store/kubernetes/pool-object.ts';
+import { decodeAllocations, RETIRED_ANNOTATION } from '../../store/kubernetes/pool-object.ts';
 import type { AllocationRecord } from '../../store/store.ts';
 import { isRecord } from '../../record.ts';
 
@@ -31,6 +31,8 @@ export interface PoolView {
   readonly capacity: bigint;
   readonly free: bigint;
   readonly status: PoolStatusSeen;
+  /** A node-slice pool the controller retired (RETIRED_ANNOTATION): its slice was released once it was empty. */
+  readonly retired: boolean;
   /** What could not be read (odd allocation keys, a bad range); the first few. */
   readonly problems: readonly string[];
 }
@@ -49,6 +51,7 @@ export function poolView(object: unknown): PoolView | undefined {
     resourceVersion: typeof meta['resourceVersion'] === 'string' ? meta['resourceVersion'] : '',
     generation: typeof meta['generation'] === 'number' ? meta['generation'] : 0,
     status: statusSeen(status),
+    retired: isRecord(meta['annotations']) && typeof meta['annotations'][RETIRED_ANNOTATION] === 'string',
   };
   const range = cidrOrUndefined(spec['range']);
   if (range === undefined) {

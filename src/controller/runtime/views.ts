@@ -61,9 +61,16 @@ export interface NodeSlicePoolView extends ObjectRef {
   readonly draining: readonly DrainingEntry[];
   /** type -> "status|reason|message" of its conditions, to write only what changed. */
   readonly conditions: ReadonlyMap<string, string>;
-  /** UIDs of the NetworkAttachmentDefinitions among its owners, sorted. */
+  /** UIDs of the NetworkAttachmentDefinitions among its owners, sorted (an earlier version wrote them). */
   readonly ownerUids: readonly string[];
+  /** Labelled as the controller's (MANAGED_BY): the controller deletes it once its network is gone and empty. */
+  readonly managed: boolean;
 }
+
+/** The label that marks a NodeSlicePool the controller keeps: `app.kubernetes.io/managed-by`. */
+export const MANAGED_BY = { key: 'app.kubernetes.io/managed-by', value: 'hereabouts-controller' } as const;
+
+const DRAIN_REASONS: ReadonlySet<string> = new Set(['NodeLeft', 'Resliced', 'Unlisted', 'Overlapped']);
 
 export function entriesOf(status: unknown): SliceEntry[] {
   const list = recordOf(status)['allocations'];
@@ -78,8 +85,12 @@ export function drainingOf(status: unknown): DrainingEntry[] {
   return (Array.isArray(list) ? list : []).map((e) => ({
     nodeName: str(recordOf(e)['nodeName']),
     sliceRange: str(recordOf(e)['sliceRange']),
-    reason: recordOf(e)['reason'] === 'NodeLeft' ? 'NodeLeft' : 'Resliced',
+    reason: reasonOf(recordOf(e)['reason']),
   }));
+}
+
+function reasonOf(value: unknown): DrainingEntry['reason'] {
+  return typeof value === 'string' && DRAIN_REASONS.has(value) ? (value as DrainingEntry['reason']) : 'Resliced';
 }
 
 export function nodeSlicePoolView(object: unknown): NodeSlicePoolView {
@@ -107,6 +118,7 @@ export function nodeSlicePoolView(object: unknown): NodeSlicePoolView {
       .filter((o) => recordOf(o)['kind'] === 'NetworkAttachmentDefinition')
       .map((o) => str(recordOf(o)['uid']))
       .sort(),
+    managed: recordOf(meta['labels'])[MANAGED_BY.key] === MANAGED_BY.value,
   };
 }
 

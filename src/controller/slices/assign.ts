@@ -11,8 +11,12 @@ export interface SliceEntry {
   readonly sliceRange: string;
 }
 
-/** Why a slice drains: its node left the cluster, or the network was resliced (a new range or slice size). */
-export type DrainReason = 'NodeLeft' | 'Resliced';
+/**
+ * Why a slice drains: its node left the cluster; the network was resliced (a new range or slice size); its pool
+ * holds addresses (or may still get some) but the NodeSlicePool did not list it for its node (`Unlisted`: a
+ * NodeSlicePool deleted and re-created, or edited); or another node's pool holds addresses in it (`Overlapped`).
+ */
+export type DrainReason = 'NodeLeft' | 'Resliced' | 'Unlisted' | 'Overlapped';
 
 /** A slice that no longer serves its node and whose IPPool may still hold addresses (status.draining). */
 export interface DrainingEntry extends SliceEntry {

@@ -27,6 +27,8 @@ export class DrainConfirmer {
   readonly #graceMs: number;
   /** "<network> <node> <slice>" -> when this process first saw the slice draining (monotonic ms). */
   readonly #since = new Map<string, number>();
+  /** IPPools this process retired whose mark the pool cache has not shown yet. */
+  readonly #retired = new Set<string>();
 
   constructor(api: ApiClient, graceMs: number) {
     this.#api = api;
@@ -50,6 +52,8 @@ export class DrainConfirmer {
   ): Promise<Set<string>> {
     const confirmed = new Set<string>();
     const now = monotonicMs();
+    for (const name of this.#retired)
+      if (input.pools.get(`${this.#api.namespace}/${name}`)?.retired === true) this.#retired.delete(name);
     const seen = new Set<string>();
     for (const d of draining) {
       const key = `${spec.network} ${sliceKey(d)}`;
@@ -62,11 +66,19 @@ export class DrainConfirmer {
       const name = poolName(slice, { ...(spec.networkNamed ? { networkName: spec.network } : {}), node: d.nodeName });
       // The cache already sees addresses there: no need to ask.
       if ((input.pools.get(`${this.#api.namespace}/${name}`)?.allocations.size ?? 0) > 0) continue;
-      if (await this.#retireIfEmpty(name, slice, input.version, input.log)) confirmed.add(sliceKey(d));
+      if (await this.#retireIfEmpty(name, slice, input.version, input.log)) {
+        confirmed.add(sliceKey(d));
+        this.#retired.add(name);
+      }
     }
     for (const key of this.#since.keys())
       if (key.startsWith(`${spec.network} `) && !seen.has(key)) this.#since.delete(key);
     return confirmed;
+  }
+
+  /** This process retired the pool, and the pool cache may not show the mark yet. */
+  retiredHere(pool: string): boolean {
+    return this.#retired.has(pool);
   }
 
   async #retireIfEmpty(pool: string, slice: Cidr, version: SliceVersion, log: Log): Promise<boolean> {

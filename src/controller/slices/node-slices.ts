@@ -1,25 +1,30 @@
 // Node slices: for every network whose NetworkAttachmentDefinitions ask for node_slice_size, keep its NodeSlicePool
 // (named after the network, in the pools' namespace) giving each live node a slice. A slice whose node left, or of
 // an earlier slicing, drains (status.draining) and is released only once it has drained for the grace period and
-// a fresh GET of its IPPool finds it empty (the caches may lag behind a plugin's write). Decided from the caches
-// otherwise; written only when something changes. NADs of one network that disagree change nothing: a Warning
-// event on each and a condition on the pool, once (not an endless retry), until they agree.
-import { formatCidr, masked, parseCidr } from '../../ip/cidr.ts';
+// a fresh GET of its IPPool finds it empty (the caches may lag behind a plugin's write). The network's slice pools
+// are the truth about which space is in use: the NodeSlicePool is decided with them beside it (held.ts,
+// rebuild.ts), and the pool of a slice is created before the slice is handed out, so the pools record every
+// assignment. Decided from the caches otherwise; written only when something changes. A network follows its oldest
+// NAD; a NAD that asks for another slicing gets a Warning event and is named in a condition on the pool (logged
+// once). A NodeSlicePool whose network no NAD asks for any more is deleted once its slice pools are empty.
+import { masked, parseCidr } from '../../ip/cidr.ts';
 import { sliceCount } from '../../ip/slice.ts';
 import { recordOf } from '../../record.ts';
 import type { ApiClient } from '../../kube/api.ts';
-import { API_VERSION } from '../../store/kubernetes/objects.ts';
-import { conditionsMatch, withConditions, type Condition } from '../runtime/conditions.ts';
 import type { EventRecorder, InvolvedObject } from '../runtime/events.ts';
 import type { Log } from '../../log/json-log.ts';
-import type { PoolView } from '../pools/view.ts';
-import { decideNodeSlicePool, NAD_API_VERSION, noFreeSliceMessage, type SliceChoice } from './decide.ts';
-import type { SliceEntry } from './assign.ts';
-import { DEFAULT_DRAIN_GRACE_MS, DrainConfirmer } from './drain.ts';
-import { sliceKey } from './lifecycle.ts';
-import { groupByNetwork, type SliceSpec } from './spec.ts';
+import { cidrOrUndefined, type PoolView } from '../pools/view.ts';
 import { PoolWriter } from '../../store/kubernetes/writer.ts';
 import type { NadView, NodeSlicePoolView, NodeView } from '../runtime/views.ts';
+import type { SliceEntry } from './assign.ts';
+import { cachedObject, hasConditions, hasDraining } from './cached-object.ts';
+import { decideNodeSlicePool, type SliceChoice, type SlicePlan } from './decide.ts';
+import { DEFAULT_DRAIN_GRACE_MS, DrainConfirmer } from './drain.ts';
+import { heldSlices, type HeldSlice } from './held.ts';
+import { sliceKey } from './lifecycle.ts';
+import { nadRef, poolRef, reportChanges, type SliceReport } from './report.ts';
+import { ensureSlicePools, listPoolViews, networkInUse } from './slice-pools.ts';
+import { groupByNetwork, type NetworkGroup, type SliceSpec } from './spec.ts';
 
 export interface SliceInput {
   readonly nads: ReadonlyMap<string, NadView>;
@@ -31,30 +36,6 @@ export interface SliceInput {
   readonly events: EventRecorder;
 }
 
-export interface SliceReport {
-  readonly assigned: string[];
-  readonly freed: string[];
-  /** network -> nodes without a slice. */
-  readonly starved: Map<string, string[]>;
-  readonly conflicts: string[];
-}
-
-const nadRef = (source: string, nads: ReadonlyMap<string, NadView>): InvolvedObject => {
-  const [namespace = '', name = ''] = source.split('/', 2);
-  return {
-    apiVersion: NAD_API_VERSION,
-    kind: 'NetworkAttachmentDefinition',
-    namespace,
-    name,
-    uid: nads.get(source)?.uid ?? '',
-  };
-};
-const poolRef = (view: { name: string; namespace: string; uid: string }): InvolvedObject => ({
-  apiVersion: API_VERSION,
-  kind: 'NodeSlicePool',
-  ...view,
-});
-
 export class NodeSlices {
   readonly #api: ApiClient;
   readonly #writer: PoolWriter;
@@ -62,7 +43,7 @@ export class NodeSlices {
   #drainingPersists = true;
   /** Cleared when the API server drops the conditions we write (a NodeSlicePool CRD without them). */
   #conditionsPersist = true;
-  /** Problems already logged (network or NAD -> message): a persisting problem is logged once, not every pass. */
+  /** Problems already logged (offending or unreadable NAD -> message): logged once, not every pass. */
   readonly #logged = new Map<string, string>();
 
   constructor(api: ApiClient, options: { drainGraceMs?: number } = {}) {
@@ -86,64 +67,99 @@ export class NodeSlices {
       }
       if (nad.slice !== undefined) specs.push(nad.slice);
     }
-    const { agreed, conflicting } = groupByNetwork(specs);
-    for (const [network, conflict] of conflicting) {
-      if (!input.leading()) return report;
-      report.conflicts.push(conflict.message);
-      this.#logOnce(`network:${network}`, conflict.message, input.log);
-      for (const source of conflict.sources)
-        await input.events.emit(nadRef(source, input.nads), 'Warning', 'NetworkConflict', conflict.message);
-      await this.#markConflict(network, conflict.message, input);
-    }
+    const { agreed, conflicts } = groupByNetwork(specs);
+    report.conflicts.push(...conflicts);
+    const offending = new Map([...agreed.values()].flatMap((g) => g.offenders.map((o) => [o.source, o.message])));
     for (const key of this.#logged.keys()) {
       const [kind, name = ''] = key.split(/:(.*)/s);
-      const solved = kind === 'network' ? !conflicting.has(name) : input.nads.get(name)?.problem === undefined;
+      const solved = kind === 'offender' ? !offending.has(name) : input.nads.get(name)?.problem === undefined;
       if (!solved) continue;
       this.#logged.delete(key);
       input.log.info(
-        `node slices: ${kind === 'network' ? `the NADs of network ${name} agree` : `NAD ${name} reads`} again`,
+        `node slices: ${kind === 'offender' ? `NAD ${name} agrees with its network again, or is gone` : `NAD ${name} reads again`}`,
       );
     }
-    for (const { spec, sources } of agreed.values()) {
+    const notSlicePools = new Set([...input.nads.values()].flatMap((n) => n.pools));
+    let listed: Promise<ReadonlyMap<string, PoolView> | undefined> | undefined;
+    const freshPools = () => (listed ??= listPoolViews(this.#api, input.log));
+    for (const group of agreed.values()) {
       if (!input.leading()) return report;
-      await this.#reconcileNetwork(spec, sources, input, report);
+      for (const offender of group.offenders) {
+        this.#logOnce(`offender:${offender.source}`, offender.message, input.log);
+        await input.events.emit(nadRef(offender.source, input.nads), 'Warning', 'NetworkConflict', offender.message);
+      }
+      await this.#reconcileNetwork(group, { ...input, notSlicePools, freshPools }, report);
+    }
+    for (const cached of input.nodeSlicePools.values()) {
+      if (cached.namespace !== this.#api.namespace || !cached.managed || agreed.has(cached.name)) continue;
+      if (!input.leading()) return report;
+      await this.#deleteIfUnused(cached, { ...input, notSlicePools, freshPools });
     }
     return report;
   }
 
-  async #reconcileNetwork(
-    spec: SliceSpec,
-    sources: readonly string[],
-    input: SliceInput,
-    report: SliceReport,
-  ): Promise<void> {
+  async #reconcileNetwork(group: NetworkGroup, input: NetworkInput, report: SliceReport): Promise<void> {
+    const { spec, sources, offenders } = group;
     const namespace = this.#api.namespace;
-    const owners = sources
-      .filter((s) => s.startsWith(`${namespace}/`))
-      .map((s) => input.nads.get(s))
-      .filter((n): n is NadView => n !== undefined);
     const cached = input.nodeSlicePools.get(`${namespace}/${spec.network}`);
-    const version = cached === undefined ? undefined : { uid: cached.uid, generation: cached.generation };
-    const confirmed = await this.#drain.confirmEmpty(spec, cached?.draining ?? [], { ...input, version });
-    const canFree = (entry: SliceEntry): boolean => confirmed.has(sliceKey(entry));
-    const plan = {
+    const heldIn = (pools: Iterable<PoolView>) =>
+      heldSlices(spec, pools, {
+        notSlicePools: input.notSlicePools,
+        retiredHere: (pool) => this.#drain.retiredHere(pool),
+      });
+    const plan = (held: readonly HeldSlice[], canFree: SlicePlan['canFree']): SlicePlan => ({
       spec,
       namespace,
-      owners,
       liveNodes: [...input.nodes.keys()],
+      held,
+      offenders,
       canFree,
       conditionsPersist: this.#conditionsPersist,
-    };
-    const choice: SliceChoice = { resliced: false, sentConditions: false };
-    // Decide on the cache first: most passes change nothing and then read nothing.
-    if (cached !== undefined && decideNodeSlicePool(plan, choice)(cachedObject(cached)) === undefined) {
+      drainingPersists: this.#drainingPersists,
+    });
+    const cachedHeld = heldIn(input.pools.values());
+    const onCache = cached === undefined ? undefined : cachedObject(cached);
+    // Confirmed empty (and retired) only what a plugin cannot take for its own slice any more: what the NodeSlicePool
+    // lists as draining, and pools in use that it does not list for their node at all (a plugin that finds its pool
+    // retired takes the mark off only when the NodeSlicePool lists the slice as its own and not draining).
+    const seen: SliceChoice = { resliced: false, sentConditions: false };
+    decideNodeSlicePool(
+      plan(cachedHeld, () => false),
+      seen,
+    )(onCache);
+    // Found draining outside the NodeSlicePool's lists: the pools' own entries, never listed for their node.
+    const unlisted = (seen.rebuilt?.found ?? []).filter((d) => d.reason !== 'Overlapped');
+    const version = cached === undefined ? undefined : { uid: cached.uid, generation: cached.generation };
+    const confirmed = await this.#drain.confirmEmpty(spec, [...(cached?.draining ?? []), ...unlisted], {
+      ...input,
+      version,
+    });
+    const canFree = (entry: SliceEntry): boolean => confirmed.has(sliceKey(entry));
+    let choice: SliceChoice = { resliced: false, sentConditions: false };
+    // Decide on the caches first: most passes change nothing and then read and write nothing.
+    if (decideNodeSlicePool(plan(cachedHeld, canFree), choice)(onCache) === undefined) {
+      await this.#ensurePools(spec, choice.decision?.entries ?? [], {
+        ...input,
+        exists: (name) => input.pools.has(name),
+      });
       const starved = choice.decision?.starved ?? [];
       if (starved.length > 0) report.starved.set(spec.network, starved);
+      if (cached !== undefined) await this.#reportOffenders(poolRef(cached), offenders, input);
       return;
     }
+    // A write may hand out slices: decided on the pools as they are now, not as a lagging cache saw them (a
+    // NodeSlicePool created anew has nothing else to go by).
+    const fresh = await input.freshPools();
+    if (fresh === undefined) return;
+    const held = heldIn(fresh.values());
+    const exists = (name: string): boolean => fresh.has(name);
+    choice = { resliced: false, sentConditions: false };
+    decideNodeSlicePool(plan(held, canFree), choice)(onCache);
+    // The pools of the slices about to be handed out exist before any node can read that they are its own.
+    await this.#ensurePools(spec, assignedEntries(choice), { ...input, exists });
     const { outcome, written } = await this.#writer.writeNodeSlicePool(
       spec.network,
-      decideNodeSlicePool(plan, choice),
+      decideNodeSlicePool(plan(held, canFree), choice),
       { leading: input.leading },
     );
     const decision = choice.decision;
@@ -151,6 +167,7 @@ export class NodeSlices {
       if (outcome === 'conflict') input.log.info(`NodeSlicePool ${spec.network} kept changing; left for the next pass`);
       return;
     }
+    await this.#ensurePools(spec, decision.entries, { ...input, exists });
     if (choice.sentConditions && !hasConditions(written)) {
       this.#conditionsPersist = false;
       input.log.warning(
@@ -160,67 +177,45 @@ export class NodeSlices {
     if ((choice.lifecycle?.draining.length ?? 0) > 0 && !hasDraining(written) && this.#drainingPersists) {
       this.#drainingPersists = false;
       input.log.warning(
-        "the NodeSlicePool CRD drops status.draining (Whereabouts' CRD?): draining slices are forgotten at once; install hereabouts' CRD",
+        "the NodeSlicePool CRD drops status.draining (Whereabouts' CRD?): draining slices are not recorded; install hereabouts' CRD",
       );
     }
     const meta = recordOf(recordOf(written)['metadata']);
     const ref = poolRef({ name: spec.network, namespace, uid: typeof meta['uid'] === 'string' ? meta['uid'] : '' });
     if (outcome === 'created')
       input.log.info(`created NodeSlicePool ${spec.network} slicing ${sources.join(', ')}`, { network: spec.network });
-    const lifecycle = choice.lifecycle;
-    if (choice.resliced) {
-      const draining = lifecycle?.draining.length ?? 0;
-      await input.events.emit(
-        ref,
-        'Warning',
-        'Resliced',
-        `range or slice size changed: /${spec.sliceSize} slices of ${formatCidr(spec.range)} assigned anew; ${draining} old slice(s) drain until their pools are empty`,
-      );
-    }
-    for (const d of lifecycle?.drained ?? []) {
+    await reportChanges(spec, choice, { ref, log: input.log, events: input.events, report });
+    await this.#reportOffenders(ref, offenders, input);
+  }
+
+  #ensurePools(
+    spec: SliceSpec,
+    entries: readonly SliceEntry[],
+    input: NetworkInput & { readonly exists: (key: string) => boolean },
+  ): Promise<void> {
+    return ensureSlicePools(this.#writer, spec, entries, { ...input, namespace: this.#api.namespace });
+  }
+
+  async #reportOffenders(ref: InvolvedObject, offenders: NetworkGroup['offenders'], input: SliceInput): Promise<void> {
+    for (const offender of offenders) await input.events.emit(ref, 'Warning', 'NetworkConflict', offender.message);
+  }
+
+  /**
+   * A NodeSlicePool of the controller's whose network no NAD asks for: deleted (in the version judged) once no
+   * slice pool of the network holds an address, in the cache and then in a fresh LIST. Until then it keeps
+   * recording which node holds which part of the range, for the pods of the network that still run.
+   */
+  async #deleteIfUnused(cached: NodeSlicePoolView, input: NetworkInput): Promise<void> {
+    const options = { namespace: this.#api.namespace, notSlicePools: input.notSlicePools };
+    if (cidrOrUndefined(cached.range) === undefined || networkInUse(cached, input.pools, options)) return;
+    const fresh = await input.freshPools();
+    if (fresh === undefined || networkInUse(cached, fresh, options) || !input.leading()) return;
+    const outcome = await this.#writer.deleteNodeSlicePool(cached.name, cached);
+    if (outcome === 'deleted')
       input.log.info(
-        `slice ${d.sliceRange} of node ${d.nodeName} in ${spec.network} drains (${d.reason}): nothing more is allocated from it`,
-        { network: spec.network },
+        `deleted NodeSlicePool ${cached.name}: no NetworkAttachmentDefinition asks for the network and its slice pools are empty`,
+        { network: cached.name },
       );
-      await input.events.emit(
-        ref,
-        'Normal',
-        'SliceDraining',
-        `${d.nodeName} ${d.sliceRange} drains (${d.reason}): released once its pool is empty`,
-      );
-    }
-    for (const d of lifecycle?.restored ?? []) {
-      input.log.info(`node ${d.nodeName} is back: it keeps slice ${d.sliceRange} of ${spec.network}`, {
-        network: spec.network,
-      });
-      await input.events.emit(ref, 'Normal', 'SliceRestored', `${d.nodeName} ${d.sliceRange}: the node is back`);
-    }
-    for (const a of decision.assigned) {
-      report.assigned.push(`${spec.network}: ${a}`);
-      input.log.info(`assigned slice ${a} of ${spec.network}`, { network: spec.network });
-      await input.events.emit(ref, 'Normal', 'SliceAssigned', `assigned ${a}`);
-    }
-    for (const d of lifecycle?.released ?? []) {
-      const slice = `${d.nodeName} ${d.sliceRange}`;
-      report.freed.push(`${spec.network}: ${slice}`);
-      const why = d.reason === 'NodeLeft' ? 'the node left' : 'the network was resliced';
-      input.log.info(
-        `${d.reason === 'NodeLeft' ? 'freed' : 'released'} slice ${slice} of ${spec.network}: ${why} and its pool is empty`,
-        { network: spec.network },
-      );
-      await input.events.emit(
-        ref,
-        'Normal',
-        d.reason === 'NodeLeft' ? 'SliceFreed' : 'SliceReleased',
-        `${d.reason === 'NodeLeft' ? 'freed' : 'released'} ${slice}: ${why} and its pool is empty`,
-      );
-    }
-    if (decision.starved.length > 0) {
-      report.starved.set(spec.network, decision.starved);
-      const message = noFreeSliceMessage(decision.starved, spec);
-      input.log.warning(`NodeSlicePool ${spec.network}: ${message}`, { network: spec.network });
-      await input.events.emit(ref, 'Warning', 'NoFreeSlice', message);
-    }
   }
 
   #logOnce(key: string, message: string, log: Log): void {
@@ -228,53 +223,18 @@ export class NodeSlices {
     this.#logged.set(key, message);
     log.warning(`node slices: ${message}`);
   }
-
-  /** Sets ConfigConflict=True on an existing pool of the network, once; nothing else of it changes. */
-  async #markConflict(network: string, message: string, input: SliceInput): Promise<void> {
-    const cached = input.nodeSlicePools.get(`${this.#api.namespace}/${network}`);
-    if (cached === undefined || !this.#conditionsPersist) return;
-    const wanted: Condition[] = [
-      { type: 'ConfigConflict', status: 'True', reason: 'NetworkAttachmentDefinitionsDisagree', message },
-    ];
-    const decide = (current: Record<string, unknown> | undefined): Record<string, unknown> | undefined => {
-      const status = (current?.['status'] ?? {}) as Record<string, unknown>;
-      if (current === undefined || conditionsMatch(status['conditions'], wanted)) return undefined;
-      return {
-        ...current,
-        status: { ...status, conditions: withConditions(status['conditions'], wanted, new Date()) },
-      };
-    };
-    if (decide(cachedObject(cached)) === undefined) return;
-    await this.#writer.writeNodeSlicePool(network, decide, { leading: input.leading });
-    await input.events.emit(poolRef(cached), 'Warning', 'NetworkConflict', message);
-  }
 }
 
-/** The cached view as the object the decide functions read (metadata, spec, status as far as they look). */
-function cachedObject(view: NodeSlicePoolView): Record<string, unknown> {
-  const conditions = [...view.conditions].map(([type, joined]) => {
-    const [status, reason, ...message] = joined.split('|');
-    return { type, status, reason, message: message.join('|') };
-  });
-  return {
-    metadata: {
-      name: view.name,
-      namespace: view.namespace,
-      uid: view.uid,
-      ownerReferences: view.ownerUids.map((uid) => ({ kind: 'NetworkAttachmentDefinition', uid })),
-    },
-    spec: { range: view.range, sliceSize: view.sliceSize },
-    status: { allocations: view.entries, draining: view.draining, conditions },
-  };
+interface NetworkInput extends SliceInput {
+  readonly notSlicePools: ReadonlySet<string>;
+  /** The IPPools as the API has them now ("namespace/name" -> view), read once a pass; undefined when unreadable. */
+  readonly freshPools: () => Promise<ReadonlyMap<string, PoolView> | undefined>;
 }
 
-function hasDraining(written: unknown): boolean {
-  return Array.isArray((written as { status?: { draining?: unknown } } | undefined)?.status?.draining);
-}
-
-function hasConditions(written: unknown): boolean {
-  const status = (written as { status?: { conditions?: unknown } } | undefined)?.status;
-  return Array.isArray(status?.conditions) && status.conditions.length > 0;
+/** The entries of the slices the decision hands out anew. */
+function assignedEntries(choice: SliceChoice): SliceEntry[] {
+  const assigned = new Set(choice.decision?.assigned ?? []);
+  return (choice.decision?.entries ?? []).filter((e) => assigned.has(sliceKey(e)));
 }
 
 /** Slices per network for the metrics: assigned and free. */

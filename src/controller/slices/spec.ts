@@ -1,6 +1,8 @@
 // What a NetworkAttachmentDefinition asks of the controller: the network names it uses (reservation names carry
 // them as prefixes) and, with node_slice_size, the network's range and slice size, read by the plugin's own config
-// parser (src/config) so that both sides agree on every key. Pure: NADs that disagree are reported, never applied.
+// parser (src/config) so that both sides agree on every key. Pure. NADs of one network that disagree do not freeze
+// it: the network follows its oldest NAD (by creationTimestamp, then namespace/name), and the others are named as
+// offenders and ignored, so a tenant who writes a NAD for someone else's network cannot stop its slicing.
 import { HereaboutsError, messageOf } from '../../errors.ts';
 import { parseNetworkConfig } from '../../config/parse.ts';
 import type { NetworkConfig } from '../../config/types.ts';
@@ -17,6 +19,8 @@ export interface SliceSpec {
   readonly sliceSize: number;
   /** "namespace/name" of the NAD it came from. */
   readonly source: string;
+  /** The NAD's metadata.creationTimestamp (ms since the epoch; absent when it has none): the oldest NAD rules. */
+  readonly createdMs?: number;
 }
 
 type Obj = Record<string, unknown>;
@@ -117,12 +121,14 @@ export function sliceSpecOf(nad: unknown): SliceSpec | undefined {
   }
   const networkName = parsed.ipam.networkName;
   const named = networkName !== undefined && networkName !== '';
+  const created = Date.parse(String(recordOf(recordOf(nad)['metadata'])['creationTimestamp']));
   return {
     network: named ? networkName : parsed.name,
     networkNamed: named,
     range: first.cidr,
     sliceSize: parsed.ipam.nodeSliceSize,
     source: found.source,
+    ...(Number.isNaN(created) ? {} : { createdMs: created }),
   };
 }
 
@@ -133,33 +139,61 @@ export function sameSlicing(a: SliceSpec, b: SliceSpec): boolean {
   );
 }
 
+/** A NAD that asks for another slicing than the one its network follows: ignored, and named. */
+export interface Offender {
+  readonly source: string;
+  readonly message: string;
+}
+
+export interface NetworkGroup {
+  /** The slicing the network follows: its oldest NAD's. */
+  readonly spec: SliceSpec;
+  /** The NADs that ask for it, sorted. */
+  readonly sources: string[];
+  /** The NADs that ask for another one, oldest first. */
+  readonly offenders: Offender[];
+}
+
 export interface NetworkGroups {
-  /** One spec per network whose NADs agree, with every NAD that asked for it. */
-  readonly agreed: Map<string, { spec: SliceSpec; sources: string[] }>;
-  /** One message per network whose NADs disagree, naming them and what each asks for. */
+  /** One group per network. */
+  readonly agreed: Map<string, NetworkGroup>;
+  /** One message per offending NAD. */
   readonly conflicts: string[];
-  /** The same by network, with the NADs involved. */
-  readonly conflicting: Map<string, { message: string; sources: string[] }>;
+}
+
+/** Oldest first: creationTimestamp, then namespace/name (a rule an operator can predict from `kubectl get`). */
+function olderFirst(a: SliceSpec, b: SliceSpec): number {
+  const [at, bt] = [a.createdMs ?? Number.POSITIVE_INFINITY, b.createdMs ?? Number.POSITIVE_INFINITY];
+  if (at !== bt) return at < bt ? -1 : 1;
+  return a.source < b.source ? -1 : a.source > b.source ? 1 : 0;
+}
+
+function describeSlicing(spec: SliceSpec): string {
+  return `${formatCidr(spec.range)} by /${spec.sliceSize}${spec.networkNamed ? '' : ' without network_name'}`;
 }
 
 export function groupByNetwork(specs: readonly SliceSpec[]): NetworkGroups {
-  const bySlicing = new Map<string, SliceSpec[]>();
-  for (const spec of specs) bySlicing.set(spec.network, [...(bySlicing.get(spec.network) ?? []), spec]);
+  const byNetwork = new Map<string, SliceSpec[]>();
+  for (const spec of specs) byNetwork.set(spec.network, [...(byNetwork.get(spec.network) ?? []), spec]);
   const agreed: NetworkGroups['agreed'] = new Map();
-  const conflicting: NetworkGroups['conflicting'] = new Map();
-  for (const [network, list] of bySlicing) {
-    const sources = list.map((s) => s.source).sort();
-    const [first] = list;
+  const conflicts: string[] = [];
+  for (const [network, list] of byNetwork) {
+    const [first, ...rest] = [...list].sort(olderFirst);
     if (first === undefined) continue;
-    const odd = list.find((s) => !sameSlicing(first, s));
-    if (odd === undefined) {
-      agreed.set(network, { spec: first, sources });
-      continue;
+    const sources = [first.source];
+    const offenders: Offender[] = [];
+    for (const spec of rest) {
+      if (sameSlicing(first, spec)) {
+        sources.push(spec.source);
+        continue;
+      }
+      const message =
+        `NetworkAttachmentDefinition ${spec.source} slices ${describeSlicing(spec)} but network ${network} follows ` +
+        `${first.source}, its oldest NetworkAttachmentDefinition: ${describeSlicing(first)}; ${spec.source} is ignored`;
+      offenders.push({ source: spec.source, message });
+      conflicts.push(message);
     }
-    const message =
-      `network ${network}: ${first.source} slices ${formatCidr(first.range)} by /${first.sliceSize} but ${odd.source} ` +
-      `slices ${formatCidr(odd.range)} by /${odd.sliceSize}; not changed until they agree`;
-    conflicting.set(network, { message, sources });
+    agreed.set(network, { spec: first, sources: sources.sort(), offenders });
   }
-  return { agreed, conflicts: [...conflicting.values()].map((c) => c.message), conflicting };
+  return { agreed, conflicts };
 }

@@ -92,9 +92,7 @@ export async function nodeSlicePools(
   const slicing = slicingOf(object, network.name, ctx.node, memory);
   const slice = usableSlice(slicing, config, network.name, ctx.node);
   remember(ctx, network.name, memory, slicing, [slice]);
-  const pool = slicePool(ctx.node, network, config, slice);
-  const { uid, generation } = slicing;
-  return [uid === undefined || generation === undefined ? pool : { ...pool, assignedIn: { uid, generation } }];
+  return [{ ...slicePool(ctx.node, network, config, slice), sliceNode: ctx.node }];
 }
 
 /** The slice ADD may allocate from: the configured slicing's, this node's, not draining. */
@@ -197,6 +195,7 @@ function remember(
 ): void {
   const held = new Set([...(options.prune === true ? [] : (memory?.held ?? [])), ...slices.map(formatCidr)]);
   const next: SliceMemory = {
+    ...(slicing.uid === undefined ? {} : { uid: slicing.uid }),
     generation: slicing.generation,
     ...(slicing.resourceVersion === undefined ? {} : { resourceVersion: slicing.resourceVersion }),
     range: formatCidr(slicing.range),
@@ -212,7 +211,8 @@ function remember(
 /**
  * What a NodeSlicePool object (Whereabouts' shape: spec{range, sliceSize}, status.allocations[{nodeName,
  * sliceRange}], plus our optional status.draining[{nodeName, sliceRange, reason}]) says about `node`. The node's
- * remembered reading is reused when the generation and slice size are the ones it was read at.
+ * remembered reading is reused when the object is the one it was read from (its uid: a NodeSlicePool deleted and
+ * re-created starts its generations again) at the same generation and slicing.
  */
 export function slicingOf(object: unknown, name: string, node: string, memory?: SliceMemory): NodeSlicing {
   const metadata = isRecord(object) ? object['metadata'] : undefined;
@@ -249,6 +249,8 @@ export function slicingOf(object: unknown, name: string, node: string, memory?: 
   if (
     memory !== undefined &&
     generation !== undefined &&
+    uid !== undefined &&
+    memory.uid === uid &&
     memory.generation === generation &&
     memory.sliceSize === sliceSize &&
     memory.range === formatCidr(range)

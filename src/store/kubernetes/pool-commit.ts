@@ -9,10 +9,11 @@ import { applyChange } from '../local/apply-change.ts';
 import type { AllocationRecord, Allocations, Plan, Planned, PoolChange, PoolRef } from '../store.ts';
 import type { CommitContext, CommitOptions } from './commit.ts';
 import { mayHaveApplied } from '../../kube/errors.ts';
-import { refusesClaim, type PoolState } from './pool-object.ts';
+import type { PoolState } from './pool-object.ts';
 import { fetchPool } from './pool-read.ts';
 import { isLoneClaim, writePool } from './pool-write.ts';
 import { reserve, type Held } from './reservations.ts';
+import { sliceGivenBack } from './slice-reassigned.ts';
 import { settleUnused, settleWritten } from './settle-reservations.ts';
 import { CONFLICT } from '../../kube/retry.ts';
 
@@ -114,7 +115,7 @@ export class PoolCommit<T> {
 
   /**
    * The plan on the current view (its change stamped with this writer's node), or AGAIN once the view was read
-   * fresh. Throws on a claim in a retired pool.
+   * fresh. Throws on a claim in a retired pool, unless the NodeSlicePool read now gives the slice back to this node.
    */
   async plan(): Promise<Planned<T> | typeof AGAIN> {
     const state = this.view;
@@ -131,11 +132,12 @@ export class PoolCommit<T> {
       return { value: planned.value, change: null };
     }
     const change = stamped(planned.change, this.#ctx.node);
-    if (change.claim !== undefined && refusesClaim(state.retired, this.#pool.assignedIn)) {
+    if (change.claim !== undefined && state.retired !== undefined) {
       if (!state.fresh) {
         await this.freshen();
         return AGAIN;
       }
+      if (await sliceGivenBack(this.#ctx.api, this.#pool)) return { value: planned.value, change };
       throw new HereaboutsError(
         ErrorKind.Unavailable,
         `IPPool ${this.#pool.name} was retired: its node slice was released after this request read it`,

@@ -23,7 +23,11 @@ export interface PoolState {
 /** The annotation the controller puts on a drained node-slice pool before its slice goes back to the free list. */
 export const RETIRED_ANNOTATION = 'hereabouts.cni.cncf.io/retired';
 
-/** "<NodeSlicePool uid>/<generation>": the value of RETIRED_ANNOTATION. */
+/**
+ * "<NodeSlicePool uid>/<generation>": the value of RETIRED_ANNOTATION, the NodeSlicePool version the slice was
+ * released at. For the operator (and plugins of earlier versions, which compared it); this version refuses every
+ * claim in a retired pool until the NodeSlicePool, read after the mark, gives the slice back (pool-commit.ts).
+ */
 export function retiredValue(version: SliceVersion): string {
   return `${version.uid}/${version.generation}`;
 }
@@ -37,13 +41,6 @@ function retiredOf(metadata: Record<string, unknown>): SliceVersion | undefined 
   return m?.[1] === undefined || m[2] === undefined
     ? { uid: value, generation: Number.MAX_SAFE_INTEGER }
     : { uid: m[1], generation: Number(m[2]) };
-}
-
-/** True when a claim planned from the slice assignment `assignedIn` may not land in a pool retired as `retired`. */
-export function refusesClaim(retired: SliceVersion | undefined, assignedIn: SliceVersion | undefined): boolean {
-  if (retired === undefined) return false;
-  // Assigned by a NodeSlicePool written after the retirement (or by a new incarnation of it): the slice came back.
-  return assignedIn === undefined || (assignedIn.uid === retired.uid && assignedIn.generation <= retired.generation);
 }
 
 /** The record kept for an entry that is not {id, podref, ifname} strings: its address stays taken. */

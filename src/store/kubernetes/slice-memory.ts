@@ -18,6 +18,8 @@ import { isRecord } from '../../record.ts';
 const FORMAT = 2;
 
 export interface SliceMemory {
+  /** The NodeSlicePool's metadata.uid: a generation means nothing in another incarnation of it. */
+  readonly uid?: string;
   /** The NodeSlicePool's metadata.generation the reading below was made at. */
   readonly generation: number | undefined;
   /** Its metadata.resourceVersion then: the next read is served from the API server's cache, never older than it. */
@@ -58,7 +60,7 @@ export function readSliceMemory(ctx: MemoryContext, network: string): SliceMemor
     doc['node'] !== ctx.node
   )
     return undefined;
-  const { generation, resourceVersion, range, sliceSize, slice, draining, held } = doc;
+  const { uid, generation, resourceVersion, range, sliceSize, slice, draining, held } = doc;
   if (
     (generation !== undefined && typeof generation !== 'number') ||
     typeof range !== 'string' ||
@@ -66,9 +68,19 @@ export function readSliceMemory(ctx: MemoryContext, network: string): SliceMemor
   )
     return undefined;
   if ((slice !== undefined && typeof slice !== 'string') || !strings(draining) || !strings(held)) return undefined;
+  if (uid !== undefined && typeof uid !== 'string') return undefined;
   // Written by a version that did not record it, or not one the API server could parse: the next read takes any version.
   const version = typeof resourceVersion === 'string' && /^[1-9]\d*$/.test(resourceVersion) ? { resourceVersion } : {};
-  return { generation, ...version, range, sliceSize, ...(slice === undefined ? {} : { slice }), draining, held };
+  return {
+    ...(uid === undefined ? {} : { uid }),
+    generation,
+    ...version,
+    range,
+    sliceSize,
+    ...(slice === undefined ? {} : { slice }),
+    draining,
+    held,
+  };
 }
 
 export function writeSliceMemory(ctx: MemoryContext, network: string, memory: SliceMemory): void {

@@ -97,6 +97,26 @@ export class PoolWriter {
   }
 
   /**
+   * Creates the empty IPPool of a slice the controller is about to hand (or has handed) to a node, so that the pools
+   * record every slice assignment (a NodeSlicePool deleted and re-created is rebuilt from them). A POST: an existing
+   * pool, whatever it holds, is left as it is. True when this call created it.
+   */
+  async ensureSlicePool(pool: string, slice: Cidr): Promise<boolean> {
+    const body = {
+      apiVersion: API_VERSION,
+      kind: 'IPPool',
+      metadata: { name: pool },
+      spec: { range: rangeText(slice), allocations: {} },
+    };
+    return (await createObject(this.#api, 'ippools', body)).kind === 'created';
+  }
+
+  /** Deletes a NodeSlicePool only in the version judged (uid and resourceVersion preconditions). */
+  deleteNodeSlicePool(name: string, judged: ObjectVersion): Promise<'deleted' | 'gone' | 'conflict'> {
+    return deleteExactly(this.#api, 'nodeslicepools', name, judged);
+  }
+
+  /**
    * Re-creates the missing reservation of an address a pool holds. A POST: when one exists meanwhile (whoever it
    * names) it is left as it is. True when this call created it.
    */

@@ -233,6 +233,21 @@ export async function createPool(
   await ns.create('ippools', { apiVersion: GROUP, kind: 'IPPool', metadata: { name }, spec: { range, allocations } });
 }
 
+/**
+ * Sets the pool's allocations, creating it when it does not exist: a node-slice pool is created by the controller
+ * when it hands the slice out, before any node allocates there.
+ */
+export async function writePool(
+  ns: Namespace,
+  name: string,
+  range: string,
+  allocations: Record<string, Allocation>,
+): Promise<void> {
+  const current = await ns.get('ippools', name);
+  if (current === undefined) return createPool(ns, name, range, allocations);
+  await api(ns.cp, 'PUT', ns.path('ippools', name), { ...current, spec: { range, allocations } });
+}
+
 /** The offsets allocated in the pool, sorted. */
 export async function offsets(ns: Namespace, pool: string): Promise<string[]> {
   const object = await ns.get('ippools', pool);

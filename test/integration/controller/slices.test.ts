@@ -27,6 +27,7 @@ import {
   events,
   offsets,
   startController,
+  writePool,
   type Running,
 } from './harness.ts';
 
@@ -110,15 +111,16 @@ describe('controller node slices', () => {
     const network = `${ns.name}-v4`;
     const ipam = { type: 'hereabouts', range: '10.85.0.0/16', node_slice_size: '/24', network_name: network };
     const a = await node('a');
-    const nad = await createNad(ns, 'slicenet', ipam);
+    await createNad(ns, 'slicenet', ipam);
     assert.ok(await eventually(async () => (await sliceOf(network, a)) !== undefined, 10_000), controller.log());
     assert.deepEqual((await pool(network))?.['spec'], { range: '10.85.0.0/16', sliceSize: '/24' });
     const owners = (
       (await pool(network))?.['metadata'] as { ownerReferences?: Array<{ kind: string; name: string; uid: string }> }
     ).ownerReferences;
     assert.deepEqual(
-      owners?.map((o) => [o.kind, o.name, o.uid]),
-      [['NetworkAttachmentDefinition', 'slicenet', nad.uid]],
+      (owners ?? []).map((o) => [o.kind, o.name, o.uid]),
+      [],
+      'not owned by its NADs: the garbage collector would delete it with them while its slices hold addresses',
     );
     const b = await node('b');
     assert.ok(await eventually(async () => (await sliceOf(network, b)) !== undefined, 10_000), controller.log());
@@ -185,7 +187,7 @@ describe('controller node slices', () => {
     assert.ok(await eventually(async () => (await sliceOf(network, d)) !== undefined, 10_000), controller.log());
     const slice = (await sliceOf(network, d))!;
     const uid = await createPod(ns, 'on-d', { phase: 'Running' });
-    await createPool(ns, `${network}-${d}-${slice.replace('/', '-')}`, slice, { '1': allocation(ns, 'on-d', uid) });
+    await writePool(ns, `${network}-${d}-${slice.replace('/', '-')}`, slice, { '1': allocation(ns, 'on-d', uid) });
     await api(ns.cp, 'DELETE', `/api/v1/nodes/${d}`);
     // The controller saw the node leave, and passes came after that in which it could have freed the slice.
     await controller.waitForLine(
@@ -206,7 +208,7 @@ describe('controller node slices', () => {
     assert.ok(await eventually(freed, 10_000), controller.log());
   });
 
-  test('NADs of one network that disagree are reported (events, condition) and change nothing', async () => {
+  test("a tenant's NAD that disagrees with the network's oldest NAD is ignored and named (event on it, condition); new nodes still get slices", async () => {
     const network = `${ns.name}-odd`;
     const e = await node('e');
     await createNad(ns, 'oddnet', {
@@ -216,68 +218,76 @@ describe('controller node slices', () => {
       network_name: network,
     });
     assert.ok(await eventually(async () => (await sliceOf(network, e)) !== undefined, 10_000), controller.log());
-    const before = await entries(network);
-    await createNad(ns, 'oddnet-2', {
-      type: 'hereabouts',
-      range: '10.87.0.0/16',
-      node_slice_size: '/26',
-      network_name: network,
-    });
-    assert.ok(
-      await eventually(async () => (await condition(network, 'ConfigConflict'))?.status === 'True', 10_000),
-      controller.log(),
-    );
-    // The pass posts the NADs' events, writes the condition, then posts the NodeSlicePool's event: wait for that last
-    // one, or it could arrive after the count below is taken and look like a new event of a later pass.
-    const onPool = async () =>
-      (await ours()).some(
-        (ev) =>
-          ev.reason === 'NetworkConflict' &&
-          ev.involvedObject.kind === 'NodeSlicePool' &&
-          ev.involvedObject.name === network,
+    const tenant = await createNamespace(ns.cp, 'tenant');
+    try {
+      await createNad(
+        ns,
+        'oddnet-2',
+        { type: 'hereabouts', range: '10.87.0.0/16', node_slice_size: '/26', network_name: network },
+        tenant.name,
       );
-    assert.ok(await eventually(onPool, 10_000), controller.log());
-    assert.match(
-      (await condition(network, 'ConfigConflict'))!.message,
-      /slices 10\.87\.0\.0\/16 by \/24 but .*oddnet-2 slices 10\.87\.0\.0\/16 by \/26; not changed until they agree/,
-    );
-    const warnings = (await ours()).filter((ev) => ev.reason === 'NetworkConflict' && ev.type === 'Warning');
-    assert.deepEqual(
-      [
-        ...new Set(
-          warnings
-            .filter((w) => w.involvedObject.kind === 'NetworkAttachmentDefinition')
-            .map((w) => w.involvedObject.name),
+      const offender = `${tenant.name}/oddnet-2`;
+      assert.ok(
+        await eventually(async () => (await condition(network, 'ConfigConflict'))?.status === 'True', 10_000),
+        controller.log(),
+      );
+      // A node that joins now still gets its slice, cut as the oldest NAD says.
+      const f = await node('f');
+      assert.ok(
+        await eventually(async () => (await sliceOf(network, f)) !== undefined, 10_000),
+        `node ${f} got no slice while ${offender} disagrees\n${controller.log()}`,
+      );
+      assert.match((await sliceOf(network, f))!, /^10\.87\.\d+\.0\/24$/);
+      assert.deepEqual((await pool(network))?.['spec'], { range: '10.87.0.0/16', sliceSize: '/24' });
+      assert.match(
+        (await condition(network, 'ConfigConflict'))!.message,
+        new RegExp(
+          `NetworkAttachmentDefinition ${offender} slices 10\\.87\\.0\\.0/16 by /26 but network ${network} follows ` +
+            `${ns.name}/oddnet, its oldest NetworkAttachmentDefinition: 10\\.87\\.0\\.0/16 by /24; ${offender} is ignored`,
         ),
-      ].sort(),
-      ['oddnet', 'oddnet-2'],
-    );
-    await node('f');
-    await slicePasses(2);
-    assert.deepEqual(await entries(network), before, 'no slice assigned or taken while the NADs disagree');
-    const passes = controller.lines().filter((l) => / pass done/.test(l.msg)).length;
-    const warningCount = (await ours())
-      .filter((ev) => ev.reason === 'NetworkConflict')
-      .reduce((n, ev) => n + (ev.count ?? 1), 0);
-    assert.equal(
-      warningCount,
-      warnings.reduce((n, ev) => n + (ev.count ?? 1), 0),
-      `no new event in later passes (${passes} so far)`,
-    );
-    assert.equal(
-      controller.lines().filter((l) => l.msg.includes('not changed until they agree')).length,
-      1,
-      'logged once',
-    );
-    await api(
-      ns.cp,
-      'DELETE',
-      `/apis/k8s.cni.cncf.io/v1/namespaces/${ns.name}/network-attachment-definitions/oddnet-2`,
-    );
-    assert.ok(
-      await eventually(async () => (await condition(network, 'ConfigConflict'))?.status === 'False', 10_000),
-      controller.log(),
-    );
+      );
+      // The offender gets the warning, on its own NAD; the NAD the network follows gets none.
+      const onOffender = async () =>
+        (await events(ns, tenant.name)).filter(
+          (ev) =>
+            ev.reportingInstance === identity() &&
+            ev.reason === 'NetworkConflict' &&
+            ev.type === 'Warning' &&
+            ev.involvedObject.kind === 'NetworkAttachmentDefinition' &&
+            ev.involvedObject.name === 'oddnet-2',
+        );
+      assert.ok(await eventually(async () => (await onOffender()).length > 0, 10_000), controller.log());
+      assert.match((await onOffender())[0]!.message, new RegExp(`${offender} is ignored`));
+      assert.deepEqual(
+        (await ours()).filter(
+          (ev) => ev.reason === 'NetworkConflict' && ev.involvedObject.kind === 'NetworkAttachmentDefinition',
+        ),
+        [],
+        'no warning on the NAD the network follows',
+      );
+      await slicePasses(2);
+      const count = async () => (await onOffender()).reduce((n, ev) => n + (ev.count ?? 1), 0);
+      const warnings = await count();
+      await slicePasses(2);
+      assert.equal(await count(), warnings, 'no new event in later passes');
+      assert.equal(controller.lines().filter((l) => l.msg.includes(`${offender} is ignored`)).length, 1, 'logged once');
+      await api(
+        ns.cp,
+        'DELETE',
+        `/apis/k8s.cni.cncf.io/v1/namespaces/${tenant.name}/network-attachment-definitions/oddnet-2`,
+      );
+      assert.ok(
+        await eventually(async () => (await condition(network, 'ConfigConflict'))?.status === 'False', 10_000),
+        controller.log(),
+      );
+    } finally {
+      await apiRequest(
+        ns.cp,
+        'DELETE',
+        `/apis/k8s.cni.cncf.io/v1/namespaces/${tenant.name}/network-attachment-definitions`,
+      );
+      await tenant.cleanup();
+    }
   });
 
   test('a reslice while a pod holds an address in an old slice: no new slice covers it, and DEL releases it there', async () => {

@@ -100,3 +100,57 @@ test('an ADD that stalled past the drain of its slice is refused in the retired 
     await store.close();
   }
 });
+
+test('an ADD that read a NodeSlicePool that was deleted and re-created since is refused in the pool the new one retired', async () => {
+  const config = kubeNetwork(ns, [testRange('10.131.0.0/24')], {
+    name: 'again',
+    nodeSliceSize: 28,
+    enableOverlappingRanges: false,
+  });
+  await createNodeSlicePool(ns, 'again', '10.131.0.0/24', 28, ['node-a']);
+  const store = await openNode(ns, config, 'node-a');
+  try {
+    const stalled = await store.resolvePools(config); // the ADD reads its slice ... and stalls here
+    // Meanwhile the NodeSlicePool is deleted and re-created: the new one lists node-a's slice as draining, the
+    // controller confirms its pool empty and retires it under the new NodeSlicePool's version, and frees the slice.
+    await api(ns.cp, 'DELETE', ns.path('nodeslicepools', 'again'));
+    const draining = { nodeName: 'node-a', sliceRange: '10.131.0.0/28', reason: 'NodeLeft' as const };
+    const created = (await api(ns.cp, 'POST', ns.path('nodeslicepools'), {
+      apiVersion: 'whereabouts.cni.cncf.io/v1alpha1',
+      kind: 'NodeSlicePool',
+      metadata: { name: 'again' },
+      spec: { range: '10.131.0.0/24', sliceSize: '/28' },
+      status: { allocations: [{ nodeName: 'node-a', sliceRange: '10.131.0.0/28' }], draining: [draining] },
+    })) as { metadata: { uid: string; generation: number; resourceVersion: string } };
+    const spec = {
+      network: 'again',
+      networkNamed: false,
+      range: parseCidr('10.131.0.0/24'),
+      sliceSize: 28,
+      source: `${ns.name}/again`,
+    };
+    const confirmed = await new DrainConfirmer(controller, 0).confirmEmpty(spec, [draining], {
+      pools: new Map(),
+      log: jsonLog({ level: 'error' }),
+      version: { uid: created.metadata.uid, generation: created.metadata.generation },
+    });
+    assert.equal(confirmed.size, 1, 'the empty slice was not confirmed');
+    const current = await ns.get('nodeslicepools', 'again');
+    const written = (await api(ns.cp, 'PUT', ns.path('nodeslicepools', 'again'), {
+      ...current,
+      status: { allocations: [{ nodeName: 'node-b', sliceRange: '10.131.0.0/28' }], draining: [] },
+    })) as { metadata: { resourceVersion: string } };
+    await cacheHolds(ns.cp, ns.path('nodeslicepools', 'again'), written.metadata.resourceVersion);
+    // The stalled ADD wakes up.
+    await assert.rejects(
+      assign(store, config, pod('late-again'), { pools: stalled }),
+      (err: unknown) => err instanceof HereaboutsError && cniCodeOf(err) === 11,
+    );
+    const spec0 = (await ns.get('ippools', 'node-a-10.131.0.0-28'))?.['spec'] as {
+      allocations?: Record<string, unknown>;
+    };
+    assert.deepEqual(spec0.allocations ?? {}, {}, 'the stalled ADD claimed an address in a slice given to node-b');
+  } finally {
+    await store.close();
+  }
+});

@@ -28,18 +28,50 @@ test('sliceSpecOf() ignores NADs without node slices and names the bad ones', ()
   );
 });
 
-test('groupByNetwork() reports NADs of one network that disagree and drops the network', () => {
-  const a = sliceSpecOf(
-    nad('a', { type: 'hereabouts', range: '10.0.0.0/16', node_slice_size: 24, network_name: 'n' }),
-  )!;
-  const b = sliceSpecOf(
-    nad('b', { type: 'hereabouts', range: '10.0.0.0/16', node_slice_size: 26, network_name: 'n' }),
-  )!;
-  const { agreed, conflicts } = groupByNetwork([a, b]);
-  assert.equal(agreed.size, 0);
+const nadAt = (name: string, namespace: string, created: string, ipam: Record<string, unknown>) => ({
+  metadata: { namespace, name, creationTimestamp: created },
+  spec: { config: JSON.stringify({ cniVersion: '1.0.0', name: `${name}-conf`, type: 'macvlan', ipam }) },
+});
+
+test('groupByNetwork() follows the oldest NAD of a network and names the ones that disagree as offenders', () => {
+  const ipam = (size: number) => ({
+    type: 'hereabouts',
+    range: '10.0.0.0/16',
+    node_slice_size: size,
+    network_name: 'n',
+  });
+  const legit = sliceSpecOf(nadAt('a', 'infra', '2024-01-01T00:00:00Z', ipam(24)))!;
+  const same = sliceSpecOf(nadAt('c', 'team-c', '2024-03-01T00:00:00Z', ipam(24)))!;
+  const tenant = sliceSpecOf(nadAt('b', 'team-b', '2024-02-01T00:00:00Z', ipam(26)))!;
+  const { agreed, conflicts } = groupByNetwork([tenant, same, legit]);
+  assert.equal(agreed.get('n')?.spec.source, 'infra/a');
+  assert.equal(agreed.get('n')?.spec.sliceSize, 24);
+  assert.deepEqual(agreed.get('n')?.sources, ['infra/a', 'team-c/c']);
+  assert.deepEqual(
+    agreed.get('n')?.offenders.map((o) => o.source),
+    ['team-b/b'],
+  );
   assert.match(
-    conflicts[0] ?? '',
-    /network n: default\/a slices 10\.0\.0\.0\/16 by \/24 but default\/b slices 10\.0\.0\.0\/16 by \/26/,
+    agreed.get('n')?.offenders[0]?.message ?? '',
+    /NetworkAttachmentDefinition team-b\/b slices 10\.0\.0\.0\/16 by \/26 but network n follows infra\/a, its oldest NetworkAttachmentDefinition: 10\.0\.0\.0\/16 by \/24; team-b\/b is ignored/,
+  );
+  assert.equal(conflicts.length, 1);
+});
+
+test('groupByNetwork() breaks a tie of creation times by namespace/name', () => {
+  const ipam = (size: number) => ({
+    type: 'hereabouts',
+    range: '10.0.0.0/16',
+    node_slice_size: size,
+    network_name: 'n',
+  });
+  const b = sliceSpecOf(nadAt('b', 'ns', '2024-01-01T00:00:00Z', ipam(24)))!;
+  const a = sliceSpecOf(nadAt('a', 'ns', '2024-01-01T00:00:00Z', ipam(26)))!;
+  const { agreed } = groupByNetwork([b, a]);
+  assert.equal(agreed.get('n')?.spec.source, 'ns/a');
+  assert.deepEqual(
+    agreed.get('n')?.offenders.map((o) => o.source),
+    ['ns/b'],
   );
 });
 
@@ -85,7 +117,16 @@ const plan = (
   s: SliceSpec,
   liveNodes: string[],
   confirmed: (e: { nodeName: string; sliceRange: string }) => boolean,
-) => ({ spec: s, namespace: 'ns', owners: [], liveNodes, canFree: confirmed, conditionsPersist: false });
+) => ({
+  spec: s,
+  namespace: 'ns',
+  liveNodes,
+  held: [],
+  offenders: [],
+  canFree: confirmed,
+  conditionsPersist: false,
+  drainingPersists: true,
+});
 const object = (range: string, sliceSize: string, allocations: unknown[], draining?: unknown[]) => ({
   metadata: { name: 'n', namespace: 'ns' },
   spec: { range, sliceSize },

@@ -55,6 +55,29 @@ test('slicingOf() rejects an assigned slice outside the range', () => {
   );
 });
 
+test('slicingOf() reads a re-created NodeSlicePool afresh, even at the generation and slicing it remembers', () => {
+  const memory = {
+    uid: 'first-incarnation',
+    generation: 2,
+    range: '10.0.0.0/24',
+    sliceSize: 28,
+    slice: '10.0.0.0/28',
+    draining: [],
+    held: ['10.0.0.0/28'],
+  };
+  const recreated = {
+    metadata: { uid: 'second-incarnation', generation: 2 },
+    ...nsp([
+      { nodeName: 'b', sliceRange: '10.0.0.0/28' },
+      { nodeName: 'a', sliceRange: '10.0.0.16/28' },
+    ]),
+  };
+  const found = slicingOf(recreated, 'net', 'a', memory);
+  assert.equal(found.slice && formatCidr(found.slice), '10.0.0.16/28');
+  const same = slicingOf({ ...recreated, metadata: { uid: 'first-incarnation', generation: 2 } }, 'net', 'a', memory);
+  assert.equal(same.slice && formatCidr(same.slice), '10.0.0.0/28', 'the same incarnation and generation: remembered');
+});
+
 test('sliceRange() leaves out the slice network and broadcast addresses, as Whereabouts does', () => {
   const r = sliceRange(testRange('10.0.0.0/24'), parseCidr('10.0.0.16/28'));
   assert.deepEqual([ip(r.start), ip(r.end)], ['10.0.0.17', '10.0.0.30']);

@@ -3,14 +3,19 @@
 // the pool, with and without other annotations on it: the claim is then refused, and nothing lands in the retired
 // pool. And a pool object the JSON patch does not fit (no spec.allocations): the claim is then a merge patch.
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { test } from 'node:test';
 import { firstFree } from '../../../../src/allocator/first-free.ts';
 import type { ApiRequest, ApiResponse } from '../../../../src/kube/api.ts';
 import { commitPool, type CommitContext } from '../../../../src/store/kubernetes/commit.ts';
 import { WriteMemory } from '../../../../src/store/kubernetes/contention.ts';
 import { RETIRED_ANNOTATION, decodePoolObject } from '../../../../src/store/kubernetes/pool-object.ts';
-import { getObject } from '../../../../src/store/kubernetes/objects.ts';
-import { createObject, mergePatch } from '../../../../src/store/kubernetes/resources.ts';
+import { getObject, versionOf } from '../../../../src/store/kubernetes/objects.ts';
+import { nodeSlicePools } from '../../../../src/store/kubernetes/node-slices.ts';
+import { testNetwork, testRange } from '../../../support/memory-store.ts';
+import { createObject, deleteExactly, mergePatch } from '../../../../src/store/kubernetes/resources.ts';
 import type { AllocationRecord, Plan, PoolRef } from '../../../../src/store/store.ts';
 import { MemoryApiClient, MemoryApiServer } from '../../../support/memory-apiserver.ts';
 import { ip, rangeOf } from '../../allocator/range-fixture.ts';
@@ -85,7 +90,7 @@ for (const annotated of [false, true]) {
       network: 'net',
       networkNamed: true,
       range: rangeOf('10.62.0.0/28'),
-      assignedIn: { uid: 'u', generation: 3 },
+      sliceNode: 'n1',
     };
     await create(api, pool.name, { range: '10.62.0.0/28', allocations: {} }, annotated ? { team: 'a' } : undefined);
     const initial = decodePoolObject(await getObject(api, 'ippools', pool.name), pool, () => {});
@@ -158,4 +163,55 @@ test('a lone claim is a JSON patch that tests the resourceVersion first and adds
     spec: { allocations: Record<string, Record<string, string>> };
   };
   assert.equal(raw.spec.allocations['1']?.['ipamclaimref'], 'ns/claim', 'other records are untouched');
+});
+
+test('a claim planned on a NodeSlicePool that was deleted and re-created since is refused in the pool the new one retired', async () => {
+  const { api, ctx, writes } = setup();
+  const cacheDir = mkdtempSync(join(tmpdir(), 'hereabouts-stale-incarnation-'));
+  try {
+    const nsp = (allocations: unknown[]) => ({
+      apiVersion: 'whereabouts.cni.cncf.io/v1alpha1',
+      kind: 'NodeSlicePool',
+      metadata: { name: 'net' },
+      spec: { range: '10.65.0.0/24', sliceSize: '/28' },
+      status: { allocations },
+    });
+    await createObject(api, 'nodeslicepools', nsp([{ nodeName: 'n1', sliceRange: '10.65.0.0/28' }]));
+    const config = {
+      ...testNetwork([testRange('10.65.0.0/24')], { networkName: 'net' }),
+      ipam: {
+        ...testNetwork([testRange('10.65.0.0/24')], { networkName: 'net' }).ipam,
+        nodeSliceSize: 28,
+        enableOverlappingRanges: false,
+      },
+    };
+    const scope = { server: 'memory', namespace: 'kube-system' };
+    const sliceCtx = { api, node: 'n1', cacheDir, scope, log: { ...quiet, error() {} } };
+    // The ADD reads its slice from the first NodeSlicePool ... and stalls.
+    const [pool] = await nodeSlicePools(sliceCtx, config, 'allocate');
+    assert.ok(pool !== undefined);
+    // Meanwhile the NodeSlicePool is deleted and re-created; the new one drains n1's slice, the controller retires
+    // its empty pool under the new NodeSlicePool's uid and hands the slice to another node.
+    const old = versionOf(await getObject(api, 'nodeslicepools', 'net'))!;
+    assert.equal(await deleteExactly(api, 'nodeslicepools', 'net', old), 'deleted');
+    const created = await createObject(api, 'nodeslicepools', nsp([{ nodeName: 'n2', sliceRange: '10.65.0.0/28' }]));
+    assert.equal(created.kind, 'created');
+    const fresh = versionOf(await getObject(api, 'nodeslicepools', 'net'))!;
+    assert.notEqual(fresh.uid, old.uid);
+    await create(
+      api,
+      pool.name,
+      { range: '10.65.0.0/28', allocations: {} },
+      { [RETIRED_ANNOTATION]: `${fresh.uid}/1` },
+    );
+    writes.length = 0;
+    await assert.rejects(
+      commitPool(ctx, pool, plan(pool), {}),
+      (err: unknown) => err instanceof HereaboutsError && cniCodeOf(err) === 11 && /retired/.test(err.message),
+    );
+    const after = decodePoolObject(await getObject(api, 'ippools', pool.name), pool, () => {});
+    assert.equal(after.allocations.size, 0, 'the stalled ADD claimed an address in a slice given to another node');
+  } finally {
+    rmSync(cacheDir, { recursive: true, force: true });
+  }
 });
