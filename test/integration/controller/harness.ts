@@ -243,9 +243,24 @@ export async function writePool(
   range: string,
   allocations: Record<string, Allocation>,
 ): Promise<void> {
-  const current = await ns.get('ippools', name);
-  if (current === undefined) return createPool(ns, name, range, allocations);
-  await api(ns.cp, 'PUT', ns.path('ippools', name), { ...current, spec: { range, allocations } });
+  // As every writer of a pool does: write conditionally on what was read, and read again when another writer (here
+  // the controller, which creates the slice's pool and writes its status) wrote in between.
+  for (let attempt = 0; attempt < 20; attempt++) {
+    const current = await ns.get('ippools', name);
+    const res =
+      current === undefined
+        ? await apiRequest(ns.cp, 'POST', ns.path('ippools'), {
+            apiVersion: GROUP,
+            kind: 'IPPool',
+            metadata: { name },
+            spec: { range, allocations },
+          })
+        : await apiRequest(ns.cp, 'PUT', ns.path('ippools', name), { ...current, spec: { range, allocations } });
+    if (res.status === 409) continue;
+    assert.ok(res.status >= 200 && res.status < 300, `write of IPPool ${name}: HTTP ${res.status}`);
+    return;
+  }
+  assert.fail(`IPPool ${name} kept changing under 20 conditional writes`);
 }
 
 /** The offsets allocated in the pool, sorted. */
