@@ -42,6 +42,19 @@ export interface Running {
   stop(): Promise<number | null>;
 }
 
+/**
+ * Waits for `count` slice-reconciling passes that began after this call (passes are numbered when they begin: the one
+ * after the highest number logged so far may have begun before).
+ */
+export async function slicePasses(controller: Running, count: number): Promise<void> {
+  const from = Math.max(0, ...controller.lines().map((l) => (typeof l['n'] === 'number' ? l['n'] : 0)));
+  await controller.waitForLines(
+    (l) => / pass done/.test(l.msg) && l['pass'] !== 'cleanup' && typeof l['n'] === 'number' && l['n'] > from + 1,
+    count,
+    30_000,
+  );
+}
+
 export function startController(ns: Namespace, ...flags: string[]): Running {
   const child = spawn(bin, ['controller', '--kubeconfig', ns.kubeconfig, ...QUIET, ...flags], {
     stdio: ['ignore', 'ignore', 'pipe'],

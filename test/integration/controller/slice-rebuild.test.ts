@@ -29,6 +29,7 @@ import {
   startController,
   writePool,
   type Running,
+  slicePasses,
 } from './harness.ts';
 
 interface Entry {
@@ -54,15 +55,6 @@ describe('a NodeSlicePool that disappears', () => {
     ((await nsp(network))?.['status'] as { allocations?: Entry[] } | undefined)?.allocations ?? [];
   const sliceOf = async (network: string, name: string) =>
     (await entries(network)).find((e) => e.nodeName === name)?.sliceRange;
-  /** Waits for `count` slice-reconciling passes that began after this call. */
-  const slicePasses = async (count: number) => {
-    const from = Math.max(0, ...controller.lines().map((l) => (typeof l['n'] === 'number' ? l['n'] : 0)));
-    await controller.waitForLines(
-      (l) => / pass done/.test(l.msg) && l['pass'] !== 'cleanup' && typeof l['n'] === 'number' && l['n'] > from + 1,
-      count,
-      30_000,
-    );
-  };
 
   before(async () => {
     ns = await createNamespace(await controlPlane(), 'rebuild');
@@ -183,7 +175,7 @@ describe('a NodeSlicePool that disappears', () => {
     const poolName = `${network}-${c}-${slice.replace('/', '-')}`;
     await writePool(ns, poolName, slice, { '1': allocation(ns, 'on-c', uid) });
     await api(ns.cp, 'DELETE', `/apis/k8s.cni.cncf.io/v1/namespaces/${ns.name}/network-attachment-definitions/ownnet`);
-    await slicePasses(2);
+    await slicePasses(controller, 2);
     assert.equal(await sliceOf(network, c), slice, 'a pod of the network still holds an address in the slice');
     await deletePod(ns, 'on-c'); // its allocation goes (orphan cleanup), then the NodeSlicePool
     assert.ok(await eventually(async () => (await nsp(network)) === undefined, 15_000), controller.log());

@@ -29,6 +29,7 @@ import {
   startController,
   writePool,
   type Running,
+  slicePasses,
 } from './harness.ts';
 
 const inside = (address: string, cidr: string): boolean => contains(parseCidr(cidr), parseIP(address));
@@ -69,18 +70,6 @@ describe('controller node slices', () => {
           { conditions?: Array<{ type: string; status: string; reason: string; message: string }> } | undefined
       )?.conditions ?? []
     ).find((c) => c.type === type);
-  /**
-   * Waits for `count` passes that reconcile slices and began after this call (passes run one at a time and are
-   * numbered when they begin: the one after the highest number logged so far may have begun before).
-   */
-  const slicePasses = async (count: number) => {
-    const from = Math.max(0, ...controller.lines().map((l) => (typeof l['n'] === 'number' ? l['n'] : 0)));
-    await controller.waitForLines(
-      (l) => / pass done/.test(l.msg) && l['pass'] !== 'cleanup' && typeof l['n'] === 'number' && l['n'] > from + 1,
-      count,
-      30_000,
-    );
-  };
 
   before(async () => {
     ns = await createNamespace(await controlPlane(), 'slc');
@@ -194,7 +183,7 @@ describe('controller node slices', () => {
       (l) => l.msg.startsWith(`slice ${slice} of node ${d} in ${network} drains (NodeLeft)`),
       10_000,
     );
-    await slicePasses(2);
+    await slicePasses(controller, 2);
     assert.equal(await sliceOf(network, d), slice, 'a live pod still uses the slice');
     await deletePod(ns, 'on-d'); // its allocation goes (orphan cleanup), then the slice
     assert.ok(await eventually(async () => (await sliceOf(network, d)) === undefined, 10_000), controller.log());
@@ -265,10 +254,10 @@ describe('controller node slices', () => {
         [],
         'no warning on the NAD the network follows',
       );
-      await slicePasses(2);
+      await slicePasses(controller, 2);
       const count = async () => (await onOffender()).reduce((n, ev) => n + (ev.count ?? 1), 0);
       const warnings = await count();
-      await slicePasses(2);
+      await slicePasses(controller, 2);
       assert.equal(await count(), warnings, 'no new event in later passes');
       assert.equal(controller.lines().filter((l) => l.msg.includes(`${offender} is ignored`)).length, 1, 'logged once');
       await api(
