@@ -29,6 +29,7 @@ import { PoolCommit, type Settled } from './pool-commit.ts';
 import { retryOnConflict } from '../../kube/retry.ts';
 import { monotonicMs } from '../../clock.ts';
 import { confirmClaims, giveBack } from './confirm-claims.ts';
+import type { WhereaboutsLease } from './whereabouts-lease.ts';
 
 export { fetchPool } from './pool-read.ts';
 
@@ -72,6 +73,11 @@ export interface CommitOptions {
    * was lost), or onSettled threw. The caller drops its cache.
    */
   readonly onUncertain?: () => void;
+  /**
+   * Whereabouts' Lease of the pool (whereabouts-lease.ts): the commit writes only when it allows, else it throws
+   * LeaseNeeded for the caller to wait for the Lease outside its pool lock and run it again.
+   */
+  readonly lease?: WhereaboutsLease;
 }
 
 /** How a commit backs off: paced by its own attempts' durations, at most 3 s between two (retry.ts). */
@@ -96,7 +102,7 @@ export async function commitPool<T>(
     }
   } catch (err) {
     await commit.settleUnused(undefined);
-    throw toStoreError(err, `IPPool ${pool.name}`);
+    throw toStoreError(err, `IPPool ${pool.name}`); // LeaseNeeded passes as it is
   }
   await commit.settle(settled);
   return settled.value;

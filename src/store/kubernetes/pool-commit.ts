@@ -95,6 +95,7 @@ export class PoolCommit<T> {
       const planned = await this.plan();
       if (planned === AGAIN) continue;
       if (planned.change === null) return { value: planned.value, state: this.view };
+      if ((await this.admit()) === AGAIN) continue;
       if ((await this.reserve(planned.change)) === AGAIN) continue;
       return this.write(planned.change, planned.value);
     }
@@ -150,6 +151,20 @@ export class PoolCommit<T> {
   }
 
   /**
+   * Whereabouts' Lease, when the caller passed it (whereabouts-lease.ts): throws LeaseNeeded while a Whereabouts
+   * plugin writes the pool and the Lease is not this update's. Held, a plan made on the node cache is made again on
+   * the API's view: the other writers wrote the pool while this one waited for the Lease.
+   */
+  async admit(): Promise<'ready' | typeof AGAIN> {
+    const lease = this.#options.lease;
+    if (lease === undefined) return 'ready';
+    await lease.beforeWrite();
+    if (!lease.held || this.view.fresh) return 'ready';
+    await this.freshen();
+    return AGAIN;
+  }
+
+  /**
    * Reserves the change's claim cluster-wide (enable_overlapping_ranges) unless this commit holds its reservation
    * already: 'ready' when the change may be written, AGAIN when the plan must be made again.
    */
@@ -166,6 +181,7 @@ export class PoolCommit<T> {
       await this.freshen(); // reserve only what this plan can commit
       return AGAIN;
     }
+    await this.#options.lease?.beforeWrite(); // the Lease renewed if due
     const outcome = await reserve(this.#ctx.api, this.#pool, this.#ip(claim.address), claim.record);
     if (outcome.kind === 'taken') {
       this.#ctx.log.info(
@@ -199,6 +215,7 @@ export class PoolCommit<T> {
     const state = this.view;
     const claim = change.claim;
     const next = applyChange(this.#pool, state.allocations, change);
+    await this.#options.lease?.beforeWrite();
     this.#options.beforeWrite?.();
     // A slice assigned again after its pool was retired: the claim lifts the mark in the same conditional write.
     const unretire = claim !== undefined && state.retired !== undefined;
@@ -230,11 +247,13 @@ export class PoolCommit<T> {
   }
 
   /**
-   * After the last attempt: the caller's cache learns the state and the contention, then the reservations settle. A
-   * cache that cannot be written does not undo what the API holds: the caller drops it instead (onUncertain), and
-   * the commit is done.
+   * After the last attempt: Whereabouts' Lease goes back (the pool writes it covered are done; what follows only
+   * deletes or rewrites reservations, and a missing one is then left to the controller to re-create), the caller's
+   * cache learns the state and the contention, then the reservations settle. A cache that cannot be written does not
+   * undo what the API holds: the caller drops it instead (onUncertain), and the commit is done.
    */
   async settle(settled: Settled<T>): Promise<void> {
+    await this.#options.lease?.release();
     try {
       this.#options.onSettled?.(settled.state, this.#ctx.memory.marksOf(this.#key));
     } catch (err) {
@@ -244,8 +263,11 @@ export class PoolCommit<T> {
       this.#options.onUncertain?.();
     }
     await this.settleUnused(settled.state.allocations);
+    const lease = this.#options.lease;
     if (this.#ctx.reservations && settled.written !== undefined)
-      await settleWritten(this.#ctx, this.#pool, settled.written.change, settled.written.before);
+      await settleWritten(this.#ctx, this.#pool, settled.written.change, settled.written.before, {
+        ...(lease === undefined ? {} : { mayCreate: () => lease.mayWrite() }),
+      });
   }
 
   /** The reservations held and not committed, against the pool's `final` allocations (undefined: the commit failed). */

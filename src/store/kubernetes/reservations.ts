@@ -192,11 +192,14 @@ export async function followRecord(
   pool: PoolRef,
   ip: IPAddress,
   record: AllocationRecord,
+  options: { readonly mayCreate?: () => Promise<boolean> } = {},
 ): Promise<'updated' | 'unchanged' | 'repaired'> {
   const name = reservationNameOf(pool, ip);
   const existing = await getObject(api, PLURAL, name);
   if (existing === undefined) {
     // The pool holds the address without its reservation (an earlier crash, or a writer that does not reserve).
+    // While Whereabouts writes and the Lease is not ours, the controller repairs it later instead.
+    if (options.mayCreate !== undefined && !(await options.mayCreate())) return 'unchanged';
     const repaired = await reserve(api, pool, ip, record);
     return repaired.kind === 'taken' ? 'unchanged' : 'repaired';
   }

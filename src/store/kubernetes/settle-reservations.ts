@@ -37,6 +37,7 @@ export async function settleWritten(
   pool: PoolRef,
   change: PoolChange,
   before: Allocations,
+  options: { readonly mayCreate?: () => Promise<boolean> } = {},
 ): Promise<void> {
   const family = pool.range.cidr.family;
   for (const value of change.release ?? []) {
@@ -57,7 +58,7 @@ export async function settleWritten(
   }
   for (const { address, record } of change.update ?? []) {
     try {
-      await followRecord(ctx.api, pool, { family, value: address }, record);
+      await followRecord(ctx.api, pool, { family, value: address }, record, options);
     } catch (err) {
       ctx.log.warning(
         `IPPool ${pool.name}: could not bring the reservation of ${formatIP({ family, value: address })} in step: ${messageOf(err)}`,
