@@ -5,7 +5,7 @@ import { mkdirSync } from 'node:fs';
 import { ErrorKind, HereaboutsError } from '../../errors.ts';
 import type { Logger } from '../../log/logger.ts';
 import { messageOf } from '../../errors.ts';
-import { acquireLock, type HeldLock, type LockTiming } from '../../fs/lock.ts';
+import { acquireLock, tryAcquireLock, type HeldLock, type LockTiming } from '../../fs/lock.ts';
 import { poolPaths, type PoolPaths } from '../local/paths.ts';
 import type { Plan, PoolRef } from '../store.ts';
 import { commitPool, type CommitContext } from './commit.ts';
@@ -84,8 +84,13 @@ async function updateLocked<T>(
   plan: Plan<T>,
   options: { readonly paths: PoolPaths; readonly lease?: WhereaboutsLease },
 ): Promise<T> {
-  const { paths } = options;
-  const lock = await acquireLock(paths, ctx.lockTiming, { log: ctx.log });
+  const { paths, lease } = options;
+  const waited = async (): Promise<HeldLock> => {
+    const held = await acquireLock(paths, ctx.lockTiming, { log: ctx.log });
+    lease?.waitedForLock();
+    return held;
+  };
+  const lock = tryAcquireLock(paths, ctx.lockTiming, { log: ctx.log }) ?? (await waited());
   try {
     const cached = readCachedPool(paths, pool, ctx.scope, (msg) => ctx.log.warning(msg));
     return await commitPool(ctx, pool, plan, {
@@ -100,7 +105,7 @@ async function updateLocked<T>(
       // A write whose answer was lost, or a cache that could not be written: the next update on this node then starts
       // from a quorum read, not from a version older than its own write.
       onUncertain: () => forget(paths, ctx.log),
-      ...(options.lease === undefined ? {} : { lease: options.lease }),
+      ...(lease === undefined ? {} : { lease }),
     });
   } finally {
     await lock.release();

@@ -141,6 +141,14 @@ export class WhereaboutsLease {
     if (this.#verdict === 'mixed') await this.acquire();
   }
 
+  /**
+   * The update had to wait for its pool lock: a Whereabouts plugin may have taken the Lease since a 'free' verdict was
+   * read, so it is read again before the next write (the wait must not widen the window for a race).
+   */
+  waitedForLock(): void {
+    if (this.#verdict === 'free') this.#verdict = undefined;
+  }
+
   /** Waits until the Lease is ours (outside any pool lock), then keeps it renewed until release(). */
   async acquire(): Promise<void> {
     if (this.#held !== undefined) return;

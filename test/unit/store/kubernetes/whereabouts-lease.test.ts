@@ -159,6 +159,17 @@ test("a Whereabouts holder that stopped renewing is taken over once its record s
   await update.release();
 });
 
+test('an update that waited for its pool lock reads the Lease again: a Whereabouts plugin may have taken it meanwhile', async () => {
+  const api = setup();
+  const update = gate(api);
+  await update.prepare();
+  assert.equal(await update.mayWrite(), true, 'no Lease: no Whereabouts writer');
+  await writtenByWhereabouts(api, { holder: 'default/wb-pod', durationSeconds: 60 });
+  assert.equal(await update.mayWrite(), true, 'the verdict stands while nothing was waited for');
+  update.waitedForLock();
+  await assert.rejects(update.beforeWrite(), LeaseNeeded);
+});
+
 test('inside the pool lock, a write needs the Lease: LeaseNeeded, nothing waited for there', async () => {
   const api = setup();
   await writtenByWhereabouts(api, { holder: 'default/wb-pod', durationSeconds: 60 });
