@@ -16,11 +16,7 @@
 // The Lease is waited for before the node's pool lock is taken (pool-update.ts), never while holding it: the two never
 // deadlock, and a node's processes do not queue on its pool lock behind one that waits for Whereabouts. A commit that
 // finds it needs the Lease anyway (it was lost meanwhile) throws LeaseNeeded, and runs again once the Lease is back.
-//
-// Who wrote the Lease last: Whereabouts' writes keep the metadata they read and bump spec.leaseTransitions when they
-// take it, so every hereabouts write records the leaseTransitions it wrote (TRANSITIONS_ANNOTATION); a Lease whose
-// leaseTransitions differ from that was written by Whereabouts since, at its renewTime. The time of the last
-// Whereabouts write is carried across hereabouts' writes in SEEN_ANNOTATION.
+
 import { monotonicMs, sleep } from '../../clock.ts';
 import type { LeaderTiming } from '../../config/types.ts';
 import { ErrorKind, HereaboutsError, messageOf } from '../../errors.ts';
@@ -28,30 +24,16 @@ import type { ApiClient } from '../../kube/api.ts';
 import { ApiStatusError } from '../../kube/errors.ts';
 import { getLease, leaseBody, LeaseObservation, microTime, updateLease, type Lease } from '../../kube/lease.ts';
 import type { PoolRef } from '../store.ts';
+import {
+  MIXED_WINDOW_MS,
+  SEEN_ANNOTATION,
+  TRANSITIONS_ANNOTATION,
+  whereaboutsLeaseName,
+  whereaboutsSeenAt,
+} from './whereabouts-seen.ts';
 
-/** Whereabouts' Lease of the shared pools of a namespace. */
-export const WHEREABOUTS_LEASE = 'whereabouts';
-/** How long after its last write a Whereabouts plugin counts as possibly still running. */
-export const MIXED_WINDOW_MS = 15 * 60_000;
 /** How long an update waits for the Lease: Whereabouts gives its own ADD 2 minutes (AddTimeLimit), kubelet as long. */
 export const LEASE_WAIT_MS = 90_000;
-export const TRANSITIONS_ANNOTATION = 'hereabouts.cni.cncf.io/lease-transitions';
-export const SEEN_ANNOTATION = 'hereabouts.cni.cncf.io/whereabouts-seen';
-
-/** The Lease Whereabouts holds while it writes `pool`: `whereabouts`, or a slice pool's own name. */
-export function whereaboutsLeaseName(pool: PoolRef): string {
-  return pool.resultPrefix === undefined ? WHEREABOUTS_LEASE : pool.name;
-}
-
-/** When a Whereabouts plugin last wrote the Lease (by its clock, epoch ms); undefined: not that we know of. */
-export function whereaboutsSeenAt(lease: Lease): number | undefined {
-  if (lease.annotations[TRANSITIONS_ANNOTATION] !== String(lease.spec.leaseTransitions ?? 0)) {
-    const at = Date.parse(lease.spec.renewTime ?? lease.spec.acquireTime ?? '');
-    return Number.isNaN(at) ? Date.now() : at;
-  }
-  const seen = Date.parse(lease.annotations[SEEN_ANNOTATION] ?? '');
-  return Number.isNaN(seen) ? undefined : seen;
-}
 
 /** Thrown inside the pool lock when a write must be made as the Lease's holder: wait for it outside, run again. */
 export class LeaseNeeded extends Error {

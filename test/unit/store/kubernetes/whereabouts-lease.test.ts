@@ -6,15 +6,14 @@ import { test } from 'node:test';
 import { monotonicMs, sleep } from '../../../../src/clock.ts';
 import { WHEREABOUTS_LEADER_TIMING } from '../../../../src/config/leader-timing.ts';
 import { getLease, leaseBody, leasePath, microTime, updateLease, type Lease } from '../../../../src/kube/lease.ts';
+import { LeaseNeeded, WhereaboutsLease } from '../../../../src/store/kubernetes/whereabouts-lease.ts';
 import {
-  LeaseNeeded,
   MIXED_WINDOW_MS,
   SEEN_ANNOTATION,
   TRANSITIONS_ANNOTATION,
-  WhereaboutsLease,
   whereaboutsLeaseName,
   whereaboutsSeenAt,
-} from '../../../../src/store/kubernetes/whereabouts-lease.ts';
+} from '../../../../src/store/kubernetes/whereabouts-seen.ts';
 import type { PoolRef } from '../../../../src/store/store.ts';
 import { MemoryApiClient, MemoryApiServer } from '../../../support/memory-apiserver.ts';
 import { rangeOf } from '../../allocator/range-fixture.ts';
