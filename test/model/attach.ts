@@ -50,6 +50,8 @@ export interface AttachContext {
   readonly processes: Processes;
   /** Records a Whereabouts ADD left without its reservation (killed between its writes, or its create failed). */
   readonly whereaboutsWindow: Set<string>;
+  /** Containers whose DEL Whereabouts answered (it ignores every error: what it did not find stays). */
+  readonly whereaboutsDeleted: Set<string>;
 }
 
 export interface Caller {
@@ -183,6 +185,7 @@ export async function delSandbox(
     if (caller.binary === 'whereabouts') {
       const call = whereaboutsCall(caller, sandbox, a);
       outcome = await ctx.processes.whereabouts(faultsOf(faults, n), (api) => whereaboutsDel(api, call));
+      if (outcome.ok) ctx.whereaboutsDeleted.add(sandbox.id);
     } else {
       const pod = caller.podUid === undefined ? undefined : cniArgs(caller.podRef, caller.podUid);
       const cfg = config(a.request, 'DEL', pod);

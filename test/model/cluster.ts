@@ -76,6 +76,8 @@ export class Cluster {
   readonly networks: Networks;
   /** Records a Whereabouts ADD left without its reservation ("pool|ip|container|ifname"): its in-flight window. */
   readonly whereaboutsWindow = new Set<string>();
+  /** Containers whose DEL Whereabouts answered, done or not (it ignores errors): their records may stay. */
+  readonly whereaboutsDeleted = new Set<string>();
   /** What the model saw happen that the API cannot show (a lock taken from a live holder): for the next check. */
   readonly observed: Violation[] = [];
   sliceSize = NETS.S.slice ?? 28;
@@ -116,7 +118,12 @@ export class Cluster {
       counts: options.counts,
       hooks: () => this.#interleaving.hooks(),
     });
-    this.#attach = { api: options.api, processes: this.#processes, whereaboutsWindow: this.whereaboutsWindow };
+    this.#attach = {
+      api: options.api,
+      processes: this.#processes,
+      whereaboutsWindow: this.whereaboutsWindow,
+      whereaboutsDeleted: this.whereaboutsDeleted,
+    };
     for (const name of options.nodes)
       this.nodes.set(name, { name: this.nodeName(name), up: false, pendingDels: [], binary: 'hereabouts' });
   }

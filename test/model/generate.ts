@@ -133,10 +133,12 @@ const stall: Generator = (v) => {
   const here = live.filter((p) => p.node === node);
   if (here.length < 2) return undefined;
   const holder = prng.pick(here);
-  const waiter = prng.pick(here.filter((p) => p !== holder));
+  // Mostly two pods of the same network: they contend for one pool's lock.
+  const same = here.filter((p) => p !== holder && p.nets[0] === holder.nets[0]);
+  const waiter = prng.pick(same.length > 0 && prng.chance(0.8) ? same : here.filter((p) => p !== holder));
   // Across pid namespaces the stall's length is wall-clock time (agedMs); the process itself waits only long
   // enough for the waiter to judge its lock.
-  if (on(v, 'pidns') && prng.chance(0.5)) {
+  if (on(v, 'pidns') && prng.chance(0.7)) {
     const agedMs = prng.pick([3_000, 15_000, 60_000]);
     return {
       op: 'stall',
@@ -231,6 +233,56 @@ const interleave: Generator = (v) => {
   return { op: 'interleave', main, at, other };
 };
 
+/** Overlapping networks (reservations shared): A and B. */
+const overlapping = (p: PodModel): boolean => p.nets.some((net) => net === 'A' || net === 'B');
+
+/**
+ * Two ADDs of different nodes on overlapping networks, one inside the other right before one of its writes: mostly
+ * a Whereabouts node's ADD (its pool write, then its reservation create) with a hereabouts node's inside it.
+ */
+const race: Generator = ({ prng, live, o, cluster }) => {
+  const candidates = live.filter(overlapping);
+  if (candidates.length < 2) return undefined;
+  const whereabouts = candidates.filter((p) => cluster.nodes.get(p.node)?.binary === 'whereabouts');
+  const main = whereabouts.length > 0 && prng.chance(0.7) ? prng.pick(whereabouts) : prng.pick(candidates);
+  const others = candidates.filter((p) => p.node !== main.node);
+  if (others.length === 0) return undefined;
+  return {
+    op: 'interleave',
+    main: { op: 'add', pod: main.name, faults: faults(prng, o) },
+    at: { on: prng.pick(['pool-write', 'reservation-write'] as const), nth: prng.int(2) },
+    other: { op: 'add', pod: prng.pick(others).name, faults: faults(prng, o) },
+  };
+};
+
+/** Steps a generator planned ahead (a scenario of several steps), taken before anything new is drawn. */
+const planned = new WeakMap<Cluster, Step[]>();
+
+/**
+ * A pod's ADD again, some minutes after one that failed (the kubelet backs off; the reservation the failed attempt
+ * left is adopted), with a controller pass or Whereabouts' reconciler judging reservations right before its pool
+ * write: the time step now, the interleaving next.
+ */
+const adopt: Generator = (v) => {
+  const { prng, withoutSandbox, o, cluster } = v;
+  const failed = withoutSandbox.filter(
+    (p) =>
+      overlapping(p) &&
+      cluster.nodes.get(p.node)?.pendingDels.some((s) => s.uid === p.uid && s.attachments.some((a) => !a.ok)) === true,
+  );
+  if (failed.length === 0) return undefined;
+  const other = on(v, 'whereabouts') && prng.chance(0.3) ? wbReconcile(v) : freshController(v);
+  if (other === undefined) return undefined;
+  const retry: Step = {
+    op: 'interleave',
+    main: { op: 'add', pod: prng.pick(failed).name, faults: faults(prng, o) },
+    at: { on: 'pool-write', nth: 0 },
+    other,
+  };
+  planned.set(cluster, [...(planned.get(cluster) ?? []), retry]);
+  return { op: 'time', ms: prng.pick([90_000, 400_000]) };
+};
+
 const wbReconcile: Generator = ({ prng, o }) => ({ op: 'wb-reconcile', faults: { ...faults(prng, o), rate: 0 } });
 
 const switchBinary: Generator = ({ prng, cluster }) => {
@@ -270,11 +322,13 @@ const TABLE: ReadonlyArray<readonly [number, Generator, Feature?]> = [
   [0.02, nodeLeave],
   [0.03, nodeJoin],
   [0.02, ({ prng }) => ({ op: 'reslice', size: prng.pick([27, 28, 29]) })],
-  [0.008, stall],
+  [0.01, stall],
   [0.05, time],
   [0.08, parallel],
-  [0.06, interleave, 'interleave'],
-  [0.02, switchBinary, 'whereabouts'],
+  [0.05, interleave, 'interleave'],
+  [0.02, race, 'interleave'],
+  [0.015, adopt, 'interleave'],
+  [0.03, switchBinary, 'whereabouts'],
   [0.02, wbReconcile, 'whereabouts'],
   [0.012, nadDelete, 'networks'],
   [0.012, nadCreate, 'networks'],
@@ -284,6 +338,8 @@ const TABLE: ReadonlyArray<readonly [number, Generator, Feature?]> = [
 ];
 
 export function generateStep(prng: Prng, cluster: Cluster, o: GenerateOptions): Step {
+  const next = planned.get(cluster)?.shift();
+  if (next !== undefined) return next;
   const v = viewOf(prng, cluster, o);
   const table = TABLE.filter(([, , feature]) => feature === undefined || on(v, feature));
   const total = table.reduce((sum, [w]) => sum + w, 0);

@@ -8,7 +8,8 @@
 //   slice           no node slice is assigned over address space a non-empty slice pool of another node covers
 //   lock            a pool lock is never taken from a holder that still runs (seen by the model during a stall)
 // and, once faults stop and every grace period has passed, after one controller pass:
-//   leak            no record without a live sandbox behind it, no reservation without its record
+//   leak            no record without a live sandbox behind it (but what a Whereabouts DEL left of a pod that
+//                   still exists), no reservation without its record
 //   slicing         the sliced network follows one of its NADs, and a live node without a slice has none free
 import { formatIP } from '../../src/ip/address.ts';
 import { masked, networkOf, parseCidr } from '../../src/ip/cidr.ts';
@@ -149,6 +150,9 @@ export async function checkLeaks(cluster: Cluster): Promise<Violation[]> {
   for (const h of held) {
     const pod = [...cluster.pods.values()].find((p) => cluster.podRef(p.name) === h.podRef);
     if (pod?.exists === true && pod.disruption === 'DeletionByTaintManager') continue; // either outcome is allowed
+    // Whereabouts' DEL answers success whatever it found (in node-slice mode it looks only in the node's current
+    // slice): its leftovers stay while their pod lives, and go once it is gone.
+    if (pod?.exists === true && cluster.whereaboutsDeleted.has(h.containerId)) continue;
     const explained =
       pod !== undefined &&
       keepsAddress(pod) &&

@@ -30,7 +30,7 @@ export interface WhereaboutsCall {
 
 /** What an ADD has done so far (read by the model after a kill). */
 export interface WhereaboutsProgress {
-  /** The pool and address its pool write committed. */
+  /** The pool and address of its (last) pool write: it may have landed, even when its answer never came. */
   written?: { readonly pool: string; readonly ip: string };
   /** Its reservation was created, or found naming the same podref. */
   reserved: boolean;
@@ -191,10 +191,10 @@ export async function whereaboutsAdd(api: ApiClient, call: WhereaboutsCall, prog
         }
       }
       chosen = ip;
+      progress.written = { pool: target.pool, ip }; // may land even if this process dies waiting for the answer
       const written = await updatePool(api, pool, next);
       if (written.status === 200) {
         failure = undefined;
-        progress.written = { pool: target.pool, ip };
         break;
       }
       failure = new WhereaboutsError('IPAM error updating pool', written);
