@@ -2,12 +2,14 @@
 //   slice    (every step) no slice of the NodeSlicePool is assigned over address space that a non-empty slice pool
 //            of another node covers, whichever way the NodeSlicePool came to be (re-created, resliced);
 //   slicing  (after quiesce) while a NAD of the network exists, the NodeSlicePool exists, slices by the size one of
-//            the network's NADs asks for, and gives a slice to every live node when one is free.
+//            the network's NADs asks for, and gives a slice to every live node when one is free (no assigned or
+//            draining slice, and no non-empty slice pool, covers it).
 import { formatCidr, lastOf, masked, networkOf, parseCidr, type Cidr } from '../../src/ip/cidr.ts';
 import { slices } from '../../src/ip/slice.ts';
 import { objectPath } from '../../src/store/kubernetes/objects.ts';
 import type { Cluster } from './cluster.ts';
-import type { Held, Violation } from './invariants.ts';
+import type { Violation } from './invariants.ts';
+import { readState, type Held } from './state.ts';
 import { NETS } from './steps.ts';
 
 interface Entry {
@@ -90,7 +92,12 @@ export async function checkSlicing(cluster: Cluster): Promise<Violation[]> {
     return [
       { invariant: 'slicing', message: `NodeSlicePool ${network} slices ${nsp.range} by ${nsp.sliceSize}; ${wanted}` },
     ];
-  const taken = [...nsp.entries, ...nsp.draining].map((e) => cidrOf(e.sliceRange)).filter((c) => c !== undefined);
+  // Space in use: assigned and draining slices, and whatever a non-empty slice pool of the network covers.
+  const { held } = await readState(cluster);
+  const pools = held.filter((h) => ownerOf(cluster, h.pool) !== undefined).map((h) => cidrOf(h.range));
+  const taken = [...[...nsp.entries, ...nsp.draining].map((e) => cidrOf(e.sliceRange)), ...pools].filter(
+    (c) => c !== undefined,
+  );
   const free = [...slices(range, size)].find((s) => !taken.some((t) => overlaps(s, t)));
   if (free === undefined) return [];
   const out: Violation[] = [];
