@@ -8,6 +8,7 @@ import type { Logger } from '../../src/log/logger.ts';
 import { WriteMemory } from '../../src/store/kubernetes/contention.ts';
 import { KubernetesStore } from '../../src/store/kubernetes/kubernetes-store.ts';
 import { FaultyApi, type FaultCounts, type FaultSpec, type RequestHooks } from './faults.ts';
+import { HEREABOUTS_LEASE_TIMING } from './whereabouts-lease.ts';
 
 export type Outcome<T> = { ok: true; value: T } | { ok: false; error: unknown; killed: boolean };
 
@@ -78,6 +79,8 @@ export class Processes {
       budgetMs: 5_000,
       cleanupTimeoutMs: 2_000,
       memory: new WriteMemory(),
+      // The leader_* keys of the networks' configs, the same as the model's Whereabouts plugins run with.
+      whereaboutsLease: HEREABOUTS_LEASE_TIMING,
     });
     try {
       return { ok: true, value: await fn(store) };

@@ -4,6 +4,7 @@
 // the lease duration, measured from when this process first saw that record (not from renewTime).
 import { monotonicMs } from '../../src/clock.ts';
 import type { ApiClient, ApiResponse } from '../../src/kube/api.ts';
+import type { LeaderTiming } from '../../src/config/types.ts';
 
 export const WHEREABOUTS_LEASE = 'whereabouts';
 
@@ -13,6 +14,17 @@ export const WHEREABOUTS_LEASE = 'whereabouts';
  * waiters a quarter of a second of test time), and how long an ADD waits at most (its time limit, 2 minutes).
  */
 export const LEASE_TIMING = { durationMs: 250, retryMs: 5, waitMs: 5_000 } as const;
+
+/**
+ * The same keys as hereabouts parses them (config/leader-timing.ts) for the model's hereabouts processes: it judges
+ * the Lease by the duration the Lease itself states (1 s, as the model's Whereabouts writes it) and polls every
+ * retry period, which it keeps at 100 ms or more.
+ */
+export const HEREABOUTS_LEASE_TIMING: LeaderTiming = {
+  leaseDurationMs: 1_000,
+  renewDeadlineMs: 500,
+  retryPeriodMs: 100,
+};
 
 type Obj = Record<string, unknown>;
 const obj = (v: unknown): Obj => (typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Obj) : {});
