@@ -16,6 +16,7 @@ import { poolView, type PoolView } from '../pools/view.ts';
 import {
   missingReservations,
   recreateReservation,
+  reservationTakenAt,
   sameAttachment,
   type MissingReservation,
 } from '../reservations/repair.ts';
@@ -73,14 +74,20 @@ export async function cleanupPass(api: ApiClient, input: CleanupInput): Promise<
   const byPool = new Map<PoolView, Candidate[]>();
   const suspectPods = new Set<string>();
   const releasing = new Set<string>();
+  const reservedAt = new Map<string, number>(); // "ip|podref" -> when its reservation was taken, for uid-less records
+  const byName = new Map([...input.reservations.values()].map((view) => [view.name, view])); // one namespace
   for (const pool of input.pools.values()) {
-    if (pool.range === undefined) continue;
+    const range = pool.range;
+    if (range === undefined) continue;
     for (const [address, record] of pool.allocations) {
-      const ip = formatIP({ family: pool.range.family, value: address });
-      if (
-        orphanReason(record, ip, input.pods.get(record.podRef), input.policy, now, pool.allocatedAt.get(address)) ===
-        undefined
-      )
+      const ip = formatIP({ family: range.family, value: address });
+      const reserved =
+        (record.podUid ?? '') === ''
+          ? reservationTakenAt(byName, pool.name, { family: range.family, value: address }, record.podRef)
+          : undefined;
+      if (reserved !== undefined) reservedAt.set(`${ip}|${record.podRef}`, reserved);
+      const pod = input.pods.get(record.podRef);
+      if (orphanReason(record, ip, pod, input.policy, now, pool.allocatedAt.get(address), reserved) === undefined)
         continue;
       const list = byPool.get(pool) ?? [];
       if (list.length === 0) byPool.set(pool, list);
@@ -118,7 +125,16 @@ export async function cleanupPass(api: ApiClient, input: CleanupInput): Promise<
   const t1 = performance.now();
   const judgeRecord = (record: Candidate['record'], ip: string) => {
     const pod = live.get(record.podRef);
-    return pod === undefined ? undefined : orphanReason(record, ip, pod ?? undefined, input.policy, Date.now());
+    if (pod === undefined) return undefined;
+    return orphanReason(
+      record,
+      ip,
+      pod ?? undefined,
+      input.policy,
+      Date.now(),
+      undefined,
+      reservedAt.get(`${ip}|${record.podRef}`),
+    );
   };
   const released: Released[] = [];
   await eachLimited([...byPool], 4, async ([pool, candidates]) => {

@@ -47,6 +47,24 @@ function candidatePrefixes(poolName: string): string[] {
   return out;
 }
 
+/**
+ * When the reservation of `ip` that names `podRef` was last taken (ReservationView.takenAtMs), under any of the names
+ * the pool's writers may give it; undefined when there is none. `reservations` is keyed by name.
+ */
+export function reservationTakenAt(
+  reservations: ReadonlyMap<string, ReservationView>,
+  poolName: string,
+  ip: IPAddress,
+  podRef: string,
+): number | undefined {
+  const base = reservationName(ip);
+  for (const prefix of candidatePrefixes(poolName)) {
+    const view = reservations.get(prefix === '' ? base : `${prefix}-${base}`);
+    if (view !== undefined && view.podRef === podRef) return view.takenAtMs ?? view.createdAtMs;
+  }
+  return undefined;
+}
+
 /** The missing reservations of held addresses that are due for repair, from the caches (confirmed later). */
 export function missingReservations(
   pools: Iterable<PoolView>,
