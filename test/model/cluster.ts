@@ -291,6 +291,10 @@ export class Cluster {
     const node = this.nodes.get(short);
     const old = this.pods.get(name);
     if (node === undefined || !node.up || old?.exists === true) return 'skip';
+    // A pod that takes the name of a deleted one is created by its controller seconds after the old one went at the
+    // earliest (the controller sees the deletion, the pod GC runs every 20 s): the API's whole-second timestamps then
+    // tell the two apart, which the controller's rule for uid-less records relies on (orphans.ts, CLOCK_SLACK_MS).
+    if (old !== undefined) advanceClock(5_000);
     const res = await this.api.send({
       method: 'POST',
       path: `/api/v1/namespaces/${encodeURIComponent(this.ns)}/pods`,
