@@ -19,8 +19,8 @@
 // cannot be written after the write landed does not fail the commit (the API is the truth): the caller drops it.
 //
 // The steps are PoolCommit's (pool-commit.ts); this is the entry, and the terms a caller commits on.
-import { ErrorKind, HereaboutsError } from '../../errors.ts';
-import type { Plan, PoolRef } from '../store.ts';
+import { ErrorKind, HereaboutsError, messageOf } from '../../errors.ts';
+import type { Allocations, Plan, PoolRef } from '../store.ts';
 import type { ApiClient } from '../../kube/api.ts';
 import type { ContentionMarks, WriteMemory } from './contention.ts';
 import { toStoreError } from './api-errors.ts';
@@ -93,19 +93,69 @@ export async function commitPool<T>(
   const commit = new PoolCommit(ctx, pool, plan, options);
   const deadline = monotonicMs() + ctx.budgetMs;
   let settled: Settled<T>;
+  let landed: Settled<T> | undefined; // a write of this commit that landed, while its claims are not confirmed
   try {
     for (;;) {
       settled = await attempts(ctx, pool, commit, deadline);
-      const lost = await confirmClaims(ctx, pool, commit.relied);
+      landed = settled;
+      // A landed write deserves its confirmation even when the budget is spent: a few more seconds at most.
+      const lost = await confirmClaims(
+        ctx,
+        pool,
+        commit.relied,
+        Math.max(deadline, monotonicMs() + ctx.cleanupTimeoutMs),
+      );
       if (lost.length === 0) break;
       await withdraw(ctx, pool, commit, { settled, lost, deadline, options });
     }
   } catch (err) {
-    await commit.settleUnused(undefined);
+    await commit.settleUnused(landed === undefined ? undefined : await undo(ctx, pool, commit, landed, options));
     throw toStoreError(err, `IPPool ${pool.name}`); // LeaseNeeded passes as it is
   }
   await commit.settle(settled);
   return settled.value;
+}
+
+/**
+ * The commit fails after one of its writes landed (its claims could not be confirmed, or given back): the request
+ * reports failure, so the claims go back too, or a retry of the same pod would find its record and use an address
+ * whose reservation may be gone. Best effort within the cleanup timeout; the allocations the pool holds afterwards,
+ * as far as known, so that a reservation whose claim stayed is kept for it, not deleted.
+ */
+async function undo<T>(
+  ctx: CommitContext,
+  pool: PoolRef,
+  commit: PoolCommit<T>,
+  landed: Settled<T>,
+  options: CommitOptions,
+): Promise<Allocations> {
+  const claims = [...commit.relied.keys()];
+  const known = commit.state ?? landed.state;
+  if (claims.length === 0) return known.allocations;
+  const { beforeWrite, onUncertain } = options;
+  let after = known;
+  try {
+    await commitPool(
+      { ...ctx, reservations: false, budgetMs: ctx.cleanupTimeoutMs },
+      pool,
+      giveBack(commit.relied, claims),
+      {
+        initial: known,
+        ...(beforeWrite === undefined ? {} : { beforeWrite }),
+        ...(onUncertain === undefined ? {} : { onUncertain }),
+        onSettled: (state) => {
+          after = state;
+        },
+      },
+    );
+    ctx.log.warning(`IPPool ${pool.name}: gave back ${claims.length} claim(s) this failed request had written`);
+  } catch (err) {
+    onUncertain?.();
+    ctx.log.warning(
+      `IPPool ${pool.name}: could not give back the claims this failed request wrote (its DEL, or the controller, releases them): ${messageOf(err)}`,
+    );
+  }
+  return after.allocations;
 }
 
 /** The commit's attempts until a write lands or nothing is to be written (retry.ts), within the deadline. */
