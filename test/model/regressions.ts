@@ -1,5 +1,5 @@
-// Shrunk sequences of the failure kinds the extended model test found on main before issue 20's fixes (and the two
-// scenarios written by hand that follow a kind to its duplicate): each is replayed exactly by regressions.test.ts
+// Shrunk sequences of the failure kinds the extended model test found on main before issue 20's fixes, and of those
+// it found on the fixed code after (and the two scenarios written by hand that follow a kind to its duplicate): each is replayed exactly by regressions.test.ts
 // and must keep every invariant. Steps are data (steps.ts); a sequence's seed seeds its random draws (jitter).
 import type { Step } from './steps.ts';
 
@@ -253,6 +253,94 @@ export const REGRESSIONS: readonly Regression[] = [
       { op: 'add', pod: 'p9', faults: { seed: 3220888771, rate: 0.08 } },
       { op: 'node-leave', node: 'n3' },
       { op: 'pod-create', pod: 'p9', node: 'n4', nets: ['C'] },
+    ],
+  },
+  {
+    name: "an ADD whose reservation confirmation meets a passing API failure, after Whereabouts' reconciler deleted the reservation under it, leaves no address unreserved",
+    ref: 'issue 20 #2, found after the fixes',
+    seed: 3110736097,
+    steps: [
+      { op: 'pod-create', pod: 'p6', node: 'n2', nets: ['B'] },
+      {
+        op: 'interleave',
+        main: { op: 'add', pod: 'p6', faults: { seed: 1445890948, rate: 0.08 } },
+        at: { on: 'pool-write', nth: 0 },
+        other: { op: 'wb-reconcile', faults: { seed: 643815308, rate: 0 } },
+      },
+    ],
+  },
+  {
+    name: "an address whose reservation Whereabouts' reconciler deleted under an ADD that then met a passing API failure is not taken twice",
+    ref: 'issue 20 #2, found after the fixes',
+    seed: 1751445802,
+    steps: [
+      { op: 'pod-create', pod: 'p5', node: 'n1', nets: ['A'] },
+      { op: 'pod-create', pod: 'p2', node: 'n2', nets: ['B'] },
+      {
+        op: 'interleave',
+        main: { op: 'add', pod: 'p5', faults: { seed: 962966803, rate: 0.08 } },
+        at: { on: 'pool-write', nth: 0 },
+        other: { op: 'wb-reconcile', faults: { seed: 3014953823, rate: 0 } },
+      },
+      { op: 'add', pod: 'p2', faults: { seed: 3686598885, rate: 0.08 } },
+    ],
+  },
+  {
+    name: "a new pod of a name does not adopt the uid-less reservation of its predecessor's record in an overlapping range",
+    ref: 'issue 20 #3, found after the fixes',
+    seed: 3596093747,
+    steps: [
+      { op: 'pod-create', pod: 'p7', node: 'n1', nets: ['B'] },
+      { op: 'add', pod: 'p7', faults: { seed: 1902007803, rate: 0.08, kill: { at: 4, after: false } } },
+      { op: 'pod-evict', pod: 'p7', reason: 'PreemptionByScheduler' },
+      { op: 'switch', node: 'n1', binary: 'whereabouts' },
+      { op: 'pod-create', pod: 'p2', node: 'n2', nets: ['B'] },
+      { op: 'del', node: 'n1', pick: 3, faults: { seed: 3801272763, rate: 0.08 } },
+      { op: 'controller', stale: [], faults: { seed: 3274607146, rate: 0.08 } },
+      {
+        op: 'controller',
+        stale: ['pods', 'pools'],
+        faults: { seed: 682357990, rate: 0.08, kill: { at: 2, after: false } },
+      },
+      { op: 'add', pod: 'p2', faults: { seed: 638359345, rate: 0.08 } },
+      { op: 'controller', stale: ['nads'], faults: { seed: 2451009564, rate: 0.08 } },
+      { op: 'pod-terminate', pod: 'p2', phase: 'Succeeded', del: true },
+      {
+        op: 'parallel',
+        steps: [
+          { op: 'del', node: 'n2', pick: 2, faults: { seed: 635050289, rate: 0.08 } },
+          { op: 'add', pod: 'p7', faults: { seed: 4216016716, rate: 0.08 } },
+        ],
+      },
+      { op: 'pod-create', pod: 'p4', node: 'n2', nets: ['B'] },
+      { op: 'legacy', pod: 'p7' },
+      {
+        op: 'parallel',
+        steps: [
+          { op: 'gc', node: 'n2', net: 'B', stale: false, faults: { seed: 3487824470, rate: 0.08 } },
+          { op: 'add', pod: 'p7', faults: { seed: 2156874327, rate: 0.08 } },
+        ],
+      },
+      { op: 'pod-delete', pod: 'p7', graceful: true },
+      { op: 'pod-create', pod: 'p7', node: 'n2', nets: ['A', 'B'] },
+      { op: 'add', pod: 'p7', faults: { seed: 2851943487, rate: 0.08 } },
+    ],
+  },
+  {
+    name: 'the controller judges a uid-less record by its reservation read live, not by a cached one of an earlier pod',
+    ref: 'issue 20, mixed use, found after the fixes',
+    seed: 789189284,
+    steps: [
+      { op: 'pod-create', pod: 'p5', node: 'n2', nets: ['A'] },
+      { op: 'add', pod: 'p5', faults: { seed: 670995138, rate: 0.08 } },
+      { op: 'controller', stale: ['pools'], faults: { seed: 3438344472, rate: 0.08 } },
+      { op: 'switch', node: 'n3', binary: 'whereabouts' },
+      { op: 'node-join', node: 'n3', wipe: true },
+      { op: 'node-leave', node: 'n2' },
+      { op: 'pod-create', pod: 'p5', node: 'n3', nets: ['B'] },
+      { op: 'wb-reconcile', faults: { seed: 3394914934, rate: 0 } },
+      { op: 'add', pod: 'p5', faults: { seed: 2800415335, rate: 0.08 } },
+      { op: 'controller', stale: ['reservations'], faults: { seed: 4217217308, rate: 0.08 } },
     ],
   },
 ];
