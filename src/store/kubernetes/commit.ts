@@ -109,7 +109,7 @@ export async function commitPool<T>(
       await withdraw(ctx, pool, commit, { settled, lost, deadline, options });
     }
   } catch (err) {
-    await commit.settleUnused(landed === undefined ? undefined : await undo(ctx, pool, commit, landed, options));
+    await commit.settleUnused(await undo(ctx, pool, commit, landed, options));
     throw toStoreError(err, `IPPool ${pool.name}`); // LeaseNeeded passes as it is
   }
   await commit.settle(settled);
@@ -117,30 +117,33 @@ export async function commitPool<T>(
 }
 
 /**
- * The commit fails after one of its writes landed (its claims could not be confirmed, or given back): the request
- * reports failure, so the claims go back too, or a retry of the same pod would find its record and use an address
- * whose reservation may be gone. Best effort within the cleanup timeout; the allocations the pool holds afterwards,
- * as far as known, so that a reservation whose claim stayed is kept for it, not deleted.
+ * The commit fails after one of its writes landed (its claims could not be confirmed, or given back), or after a
+ * write whose answer was lost: the request reports failure, so the claims go back too, or a retry of the same pod
+ * would find its record and use an address whose reservation may be gone. Best effort within the cleanup timeout.
+ * Answers the allocations the pool holds afterwards as far as known (undefined: unknown), so that settleUnused()
+ * keeps a reservation whose claim may have stayed and removes one this commit created for a claim given back.
  */
 async function undo<T>(
   ctx: CommitContext,
   pool: PoolRef,
   commit: PoolCommit<T>,
-  landed: Settled<T>,
+  landed: Settled<T> | undefined,
   options: CommitOptions,
-): Promise<Allocations> {
-  const claims = [...commit.relied.keys()];
-  const known = commit.state ?? landed.state;
-  if (claims.length === 0) return known.allocations;
+): Promise<Allocations | undefined> {
+  const claims = new Map(commit.relied);
+  const lost = commit.uncertain;
+  if (lost !== undefined) claims.set(lost.address, lost);
+  // What the pool held after this commit's last write that landed, if one did; the give-back reads the pool afresh.
+  const known = landed === undefined ? undefined : (commit.state ?? landed.state);
+  if (claims.size === 0) return known?.allocations;
   const { beforeWrite, onUncertain } = options;
-  let after = known;
+  let after: PoolState | undefined;
   try {
     await commitPool(
       { ...ctx, reservations: false, budgetMs: ctx.cleanupTimeoutMs },
       pool,
-      giveBack(commit.relied, claims),
+      giveBack(claims, [...claims.keys()]),
       {
-        initial: known,
         ...(beforeWrite === undefined ? {} : { beforeWrite }),
         ...(onUncertain === undefined ? {} : { onUncertain }),
         onSettled: (state) => {
@@ -148,14 +151,15 @@ async function undo<T>(
         },
       },
     );
-    ctx.log.warning(`IPPool ${pool.name}: gave back ${claims.length} claim(s) this failed request had written`);
   } catch (err) {
     onUncertain?.();
     ctx.log.warning(
-      `IPPool ${pool.name}: could not give back the claims this failed request wrote (its DEL, or the controller, releases them): ${messageOf(err)}`,
+      `IPPool ${pool.name}: could not give back the claims of this failed request (its DEL, or the controller, releases them): ${messageOf(err)}`,
     );
+    return known?.allocations;
   }
-  return after.allocations;
+  for (const [address, claim] of claims) if (claim.created) commit.created.set(address, claim.held);
+  return after?.allocations;
 }
 
 /** The commit's attempts until a write lands or nothing is to be written (retry.ts), within the deadline. */

@@ -21,6 +21,8 @@ export interface Relied {
   readonly held: Held;
   /** The record the claim committed. */
   readonly record: AllocationRecord;
+  /** This commit created the reservation (else it adopted it, and never removes it). */
+  readonly created: boolean;
 }
 
 export interface Settled<T> {
@@ -45,6 +47,8 @@ export class PoolCommit<T> {
    * left it: confirmed before the commit reports success (confirm-claims.ts).
    */
   readonly relied = new Map<bigint, Relied>();
+  /** The claim of a write whose answer was lost (it may have landed), with its reservation: the commit finds out. */
+  uncertain: (Relied & { readonly address: bigint }) | undefined;
   /** The view plans are made on: the node cache's (`options.initial`) until something is read from the API. */
   state: PoolState | undefined;
   /** The write just refused: the version it was planned on (the re-read must show a newer one), and its form. */
@@ -230,7 +234,11 @@ export class PoolCommit<T> {
       // The write may have landed: its claim's reservation must then stay, or an overlapping range could reuse it,
       // and the caller's cache no longer says what this node last wrote.
       if (mayHaveApplied(err)) {
-        if (claim !== undefined) this.created.delete(claim.address);
+        if (claim !== undefined) {
+          const held = this.created.get(claim.address) ?? this.adopted.get(claim.address);
+          const created = this.created.delete(claim.address);
+          if (held !== undefined) this.uncertain = { address: claim.address, held, record: claim.record, created };
+        }
         this.#options.onUncertain?.();
       }
       throw err;
@@ -239,7 +247,8 @@ export class PoolCommit<T> {
     this.relied.clear();
     if (claim !== undefined) {
       const held = this.created.get(claim.address) ?? this.adopted.get(claim.address);
-      if (held !== undefined) this.relied.set(claim.address, { held, record: claim.record });
+      if (held !== undefined)
+        this.relied.set(claim.address, { held, record: claim.record, created: this.created.has(claim.address) });
       this.created.delete(claim.address);
       this.adopted.delete(claim.address);
     }
