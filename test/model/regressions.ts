@@ -343,4 +343,18 @@ export const REGRESSIONS: readonly Regression[] = [
       { op: 'controller', stale: ['reservations'], faults: { seed: 4217217308, rate: 0.08 } },
     ],
   },
+  {
+    name: "an ADD whose pool write answer was lost, after Whereabouts' reconciler deleted its reservation, leaves no address unreserved",
+    ref: 'issue 20 #2, found after the fixes',
+    seed: 2481718004,
+    steps: [
+      { op: 'pod-create', pod: 'p5', node: 'n1', nets: ['B'] },
+      {
+        op: 'interleave',
+        main: { op: 'add', pod: 'p5', faults: { seed: 669977356, rate: 0.08 } },
+        at: { on: 'pool-write', nth: 0 },
+        other: { op: 'wb-reconcile', faults: { seed: 1363181504, rate: 0 } },
+      },
+    ],
+  },
 ];
