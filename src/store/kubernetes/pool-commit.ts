@@ -256,13 +256,13 @@ export class PoolCommit<T> {
   }
 
   /**
-   * After the last attempt: Whereabouts' Lease goes back (the pool writes it covered are done; what follows only
-   * deletes or rewrites reservations, and a missing one is then left to the controller to re-create), the caller's
-   * cache learns the state and the contention, then the reservations settle. A cache that cannot be written does not
-   * undo what the API holds: the caller drops it instead (onUncertain), and the commit is done.
+   * After the last attempt: the caller's cache learns the state and the contention, then the reservations settle,
+   * and only then does Whereabouts' Lease go back: a held address found without its reservation gets one as the
+   * Lease's holder, when no Whereabouts ADD can be between its check of that reservation and its create. A cache
+   * that cannot be written does not undo what the API holds: the caller drops it instead (onUncertain), and the
+   * commit is done.
    */
   async settle(settled: Settled<T>): Promise<void> {
-    await this.#options.lease?.release();
     try {
       this.#options.onSettled?.(settled.state, this.#ctx.memory.marksOf(this.#key));
     } catch (err) {
@@ -271,12 +271,16 @@ export class PoolCommit<T> {
       );
       this.#options.onUncertain?.();
     }
-    await this.settleUnused(settled.state.allocations);
     const lease = this.#options.lease;
-    if (this.#ctx.reservations && settled.written !== undefined)
-      await settleWritten(this.#ctx, this.#pool, settled.written.change, settled.written.before, {
-        ...(lease === undefined ? {} : { mayCreate: () => lease.mayWrite() }),
-      });
+    try {
+      await this.settleUnused(settled.state.allocations);
+      if (this.#ctx.reservations && settled.written !== undefined)
+        await settleWritten(this.#ctx, this.#pool, settled.written.change, settled.written.before, {
+          ...(lease === undefined ? {} : { mayCreate: () => lease.mayWrite() }),
+        });
+    } finally {
+      await lease?.release();
+    }
   }
 
   /** The reservations held and not committed, against the pool's `final` allocations (undefined: the commit failed). */
