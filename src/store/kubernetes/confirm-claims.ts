@@ -3,17 +3,13 @@
 // deletes reservations by name, unconditionally, and a controller may have judged it orphaned. Once the pool write
 // landed the pool is the truth: a reservation that is gone is created again; one that names another attachment now
 // (which may hold the address in an overlapping range) makes the commit give the address back and plan again.
-import { monotonicMs, sleep } from '../../clock.ts';
-import { formatIP, type IPAddress } from '../../ip/address.ts';
-import { isTransient } from '../../kube/errors.ts';
+import { monotonicMs } from '../../clock.ts';
+import { formatIP } from '../../ip/address.ts';
+import { retryTransient } from '../../kube/retry.ts';
 import type { AllocationRecord, Plan, PoolRef } from '../store.ts';
 import type { CommitContext } from './commit.ts';
 import type { Relied } from './pool-commit.ts';
-import { confirmReservation, type Confirmed, type Held } from './reservations.ts';
-
-/** The first pause after a confirmation failed for a passing reason; doubled each time, at most CONFIRM_CAP_MS. */
-const CONFIRM_BASE_MS = 50;
-const CONFIRM_CAP_MS = 1_000;
+import { confirmReservation } from './reservations.ts';
 
 /**
  * Confirms each relied-on reservation (re-creating a missing one); the addresses whose reservation is taken. A
@@ -29,7 +25,10 @@ export async function confirmClaims(
   const lost: bigint[] = [];
   for (const [value, { held, record }] of relied) {
     const ip = { family: pool.range.cidr.family, value };
-    const outcome = await confirmOne(ctx, pool, { ip, held, record }, deadlineMs);
+    // A read, and a create of what is missing: both safe to repeat.
+    const outcome = await retryTransient(() => confirmReservation(ctx.api, pool, ip, held, record), {
+      budgetMs: Math.max(0, deadlineMs - monotonicMs()),
+    });
     if (outcome === 'restored')
       ctx.log.warning(
         `IPPool ${pool.name}: the reservation ${held.name} of ${formatIP(ip)} was deleted while this request relied on it; created it again`,
@@ -42,23 +41,6 @@ export async function confirmClaims(
     }
   }
   return lost;
-}
-
-/** One confirmation (a read, and a create of what is missing: both safe to repeat), tried again while it may pass. */
-async function confirmOne(
-  ctx: CommitContext,
-  pool: PoolRef,
-  claim: { readonly ip: IPAddress; readonly held: Held; readonly record: AllocationRecord },
-  deadlineMs: number,
-): Promise<Confirmed> {
-  for (let pause = CONFIRM_BASE_MS; ; pause = Math.min(CONFIRM_CAP_MS, pause * 2)) {
-    try {
-      return await confirmReservation(ctx.api, pool, claim.ip, claim.held, claim.record);
-    } catch (err) {
-      if (!isTransient(err) || monotonicMs() + pause > deadlineMs) throw err;
-      await sleep(pause);
-    }
-  }
 }
 
 /** Releases `addresses` where the pool still holds them for the records this commit wrote, and nothing else. */
