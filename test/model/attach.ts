@@ -52,7 +52,15 @@ export interface AttachContext {
   readonly whereaboutsWindow: Set<string>;
   /** Containers whose DEL Whereabouts answered (it ignores every error: what it did not find stays). */
   readonly whereaboutsDeleted: Set<string>;
+  /**
+   * Attachments ("container|ifname") whose hereabouts ADD was killed: a record it left may lack its reservation when
+   * another writer deleted the reservation between its create and the pool write (Whereabouts' reconciler or DEL);
+   * the dead process cannot repair it, the attachment's next ADD or DEL, or the controller's repair pass, does.
+   */
+  readonly crashWindow: Set<string>;
 }
+
+export const crashKey = (containerId: string, ifname: string): string => `${containerId}|${ifname}`;
 
 export interface Caller {
   readonly short: string;
@@ -158,7 +166,10 @@ async function addOne(
   const outcome = await ctx.processes.hereabouts(where, faults, options, (store) =>
     cmdAdd({ config: cfg, store, logger: options.log ?? quietLogger, version: '1.1.0', env }),
   );
-  if (!outcome.ok) return outcome;
+  if (!outcome.ok) {
+    if (outcome.killed) ctx.crashWindow.add(crashKey(sandbox.id, a.ifname));
+    return outcome;
+  }
   const ip = (outcome.value as unknown as { ips?: Array<{ address?: string }> }).ips?.[0]?.address?.split('/')[0];
   if (ip === undefined) throw new Error(`model: ADD returned no address: ${JSON.stringify(outcome.value)}`);
   return { ok: true, value: ip };

@@ -78,6 +78,8 @@ export class Cluster {
   readonly whereaboutsWindow = new Set<string>();
   /** Containers whose DEL Whereabouts answered, done or not (it ignores errors): their records may stay. */
   readonly whereaboutsDeleted = new Set<string>();
+  /** Attachments whose hereabouts ADD was killed ("container|ifname"): see AttachContext.crashWindow. */
+  readonly crashWindow = new Set<string>();
   /** What the model saw happen that the API cannot show (a lock taken from a live holder): for the next check. */
   readonly observed: Violation[] = [];
   sliceSize = NETS.S.slice ?? 28;
@@ -123,6 +125,7 @@ export class Cluster {
       processes: this.#processes,
       whereaboutsWindow: this.whereaboutsWindow,
       whereaboutsDeleted: this.whereaboutsDeleted,
+      crashWindow: this.crashWindow,
     };
     for (const name of options.nodes)
       this.nodes.set(name, { name: this.nodeName(name), up: false, pendingDels: [], binary: 'hereabouts' });

@@ -11,7 +11,7 @@
 //   leak            no record without a live sandbox behind it (but what a Whereabouts DEL left of a pod that
 //                   still exists), no reservation without its record
 //   slicing         the sliced network follows one of its NADs, and a live node without a slice has none free
-import { attached, windowKey, type Attachment } from './attach.ts';
+import { crashKey, attached, windowKey, type Attachment } from './attach.ts';
 import type { Cluster, PodModel } from './cluster.ts';
 import { checkSliceSpace } from './slice-invariants.ts';
 import { readState, type Held } from './state.ts';
@@ -57,6 +57,7 @@ export async function checkStep(cluster: Cluster): Promise<Violation[]> {
     if (h.net === undefined || !NETS[h.net].overlapping) continue;
     if (cluster.whereaboutsWindow.has(windowKey(h.pool, h.ip, h.containerId, h.ifname))) continue;
     const owner = reservations.get(h.ip);
+    if (owner === undefined && cluster.crashWindow.has(crashKey(h.containerId, h.ifname))) continue;
     if (owner === undefined)
       out.push({
         invariant: 'reservation',
