@@ -69,16 +69,21 @@ function jittered(attempt: number, options: RetryOptions, lastAttemptMs: number)
 }
 
 /**
- * `step` (a read, or a write that is safe to repeat), tried again after a failure that may pass (unreachable, 5xx,
- * 429) with a doubling pause from 50 ms up to 1 s, until `budgetMs` are spent; its last failure is thrown.
+ * `step` (a read, or a write that is safe to repeat), tried again after a failure that may pass (`passing`; by
+ * default isTransient: unreachable, 5xx, 429) with a doubling pause from 50 ms up to 1 s, until `budgetMs` are
+ * spent; its last failure is thrown.
  */
-export async function retryTransient<T>(step: () => Promise<T>, options: { readonly budgetMs: number }): Promise<T> {
+export async function retryTransient<T>(
+  step: () => Promise<T>,
+  options: { readonly budgetMs: number; readonly passing?: (err: unknown) => boolean },
+): Promise<T> {
+  const passing = options.passing ?? isTransient;
   const deadline = monotonicMs() + options.budgetMs;
   for (let pause = 50; ; pause = Math.min(1_000, pause * 2)) {
     try {
       return await step();
     } catch (err) {
-      if (!isTransient(err) || monotonicMs() + pause > deadline) throw err;
+      if (!passing(err) || monotonicMs() + pause > deadline) throw err;
       await sleep(pause);
     }
   }

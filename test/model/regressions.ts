@@ -422,4 +422,20 @@ export const REGRESSIONS: readonly Regression[] = [
       },
     ],
   },
+  {
+    name: 'a failing ADD gives back the claim of a write whose answer was lost even when its first give-back meets a passing API failure',
+    ref: 'issue 20 #2, found after the fixes',
+    seed: 447999017,
+    steps: [
+      { op: 'pod-create', pod: 'p8', node: 'n2', nets: ['B'] },
+      { op: 'add', pod: 'p8', faults: { seed: 1196200883, rate: 0.08 } },
+      { op: 'pod-create', pod: 'p9', node: 'n2', nets: ['A'] },
+      {
+        op: 'interleave',
+        main: { op: 'add', pod: 'p9', faults: { seed: 2854004895, rate: 0.08 } },
+        at: { on: 'pool-write', nth: 0 },
+        other: { op: 'wb-reconcile', faults: { seed: 2933944503, rate: 0 } },
+      },
+    ],
+  },
 ];

@@ -19,14 +19,14 @@
 // cannot be written after the write landed does not fail the commit (the API is the truth): the caller drops it.
 //
 // The steps are PoolCommit's (pool-commit.ts); this is the entry, and the terms a caller commits on.
-import { ErrorKind, HereaboutsError, messageOf } from '../../errors.ts';
+import { ErrorKind, HereaboutsError, isKind, messageOf } from '../../errors.ts';
 import type { Allocations, Plan, PoolRef } from '../store.ts';
 import type { ApiClient } from '../../kube/api.ts';
 import type { ContentionMarks, WriteMemory } from './contention.ts';
 import { toStoreError } from './api-errors.ts';
 import type { PoolState } from './pool-object.ts';
 import { PoolCommit, type Settled } from './pool-commit.ts';
-import { retryOnConflict } from '../../kube/retry.ts';
+import { retryOnConflict, retryTransient } from '../../kube/retry.ts';
 import { monotonicMs } from '../../clock.ts';
 import { confirmClaims, giveBack } from './confirm-claims.ts';
 import type { WhereaboutsLease } from './whereabouts-lease.ts';
@@ -139,18 +139,24 @@ async function undo<T>(
   const { beforeWrite, onUncertain } = options;
   let after: PoolState | undefined;
   try {
-    await commitPool(
-      { ...ctx, reservations: false, budgetMs: ctx.cleanupTimeoutMs },
-      pool,
-      giveBack(claims, [...claims.keys()]),
-      {
-        ...(beforeWrite === undefined ? {} : { beforeWrite }),
-        ...(onUncertain === undefined ? {} : { onUncertain }),
-        onSettled: (state) => {
-          after = state;
+    // A conditional release planned on a fresh read each time: safe to repeat after a passing failure.
+    const giveBackOnce = () =>
+      commitPool(
+        { ...ctx, reservations: false, budgetMs: ctx.cleanupTimeoutMs },
+        pool,
+        giveBack(claims, [...claims.keys()]),
+        {
+          ...(beforeWrite === undefined ? {} : { beforeWrite }),
+          ...(onUncertain === undefined ? {} : { onUncertain }),
+          onSettled: (state) => {
+            after = state;
+          },
         },
-      },
-    );
+      );
+    await retryTransient(giveBackOnce, {
+      budgetMs: ctx.cleanupTimeoutMs,
+      passing: (err) => isKind(err, ErrorKind.Unavailable), // the store's word for a passing API failure
+    });
   } catch (err) {
     onUncertain?.();
     ctx.log.warning(
