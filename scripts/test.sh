@@ -29,6 +29,11 @@ export HEREABOUTS_CONTROL_PLANE="$cp_dir"
 echo "== helm (built once from its Go module, cached in ~/.cache/hereabouts)"
 bash scripts/tools/helm.sh >/dev/null
 
+# The peer of test/integration/kubernetes/mixed-whereabouts.test.ts, built here so that the test does not pay for a
+# cold build; without a Go toolchain that test says so and skips.
+echo "== whereabouts v0.9.4 (built once from its Go module, cached in ~/.cache/hereabouts)"
+bash scripts/bench/build-tools.sh >/dev/null || echo "whereabouts: not built (see above); the mixed-use test skips or fails saying why"
+
 # Tests run on the embedded Node (the runtime we ship), which also strips TypeScript types natively.
 echo "== tests"
 rc=0

@@ -13,6 +13,8 @@ export interface Allocatable {
   rankOf(value: bigint): bigint | undefined;
   /** The allocatable address at a position (0 … count−1). */
   addressAt(rank: bigint): bigint;
+  /** How many allocatable addresses are at or below `value`. */
+  countThrough(value: bigint): bigint;
 }
 
 export function gatewayIn(range: RangeConfig): bigint | undefined {
@@ -67,6 +69,16 @@ export function allocatableOf(range: RangeConfig): Allocatable {
       }
       return address;
     },
+    countThrough(value) {
+      if (value < span.first) return 0n;
+      if (value >= span.last) return count;
+      let through = value - span.first + 1n;
+      for (const hole of holes) {
+        if (hole.first > value) break;
+        through -= (hole.last < value ? hole.last : value) - hole.first + 1n;
+      }
+      return through;
+    },
   };
 }
 
@@ -76,6 +88,7 @@ function emptyAllocatable(span: Block): Allocatable {
     holes: [],
     count: 0n,
     rankOf: () => undefined,
+    countThrough: () => 0n,
     addressAt(rank) {
       throw new RangeError(`rank ${rank} is outside the 0 allocatable addresses of the range`);
     },

@@ -20,6 +20,7 @@ import {
 import { loadFlatFileAt, loadStandardFlatFile, mergeFlat, readFileIfPresent, type ReadFile } from './flatfile.ts';
 import { checkObjectNames } from './object-names.ts';
 import { buildRanges } from './ranges.ts';
+import { leaderTimingOf } from './leader-timing.ts';
 import { allowedPath, checkPathText, policyOf, rejectInlinePolicy, type PathUse, type TrustPolicy } from './trust.ts';
 import type { DatastoreConfig, DnsConfig, IpamConfig, NetworkConfig, RouteConfig, StaticAddress } from './types.ts';
 import { isRecord } from '../record.ts';
@@ -95,7 +96,6 @@ export function parseNetworkConfig(request: Json, options: ParseOptions): Networ
     ipam,
     ranges.map((r) => r.cidr),
   );
-  checkTimings(ipam);
   const enableOverlappingRanges = optionalBoolean(ipam, 'enable_overlapping_ranges', 'ipam.') ?? true;
   checkObjectNames({
     name,
@@ -117,6 +117,7 @@ export function parseNetworkConfig(request: Json, options: ParseOptions): Networ
     ...(nodeSliceSize === undefined ? {} : { nodeSliceSize }),
     enableOverlappingRanges,
     gcGraceSeconds: optionalCount(ipam, 'gc_grace_seconds', 'ipam.') ?? DEFAULT_GC_GRACE_SECONDS,
+    leaderTiming: leaderTimingOf(ipam, warnings),
     datastore: datastoreOf(ipam, sources),
     ...optionalKey('logFile', pathKey(ipam, sources, 'log_file', 'log')),
     logLevel: logLevelOf(ipam),
@@ -254,12 +255,6 @@ function sliceSize(ipam: Json, cidrs: ReadonlyArray<{ family: 4 | 6; prefix: num
     }
   }
   return size;
-}
-
-function checkTimings(ipam: Json): void {
-  for (const key of ['leader_lease_duration', 'leader_renew_deadline', 'leader_retry_period', 'sleep_for_race']) {
-    optionalCount(ipam, key, 'ipam.');
-  }
 }
 
 /** runtimeConfig.ips, args.cni.ips and CNI_ARGS IP=, merged and deduplicated; a "/len" suffix is dropped. */

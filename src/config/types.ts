@@ -50,6 +50,13 @@ export type DatastoreConfig =
       readonly cacheDir: string;
     };
 
+/** Whereabouts' leader election timings (ms): how hereabouts takes part in its Lease during a switch. */
+export interface LeaderTiming {
+  readonly leaseDurationMs: number;
+  readonly renewDeadlineMs: number;
+  readonly retryPeriodMs: number;
+}
+
 export interface PodRef {
   readonly namespace: string;
   readonly name: string;
@@ -71,6 +78,8 @@ export interface IpamConfig {
   readonly enableOverlappingRanges: boolean;
   /** `gc_grace_seconds`: GC spares allocations written less than this long ago. */
   readonly gcGraceSeconds: number;
+  /** `leader_lease_duration`, `leader_renew_deadline`, `leader_retry_period`; absent: Whereabouts' defaults. */
+  readonly leaderTiming?: LeaderTiming;
   readonly datastore: DatastoreConfig;
   readonly logFile?: string;
   readonly logLevel: PluginLogLevel;

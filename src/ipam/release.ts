@@ -2,7 +2,7 @@
 // an error in one range does not stop the others; all errors are reported together at the end.
 import type { NetworkConfig } from '../config/types.ts';
 import type { IPAddress } from '../ip/address.ts';
-import type { Plan, Store } from '../store/store.ts';
+import type { Allocations, Plan, Store } from '../store/store.ts';
 import { isSameAttachment, type AttachmentId } from './attachment.ts';
 import { combineErrors } from './errors.ts';
 import { poolsFor, type PoolsOption } from './pools.ts';
@@ -32,7 +32,22 @@ export async function release(
 
 export function planRelease(attachment: AttachmentId): Plan<bigint[]> {
   return (current) => {
-    const mine = [...current].filter(([, record]) => isSameAttachment(record, attachment)).map(([address]) => address);
+    const exact = [...current].filter(([, record]) => isSameAttachment(record, attachment)).map(([address]) => address);
+    const mine = exact.length > 0 ? exact : legacyOf(current, attachment);
     return { change: mine.length === 0 ? null : { release: mine }, value: mine };
   };
+}
+
+/**
+ * A record Whereabouts before 0.7 wrote names the container but no interface, and its DEL released the container's
+ * first one in the pool: so does a DEL that finds no record naming its interface. Without this, the address stayed
+ * taken until the controller judged the pod.
+ */
+function legacyOf(current: Allocations, attachment: AttachmentId): bigint[] {
+  let lowest: bigint | undefined;
+  for (const [address, record] of current) {
+    if (record.ifname !== '' || record.containerId !== attachment.containerId) continue;
+    if (lowest === undefined || address < lowest) lowest = address;
+  }
+  return lowest === undefined ? [] : [lowest];
 }

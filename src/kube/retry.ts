@@ -2,6 +2,7 @@
 // uid precondition; a conflict reads again and decides again after a jittered exponential backoff, until a
 // monotonic time budget or an attempt count is spent, or the caller says to stop (a controller that lost its lease).
 import { monotonicMs, sleep } from '../clock.ts';
+import { isTransient } from './errors.ts';
 
 /** What an attempt returns when its precondition failed (409, or the object vanished under it). */
 export const CONFLICT: unique symbol = Symbol('conflict');
@@ -65,4 +66,25 @@ function jittered(attempt: number, options: RetryOptions, lastAttemptMs: number)
   const base = Math.max(options.baseMs ?? DEFAULT_BASE_MS, options.stepFromAttempt === true ? 2 * lastAttemptMs : 0);
   const cap = Math.min(options.capMs ?? DEFAULT_CAP_MS, base * 2 ** attempt);
   return cap / 2 + Math.random() * (cap / 2);
+}
+
+/**
+ * `step` (a read, or a write that is safe to repeat), tried again after a failure that may pass (`passing`; by
+ * default isTransient: unreachable, 5xx, 429) with a doubling pause from 50 ms up to 1 s, until `budgetMs` are
+ * spent; its last failure is thrown.
+ */
+export async function retryTransient<T>(
+  step: () => Promise<T>,
+  options: { readonly budgetMs: number; readonly passing?: (err: unknown) => boolean },
+): Promise<T> {
+  const passing = options.passing ?? isTransient;
+  const deadline = monotonicMs() + options.budgetMs;
+  for (let pause = 50; ; pause = Math.min(1_000, pause * 2)) {
+    try {
+      return await step();
+    } catch (err) {
+      if (!passing(err) || monotonicMs() + pause > deadline) throw err;
+      await sleep(pause);
+    }
+  }
 }

@@ -41,17 +41,38 @@ export function controlPlaneBackend(cp: ControlPlane): Backend {
       const ns = await createNamespace(cp, 'model');
       const api = new ApiClient(await loadEndpoint(ns.kubeconfig), { timeoutMs: 20_000 });
       const workDir = scratch();
-      const cluster = new Cluster({ api, workDir, nodePrefix: `${ns.name}-`, counts, nodes: NODES });
+      const namespaces: string[] = [];
+      const makeNamespace = async (name: string): Promise<void> => {
+        const body = { apiVersion: 'v1', kind: 'Namespace', metadata: { name } };
+        const res = await api.send({ method: 'POST', path: '/api/v1/namespaces', body });
+        if (res.status !== 201 && res.status !== 409)
+          throw new Error(`model: create namespace ${name}: HTTP ${res.status}`);
+        namespaces.push(name);
+      };
+      const cluster = new Cluster({
+        api,
+        workDir,
+        nodePrefix: `${ns.name}-`,
+        counts,
+        nodes: NODES,
+        createNamespace: makeNamespace,
+      });
       return {
         cluster,
         async dispose() {
           for (const node of cluster.nodes.values())
             await api.send({ method: 'DELETE', path: `/api/v1/nodes/${node.name}` });
           await api.send({ method: 'DELETE', path: `/api/v1/namespaces/${ns.name}/pods?gracePeriodSeconds=0` });
+          for (const name of [ns.name, ...namespaces])
+            await api.send({
+              method: 'DELETE',
+              path: `/apis/k8s.cni.cncf.io/v1/namespaces/${name}/network-attachment-definitions`,
+            });
           await api.send({
             method: 'DELETE',
-            path: `/apis/k8s.cni.cncf.io/v1/namespaces/${ns.name}/network-attachment-definitions`,
+            path: `/apis/coordination.k8s.io/v1/namespaces/${ns.name}/leases`,
           });
+          for (const name of namespaces) await api.send({ method: 'DELETE', path: `/api/v1/namespaces/${name}` });
           await ns.cleanup();
           api.close();
           rmSync(workDir, { recursive: true, force: true });

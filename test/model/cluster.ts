@@ -1,47 +1,50 @@
-// A simulated cluster: nodes (each a KubernetesStore per CNI invocation, with its own cache dir and node name,
-// running the real verb handlers), a kubelet per node (pending DELs), pods, and the controller, against one API
-// (in-memory or a real control plane). Beside it, the reference model: which sandbox of which pod was given which
-// address. Steps whose preconditions no longer hold (after shrinking) are skipped.
-import { cpSync, mkdirSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
-import { parseCniArgs, type CniArgs } from '../../src/cni/args.ts';
-import { cmdAdd } from '../../src/cni/verbs/add.ts';
-import { cmdDel } from '../../src/cni/verbs/del.ts';
-import { cmdGc } from '../../src/cni/verbs/gc.ts';
-import type { Logger } from '../../src/log/logger.ts';
-import { parseNetworkConfig } from '../../src/config/parse.ts';
+// A simulated cluster: nodes (each running hereabouts, or the real Whereabouts as whereabouts.ts simulates it, per
+// CNI call: attach.ts), a kubelet per node (pending DELs), pods with one or more Multus attachments, the networks'
+// NADs (networks.ts), hereabouts' controller and Whereabouts' reconciler, against one API (in-memory or a real
+// control plane). Beside it, the reference model: which sandbox of which pod was given which address on which
+// interface. Steps whose preconditions no longer hold (after shrinking) are skipped.
+import { rmSync } from 'node:fs';
 import { NodeSlices } from '../../src/controller/slices/node-slices.ts';
 import type { ApiClient } from '../../src/kube/api.ts';
-import { WriteMemory } from '../../src/store/kubernetes/contention.ts';
-import { KubernetesStore } from '../../src/store/kubernetes/kubernetes-store.ts';
+import {
+  addSandbox,
+  attached,
+  delSandbox,
+  gcNetwork,
+  unattachable,
+  type AttachContext,
+  type Caller,
+  type Sandbox,
+} from './attach.ts';
 import { controllerPass, defaultFlags, SimulatedInformers, type Resource } from './controller-pass.ts';
-import { FaultyApi, Killed, NO_FAULTS, type FaultCounts, type FaultSpec } from './faults.ts';
-import { NETS, type DisruptionReason, type NetId, type Step } from './steps.ts';
+import { Killed, NO_FAULTS, type FaultCounts, type FaultSpec } from './faults.ts';
+import type { Violation } from './invariants.ts';
+import { Interleaving } from './interleave.ts';
+import { makeLegacy } from './legacy.ts';
+import { stallHoldingLock } from './lock-view.ts';
+import { Networks } from './networks.ts';
+import { errorLine, Processes } from './processes.ts';
+import { NETS, type Binary, type DisruptionReason, type NetId, type Step } from './steps.ts';
 import { advanceClock } from './virtual-clock.ts';
+import { whereaboutsReconcile } from './whereabouts-reconciler.ts';
 
-export interface Sandbox {
-  readonly id: string;
-  readonly pod: string;
-  readonly uid: string;
-  /** The network config of its ADD: Multus hands the same to its DEL. */
-  readonly request: Record<string, unknown>;
-  readonly net: NetId;
-  ok: boolean;
-  address?: string;
-  /** Clock epoch of its ADD (a 'time' step starts a new one). */
-  epoch: number;
-}
+export type { Attachment, Sandbox } from './attach.ts';
 
 export interface PodModel {
   readonly name: string;
   readonly uid: string;
   readonly node: string;
-  readonly net: NetId;
+  /** One attachment per network, net1 first. */
+  readonly nets: readonly NetId[];
   exists: boolean;
   phase: 'Pending' | 'Running' | 'Succeeded' | 'Failed';
   terminating: boolean;
   disruption?: DisruptionReason;
   sandbox?: Sandbox;
+  /** Container ids of this pod's sandboxes (not its predecessors' of the same name). */
+  readonly sandboxes: Set<string>;
+  /** An earlier pod had this name. */
+  readonly reusedName: boolean;
 }
 
 export interface NodeModel {
@@ -49,14 +52,9 @@ export interface NodeModel {
   up: boolean;
   readonly pendingDels: Sandbox[];
   lastAdd?: Sandbox;
+  /** The CNI IPAM binary the node runs now. */
+  binary: Binary;
 }
-
-const quiet: Logger = {
-  debug: () => undefined,
-  info: () => undefined,
-  warning: () => undefined,
-  error: () => undefined,
-};
 
 export interface ClusterOptions {
   /** The unfaulted client: the model's own reads and the set-up writes. */
@@ -66,6 +64,8 @@ export interface ClusterOptions {
   readonly nodePrefix: string;
   readonly counts: FaultCounts;
   readonly nodes: readonly string[];
+  /** Makes a namespace exist (the tenant's); the in-memory API server needs none. */
+  readonly createNamespace?: (name: string) => Promise<void>;
 }
 
 export class Cluster {
@@ -73,29 +73,62 @@ export class Cluster {
   readonly ns: string;
   readonly pods = new Map<string, PodModel>();
   readonly nodes = new Map<string, NodeModel>();
+  readonly networks: Networks;
+  /** Records a Whereabouts ADD left without its reservation ("pool|ip|container|ifname"): its in-flight window. */
+  readonly whereaboutsWindow = new Set<string>();
+  /** Containers whose DEL Whereabouts answered, done or not (it ignores errors): their records may stay. */
+  readonly whereaboutsDeleted = new Set<string>();
+  /** Attachments whose hereabouts ADD was killed ("container|ifname"): see AttachContext.crashWindow. */
+  readonly crashWindow = new Set<string>();
+  /** What the model saw happen that the API cannot show (a lock taken from a live holder): for the next check. */
+  readonly observed: Violation[] = [];
   sliceSize = NETS.S.slice ?? 28;
   epoch = 0;
   readonly #o: ClusterOptions;
   readonly #informers: SimulatedInformers;
   readonly #slices: NodeSlices;
   readonly #flags = defaultFlags();
+  /** The controller's memory of records seen missing their reservation, kept across passes as it keeps it. */
+  readonly #firstMissing = new Map<string, number>();
+  readonly #interleaving = new Interleaving();
+  readonly #processes: Processes;
+  readonly #attach: AttachContext;
   #seq = 0;
-  /** Outcomes of the steps run, for the failure report. */
-  readonly log: string[] = [];
 
   constructor(options: ClusterOptions) {
     this.#o = options;
     this.api = options.api;
     this.ns = options.api.namespace;
+    this.networks = new Networks({
+      api: options.api,
+      tenantNamespace: `${this.ns}-tenant`,
+      createNamespace: options.createNamespace ?? (() => Promise.resolve()),
+      config: (net) => this.request(net),
+    });
     const ours = (key: string): boolean => key.startsWith(options.nodePrefix);
+    const nadNamespaces = this.networks.nadNamespaces();
     this.#informers = new SimulatedInformers((resource, key) => {
       if (resource === 'nodes') return ours(key);
-      if (resource === 'nads') return key.startsWith(`${this.ns}/`);
+      if (resource === 'nads') return nadNamespaces.some((ns) => key.startsWith(`${ns}/`));
       return true;
     });
     // The drain grace runs on the monotonic clock, which the model's virtual clock does not move: none here.
     this.#slices = new NodeSlices(options.api, { drainGraceMs: 0 });
-    for (const name of options.nodes) this.nodes.set(name, { name: this.nodeName(name), up: false, pendingDels: [] });
+    this.#processes = new Processes({
+      api: options.api,
+      workDir: options.workDir,
+      counts: options.counts,
+      hooks: () => this.#interleaving.hooks(),
+    });
+    this.#attach = {
+      api: options.api,
+      processes: this.#processes,
+      whereaboutsWindow: this.whereaboutsWindow,
+      whereaboutsDeleted: this.whereaboutsDeleted,
+      crashWindow: this.crashWindow,
+    };
+    for (const name of options.nodes)
+      this.nodes.set(name, { name: this.nodeName(name), up: false, pendingDels: [], binary: 'hereabouts' });
   }
 
   nodeName(short: string): string {
@@ -108,20 +141,16 @@ export class Cluster {
 
   /** NADs for every network, the first nodes, and a pass that gives them slices. */
   async setup(initialNodes: readonly string[]): Promise<void> {
-    for (const net of Object.values(NETS))
-      await this.#write(
-        'POST',
-        '/apis/k8s.cni.cncf.io/v1/namespaces/NS/network-attachment-definitions',
-        this.#nad(net.id),
-      );
+    for (const net of Object.values(NETS)) await this.networks.create(net.id);
     for (const node of initialNodes) await this.run({ op: 'node-join', node, wipe: true });
     await this.pass(NO_FAULTS, []);
   }
 
+  /** The network config Multus hands the IPAM binary (the NADs say "whereabouts": the name both binaries go by). */
   request(net: NetId): Record<string, unknown> {
     const def = NETS[net];
     const ipam: Record<string, unknown> = {
-      type: 'hereabouts',
+      type: 'whereabouts',
       range: def.range,
       enable_overlapping_ranges: def.overlapping,
       kubernetes: { kubeconfig: '/nonexistent/kubeconfig' },
@@ -129,16 +158,6 @@ export class Cluster {
       ...(def.slice === undefined ? {} : { node_slice_size: `/${this.sliceSize}` }),
     };
     return { cniVersion: '1.1.0', name: def.cniName, type: 'macvlan', master: 'eth0', ipam };
-  }
-
-  #nad(net: NetId): Record<string, unknown> {
-    const config = this.request(net);
-    return {
-      apiVersion: 'k8s.cni.cncf.io/v1',
-      kind: 'NetworkAttachmentDefinition',
-      metadata: { name: NETS[net].cniName },
-      spec: { config: JSON.stringify(config) },
-    };
   }
 
   async #write(
@@ -174,6 +193,12 @@ export class Cluster {
         const outcomes = await Promise.all(step.steps.map((s) => this.run(s)));
         return outcomes.join(' | ');
       }
+      case 'interleave':
+        return this.#interleaving.run(
+          () => this.run(step.main),
+          step.at,
+          () => this.run(step.other),
+        );
       case 'time':
         advanceClock(step.ms);
         this.epoch++;
@@ -181,7 +206,7 @@ export class Cluster {
       case 'node-join': {
         const node = this.nodes.get(step.node);
         if (node === undefined || node.up) return 'skip';
-        if (step.wipe) rmSync(this.#cacheDir(step.node), { recursive: true, force: true });
+        if (step.wipe) rmSync(this.#processes.cacheDir(step.node), { recursive: true, force: true });
         await this.#write('POST', '/api/v1/nodes', { apiVersion: 'v1', kind: 'Node', metadata: { name: node.name } });
         node.up = true;
         return 'joined';
@@ -200,44 +225,12 @@ export class Cluster {
         }
         return 'left';
       }
-      case 'pod-create': {
-        const node = this.nodes.get(step.node);
-        const old = this.pods.get(step.pod);
-        if (node === undefined || !node.up || old?.exists === true) return 'skip';
-        const res = await this.api.send({
-          method: 'POST',
-          path: `/api/v1/namespaces/${encodeURIComponent(this.ns)}/pods`,
-          body: {
-            apiVersion: 'v1',
-            kind: 'Pod',
-            metadata: { name: step.pod },
-            spec: { nodeName: node.name, containers: [{ name: 'c', image: 'busybox' }] },
-          },
-        });
-        if (res.status !== 201) throw new Error(`model: create pod ${step.pod}: HTTP ${res.status}`);
-        const uid = (res.body as { metadata: { uid: string } }).metadata.uid;
-        this.pods.set(step.pod, {
-          name: step.pod,
-          uid,
-          node: step.node,
-          net: step.net,
-          exists: true,
-          phase: 'Pending',
-          terminating: false,
-        });
-        return `created (uid ${uid.slice(0, 8)})`;
-      }
+      case 'pod-create':
+        return this.#createPod(step.pod, step.node, step.nets ?? (step.net === undefined ? ['A'] : [step.net]));
       case 'add':
         return this.#add(step.pod, step.faults);
-      case 'stall': {
-        const [a, b] = [this.#live(step.holder), this.#live(step.waiter)];
-        if (a === undefined || b === undefined || a === b || a.node !== b.node) return 'skip';
-        const outcomes = await Promise.all([
-          this.#add(a.name, { ...step.faults, stallMs: step.ms }),
-          new Promise<string>((resolve) => setTimeout(() => resolve(this.#add(b.name, step.faults)), 5)),
-        ]);
-        return outcomes.join(' | ');
-      }
+      case 'stall':
+        return this.#stall(step);
       case 'del':
         return this.#del(step.node, step.pick, step.faults);
       case 'gc':
@@ -246,26 +239,8 @@ export class Cluster {
         return this.pass(step.faults, step.stale);
       case 'pod-delete':
         return this.#deletePod(step.pod, step.graceful);
-      case 'pod-evict': {
-        const pod = this.#live(step.pod);
-        // A pod already being deleted for a disruption keeps that condition: evicting it again changes nothing.
-        if (pod === undefined || (pod.terminating && pod.disruption !== undefined)) return 'skip';
-        const condition = {
-          type: 'DisruptionTarget',
-          status: 'True',
-          reason: step.reason,
-          message: `model: ${step.reason}`,
-          lastTransitionTime: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
-        };
-        await this.#patchPod(pod.name, { status: { conditions: [condition] } }, true);
-        pod.disruption = step.reason;
-        // The kubelet's own terminations leave the pod object; the others delete it gracefully.
-        if (step.reason !== 'TerminationByKubelet' && !pod.terminating) {
-          await this.#write('DELETE', `/api/v1/namespaces/NS/pods/${pod.name}`);
-          pod.terminating = true;
-        }
-        return 'disrupted';
-      }
+      case 'pod-evict':
+        return this.#evict(step.pod, step.reason);
       case 'pod-terminate': {
         const pod = this.#live(step.pod);
         if (pod === undefined) return 'skip';
@@ -274,25 +249,37 @@ export class Cluster {
         this.#teardown(pod, step.del);
         return step.phase;
       }
-      case 'slicepool-delete': {
-        const name = NETS.S.networkName ?? NETS.S.cniName;
-        const status = await this.#write(
-          'DELETE',
-          `/apis/whereabouts.cni.cncf.io/v1alpha1/namespaces/NS/nodeslicepools/${name}`,
-        );
-        return status === 404 ? 'skip' : 'deleted';
-      }
       case 'reslice': {
-        if (step.size === this.sliceSize) return 'skip';
+        if (step.size === this.sliceSize || !this.networks.nads.has('S')) return 'skip';
         this.sliceSize = step.size;
         const path = `/apis/k8s.cni.cncf.io/v1/namespaces/NS/network-attachment-definitions/${NETS.S.cniName}`;
-        await this.#write(
-          'PATCH',
-          path,
-          { spec: (this.#nad('S') as { spec: unknown }).spec },
-          'application/merge-patch+json',
-        );
+        const spec = this.networks.nadBody('S')['spec'];
+        await this.#write('PATCH', path, { spec }, 'application/merge-patch+json');
         return `node_slice_size /${step.size}`;
+      }
+      case 'nad-delete':
+        return this.networks.delete(step.net);
+      case 'nad-create':
+        return this.networks.create(step.net);
+      case 'nsp-delete':
+        return this.networks.deleteNodeSlicePool();
+      case 'tenant-nad':
+        return this.networks.setTenant(step.size);
+      case 'switch': {
+        const node = this.nodes.get(step.node);
+        if (node === undefined || node.binary === step.binary) return 'skip';
+        node.binary = step.binary;
+        return `runs ${step.binary}`;
+      }
+      case 'wb-reconcile': {
+        const outcome = await this.#processes.whereabouts(step.faults, (api) => whereaboutsReconcile(api));
+        return outcome.ok ? outcome.value : `failed${outcome.killed ? ' (killed)' : ''}: ${errorLine(outcome.error)}`;
+      }
+      case 'legacy': {
+        const pod = this.#live(step.pod);
+        const sandbox = pod?.sandbox;
+        if (pod === undefined || sandbox === undefined || !attached(sandbox)) return 'skip';
+        return makeLegacy(this.api, this.podRef(pod.name), sandbox);
       }
     }
   }
@@ -301,6 +288,61 @@ export class Cluster {
     const pod = this.pods.get(name);
     if (pod === undefined || !pod.exists || pod.phase === 'Succeeded' || pod.phase === 'Failed') return undefined;
     return this.nodes.get(pod.node)?.up === true ? pod : undefined;
+  }
+
+  async #createPod(name: string, short: string, nets: readonly NetId[]): Promise<string> {
+    const node = this.nodes.get(short);
+    const old = this.pods.get(name);
+    if (node === undefined || !node.up || old?.exists === true) return 'skip';
+    // A pod that takes the name of a deleted one is created by its controller seconds after the old one went at the
+    // earliest (the controller sees the deletion, the pod GC runs every 20 s): the API's whole-second timestamps then
+    // tell the two apart, which the controller's rule for uid-less records relies on (orphans.ts, CLOCK_SLACK_MS).
+    if (old !== undefined) advanceClock(5_000);
+    const res = await this.api.send({
+      method: 'POST',
+      path: `/api/v1/namespaces/${encodeURIComponent(this.ns)}/pods`,
+      body: {
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name },
+        spec: { nodeName: node.name, containers: [{ name: 'c', image: 'busybox' }] },
+      },
+    });
+    if (res.status !== 201) throw new Error(`model: create pod ${name}: HTTP ${res.status}`);
+    const uid = (res.body as { metadata: { uid: string } }).metadata.uid;
+    this.pods.set(name, {
+      name,
+      uid,
+      node: short,
+      nets,
+      exists: true,
+      phase: 'Pending',
+      terminating: false,
+      sandboxes: new Set(),
+      reusedName: old !== undefined,
+    });
+    return `created (uid ${uid.slice(0, 8)})`;
+  }
+
+  async #evict(name: string, reason: DisruptionReason): Promise<string> {
+    const pod = this.#live(name);
+    // A pod already being deleted for a disruption keeps that condition: evicting it again changes nothing.
+    if (pod === undefined || (pod.terminating && pod.disruption !== undefined)) return 'skip';
+    const condition = {
+      type: 'DisruptionTarget',
+      status: 'True',
+      reason,
+      message: `model: ${reason}`,
+      lastTransitionTime: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
+    };
+    await this.#patchPod(pod.name, { status: { conditions: [condition] } }, true);
+    pod.disruption = reason;
+    // The kubelet's own terminations leave the pod object; the others delete it gracefully.
+    if (reason !== 'TerminationByKubelet' && !pod.terminating) {
+      await this.#write('DELETE', `/api/v1/namespaces/NS/pods/${pod.name}`);
+      pod.terminating = true;
+    }
+    return 'disrupted';
   }
 
   /** The pod's sandbox goes; its kubelet will send DEL for it (unless the runtime lost it). */
@@ -325,160 +367,120 @@ export class Cluster {
     return 'deleted';
   }
 
-  #cacheDir(node: string): string {
-    return join(this.#o.workDir, 'nodes', node);
-  }
-
-  /** One CNI invocation on `node`: a new process (store, client); a kill restores the cache dir as it was then. */
-  async #invoke<T>(
-    short: string,
-    faults: FaultSpec,
-    reservations: boolean,
-    fn: (store: KubernetesStore) => Promise<T>,
-  ): Promise<{ ok: true; value: T } | { ok: false; error: unknown; killed: boolean }> {
-    const node = this.nodes.get(short)!;
-    const dir = this.#cacheDir(short);
-    mkdirSync(dir, { recursive: true });
-    const frozen = join(this.#o.workDir, `frozen-${short}-${this.#seq++}`);
-    const api = new FaultyApi(this.#o.api, faults, {
-      counts: this.#o.counts,
-      onKill: () =>
-        cpSync(dir, frozen, {
-          recursive: true,
-          filter: (src) => !src.endsWith('.lock') && !src.includes('.lock/') && !src.endsWith('.reclaim'),
-        }),
-    });
-    const store = new KubernetesStore({
-      api,
-      node: node.name,
-      cacheDir: dir,
-      reservations,
-      log: quiet,
-      budgetMs: 5_000,
-      cleanupTimeoutMs: 2_000,
-      memory: new WriteMemory(),
-    });
-    try {
-      return { ok: true, value: await fn(store) };
-    } catch (error) {
-      return { ok: false, error, killed: api.dead };
-    } finally {
-      if (api.dead) {
-        // The process died at the kill: whatever it did to its files afterwards never happened.
-        rmSync(dir, { recursive: true, force: true });
-        cpSync(frozen, dir, { recursive: true });
-        rmSync(frozen, { recursive: true, force: true });
-      }
-    }
-  }
-
-  #config(request: Record<string, unknown>, verb: string, pod?: PodModel) {
-    const cniArgs = pod === undefined ? undefined : this.#args(pod.name, pod.uid);
-    // The model's kubeconfig path is a placeholder (the stores get their API client directly): allow its directory.
-    return parseNetworkConfig(request, {
-      cniVersion: '1.1.0',
-      cniArgs,
-      readFile: () => undefined,
-      verb,
-      env: { HEREABOUTS_ALLOWED_DIRS: '/nonexistent' },
-    });
-  }
-
-  /** CNI_ARGS as the kubelet passes them. */
-  #args(pod: string, uid: string): CniArgs {
-    return parseCniArgs(
-      `IgnoreUnknown=1;K8S_POD_NAMESPACE=${this.ns};K8S_POD_NAME=${pod};K8S_POD_INFRA_CONTAINER_ID=x;K8S_POD_UID=${uid}`,
-    );
-  }
-
-  async #add(name: string, faults: FaultSpec): Promise<string> {
+  async #add(name: string, faults: FaultSpec, log?: Caller['log']): Promise<string> {
     const pod = this.#live(name);
     if (pod === undefined) return 'skip';
     const node = this.nodes.get(pod.node)!;
+    const binary = node.binary;
+    const why = await unattachable(this.api, { ...pod, podRef: this.podRef(pod.name) }, binary, this.networks.nads);
+    if (why !== undefined) return `skip: ${why}`;
     this.#teardown(pod, true);
-    const request = this.request(pod.net);
+    const id = `c${this.#seq++}-${pod.name}`;
     const sandbox: Sandbox = {
-      id: `c${this.#seq++}-${pod.name}`,
+      id,
       pod: pod.name,
       uid: pod.uid,
-      request,
-      net: pod.net,
-      ok: false,
+      attachments: pod.nets.map((net, i) => ({
+        ifname: `net${i + 1}`,
+        net,
+        request: this.request(net),
+        ok: false,
+        legacy: false,
+      })),
       epoch: this.epoch,
     };
     pod.sandbox = sandbox;
+    pod.sandboxes.add(id);
     node.lastAdd = sandbox;
-    const config = this.#config(request, 'ADD', pod);
-    const args = this.#args(pod.name, pod.uid);
-    const env = {
-      verb: 'ADD' as const,
-      containerId: sandbox.id,
-      ifname: 'net1',
-      netns: '/var/run/netns/model',
-      path: [],
-      args,
+    const caller: Caller = {
+      short: pod.node,
+      node: node.name,
+      binary,
+      podRef: this.podRef(pod.name),
+      podUid: pod.uid,
+      ...(log === undefined ? {} : { log }),
     };
-    const outcome = await this.#invoke(pod.node, faults, config.ipam.enableOverlappingRanges, (store) =>
-      cmdAdd({ config, store, logger: quiet, version: '1.1.0', env }),
-    );
-    if (!outcome.ok) {
+    const result = await addSandbox(this.#attach, caller, sandbox, faults);
+    if (!result.ok) {
       // The runtime tears the failed sandbox down: DEL follows.
-      this.#teardown(pod, true);
-      return `failed${outcome.killed ? ' (killed)' : ''}: ${errorLine(outcome.error)}`;
+      if (pod.sandbox === sandbox) this.#teardown(pod, true);
+      return `${binary}: ${result.outcome}`;
     }
-    const ip = (outcome.value as unknown as { ips?: Array<{ address?: string }> }).ips?.[0]?.address?.split('/')[0];
-    if (ip === undefined)
-      throw new Error(`model: ADD of ${name} returned no address: ${JSON.stringify(outcome.value)}`);
-    sandbox.ok = true;
-    sandbox.address = ip;
-    const status = JSON.stringify([{ name: `${this.ns}/${NETS[pod.net].cniName}`, interface: 'net1', ips: [ip] }]);
-    await this.#patchPod(pod.name, { metadata: { annotations: { 'k8s.v1.cni.cncf.io/network-status': status } } });
+    const status = sandbox.attachments.map((a) => ({
+      name: `${this.ns}/${NETS[a.net].cniName}`,
+      interface: a.ifname,
+      ips: [a.address],
+    }));
+    await this.#patchPod(pod.name, {
+      metadata: { annotations: { 'k8s.v1.cni.cncf.io/network-status': JSON.stringify(status) } },
+    });
     await this.#patchPod(pod.name, { status: { phase: 'Running' } }, true);
     if (pod.phase === 'Pending') pod.phase = 'Running';
-    return `got ${ip} (${sandbox.id})`;
+    return `${binary}: got ${sandbox.attachments.map((a) => a.address).join(', ')} (${id})`;
+  }
+
+  /** Two ADDs of one node's pool at once, the first stalled holding the lock (lock-view.ts). */
+  async #stall(step: Extract<Step, { op: 'stall' }>): Promise<string> {
+    const [a, b] = [this.#live(step.holder), this.#live(step.waiter)];
+    if (a === undefined || b === undefined || a === b || a.node !== b.node) return 'skip';
+    if (this.nodes.get(a.node)?.binary !== 'hereabouts') return 'skip';
+    const { outcome, violation } = await stallHoldingLock({
+      where: a.node,
+      holder: a.name,
+      waiter: b.name,
+      cacheDir: this.#processes.cacheDir(a.node),
+      split: step.split === true,
+      hold: () => this.#add(a.name, { ...step.faults, stallMs: step.ms }),
+      wait: (log) => this.#add(b.name, step.faults, log),
+      age: () => {
+        if (step.agedMs === undefined) return;
+        advanceClock(step.agedMs);
+        this.epoch++;
+      },
+    });
+    if (violation !== undefined) this.observed.push(violation);
+    return outcome;
   }
 
   async #del(short: string, pick: number, faults: FaultSpec): Promise<string> {
     const node = this.nodes.get(short);
     if (node === undefined || !node.up || node.pendingDels.length === 0) return 'skip';
-    const index = pick % node.pendingDels.length;
-    const sandbox = node.pendingDels[index]!;
+    const sandbox = node.pendingDels[pick % node.pendingDels.length]!;
     const pod = this.pods.get(sandbox.pod);
-    const config = this.#config(sandbox.request, 'DEL', pod?.uid === sandbox.uid ? pod : undefined);
-    const args = this.#args(sandbox.pod, sandbox.uid);
-    const env = { verb: 'DEL' as const, containerId: sandbox.id, ifname: 'net1', path: [], args };
-    const outcome = await this.#invoke(short, faults, config.ipam.enableOverlappingRanges, (store) =>
-      cmdDel({ config, store, logger: quiet, version: '1.1.0', env }),
-    );
-    if (!outcome.ok) return `DEL ${sandbox.id} failed${outcome.killed ? ' (killed)' : ''}: ${errorLine(outcome.error)}`;
-    node.pendingDels.splice(node.pendingDels.indexOf(sandbox), 1);
-    return `DEL ${sandbox.id} done`;
+    const caller: Caller = {
+      short,
+      node: node.name,
+      binary: node.binary,
+      podRef: this.podRef(sandbox.pod),
+      ...(pod?.uid === sandbox.uid ? { podUid: pod.uid } : {}),
+    };
+    const { done, outcome } = await delSandbox(this.#attach, caller, sandbox, faults);
+    if (done) node.pendingDels.splice(node.pendingDels.indexOf(sandbox), 1);
+    return `${node.binary}: ${outcome}`;
   }
 
   async #gc(short: string, net: NetId, stale: boolean, faults: FaultSpec): Promise<string> {
     const node = this.nodes.get(short);
-    if (node === undefined || !node.up) return 'skip';
+    if (node === undefined || !node.up || node.binary !== 'hereabouts') return 'skip';
     const live = [...this.pods.values()]
       .filter((p) => p.exists && p.node === short && p.sandbox !== undefined)
       .map((p) => p.sandbox!);
     // A snapshot taken just before the node's latest ADD (in the same instant of wall-clock time) misses it.
     const missed = stale && node.lastAdd !== undefined && node.lastAdd.epoch === this.epoch ? node.lastAdd : undefined;
-    const valid = live.filter((s) => s !== missed).map((s) => ({ containerID: s.id, ifname: 'net1' }));
-    const request = { ...this.request(net), 'cni.dev/valid-attachments': valid };
-    const config = this.#config(request, 'GC');
-    const outcome = await this.#invoke(short, faults, config.ipam.enableOverlappingRanges, (store) =>
-      cmdGc({ config, store, logger: quiet, version: '1.1.0' }),
-    );
+    const valid = live
+      .filter((s) => s !== missed)
+      .flatMap((s) => s.attachments.map((a) => ({ containerID: s.id, ifname: a.ifname })));
+    const outcome = await gcNetwork(this.#attach, { short, node: node.name }, this.request(net), valid, faults);
     if (!outcome.ok) return `GC failed${outcome.killed ? ' (killed)' : ''}: ${errorLine(outcome.error)}`;
     return `GC done${missed === undefined ? '' : ` (snapshot without ${missed.id})`}`;
   }
 
   /** A controller pass (the controller's own process: faults and kills apply to its requests). */
   async pass(faults: FaultSpec, stale: readonly Resource[]): Promise<string> {
-    const api = new FaultyApi(this.#o.api, faults, { counts: this.#o.counts });
+    const api = this.#processes.faulty(faults);
     try {
       const caches = await this.#informers.refresh(this.#o.api, new Set(stale));
-      const result = await controllerPass(api, caches, this.#flags, this.#slices);
+      const result = await controllerPass(api, caches, this.#flags, this.#slices, this.#firstMissing);
       return `released ${result.released}, reservations deleted ${result.reservationsDeleted}`;
     } catch (err) {
       if (!(err instanceof Killed) && faults.rate === 0 && faults.kill === undefined) throw err;
@@ -504,9 +506,4 @@ export class Cluster {
     await this.pass(NO_FAULTS, []);
     return problems;
   }
-}
-
-function errorLine(err: unknown): string {
-  const text = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
-  return text.split('\n')[0]!.slice(0, 200);
 }

@@ -94,6 +94,7 @@ export async function controllerPass(
   c: Views,
   flags: ControllerFlags,
   slices: NodeSlices,
+  firstMissing: Map<string, number>,
 ): Promise<PassResult> {
   const leading = (): boolean => true;
   const networkNames = new Set<string>();
@@ -105,6 +106,7 @@ export async function controllerPass(
     networkNames,
     policy: flags.policy,
     reservationGraceMs: flags.reservationGraceMs,
+    firstMissing,
     leading,
     log: silent,
   });

@@ -41,6 +41,14 @@ const status = (code: number, reason: string, message: string): ApiResponse => (
   body: { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', reason, message, code },
 });
 
+/** Hooks of the model around one process's requests (interleavings, lock views); both may be absent. */
+export interface RequestHooks {
+  /** Awaited before the request is sent (before any fault or kill): another step may run inside this one. */
+  readonly before?: (req: ApiRequest) => Promise<void> | void;
+  /** Told every answer this process receives. */
+  readonly observe?: (req: ApiRequest, res: ApiResponse) => void;
+}
+
 /** Wraps a real or in-memory client; one instance per simulated process and operation. */
 export class FaultyApi extends ApiClient {
   readonly #inner: ApiClient;
@@ -49,23 +57,36 @@ export class FaultyApi extends ApiClient {
   readonly #counts: FaultCounts;
   /** Called once, synchronously, at the moment of the kill (the caller snapshots the node's files). */
   readonly #onKill: () => void;
+  readonly #hooks: RequestHooks;
   #index = 0;
   dead = false;
   /** Requests this process sent, for the failure report. */
   readonly trace: string[] = [];
 
-  constructor(inner: ApiClient, spec: FaultSpec, options: { counts: FaultCounts; onKill?: () => void }) {
+  constructor(
+    inner: ApiClient,
+    spec: FaultSpec,
+    options: { counts: FaultCounts; onKill?: () => void; hooks?: RequestHooks },
+  ) {
     super(inner.endpoint, { timeoutMs: 10_000 });
     this.#inner = inner;
     this.#spec = spec;
     this.#prng = new Prng(spec.seed);
     this.#counts = options.counts;
     this.#onKill = options.onKill ?? (() => undefined);
+    this.#hooks = options.hooks ?? {};
   }
 
   override async send(req: ApiRequest, options: { timeoutMs?: number } = {}): Promise<ApiResponse> {
     const where = `${req.method} ${req.path.replace(/^\/apis?\/[^]*?\/namespaces\/[^/]+\//, '')}`;
     if (this.dead) throw new Killed(`${where} (already dead)`);
+    await this.#hooks.before?.(req);
+    const res = await this.#send(req, options, where);
+    this.#hooks.observe?.(req, res);
+    return res;
+  }
+
+  async #send(req: ApiRequest, options: { timeoutMs?: number }, where: string): Promise<ApiResponse> {
     const n = this.#index++;
     this.requests++;
     if (this.#spec.stallMs !== undefined && n < 2) await new Promise((r) => setTimeout(r, this.#spec.stallMs));

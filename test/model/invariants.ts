@@ -1,65 +1,25 @@
 // What must hold after every step, read straight from the API (no cache, no faults), against the reference model:
 //   duplicate       no address in two allocation records (all pools of the namespace: A/B overlap, slices may)
-//   reservation     every record of an overlapping-ranges pool has its reservation, naming the same pod
-//   lost-address    a live, non-terminal pod keeps the address its current sandbox was given, in its container's name
+//   reservation     every record of an overlapping-ranges pool has its reservation, naming the same pod; except a
+//                   record a Whereabouts ADD left between its two writes (it writes the pool first, then creates the
+//                   reservation): when its process died there, or its create failed, until the record goes
+//   lost-address    a live, non-terminal pod keeps the address each attachment of its current sandbox was given, in
+//                   its container's and interface's name
+//   slice           no node slice is assigned over address space a non-empty slice pool of another node covers
+//   lock            a pool lock is never taken from a holder that still runs (seen by the model during a stall)
 // and, once faults stop and every grace period has passed, after one controller pass:
-//   leak            no record without a live sandbox behind it, no reservation without its record
-import { formatIP } from '../../src/ip/address.ts';
-import { masked, networkOf, parseCidr } from '../../src/ip/cidr.ts';
-import { listAll } from '../../src/kube/list.ts';
-import { objectPath } from '../../src/store/kubernetes/objects.ts';
+//   leak            no record without a live sandbox behind it (but what a Whereabouts DEL left of a pod that
+//                   still exists), no reservation without its record
+//   slicing         the sliced network follows one of its NADs, and a live node without a slice has none free
+import { crashKey, attached, windowKey, type Attachment } from './attach.ts';
 import type { Cluster, PodModel } from './cluster.ts';
-import { NETS, type NetId } from './steps.ts';
+import { checkSliceSpace } from './slice-invariants.ts';
+import { readState, type Held } from './state.ts';
+import { NETS } from './steps.ts';
 
 export interface Violation {
-  readonly invariant: 'duplicate' | 'reservation' | 'lost-address' | 'leak' | 'kubelet';
+  readonly invariant: 'duplicate' | 'reservation' | 'lost-address' | 'leak' | 'kubelet' | 'slice' | 'lock' | 'slicing';
   readonly message: string;
-}
-
-interface Held {
-  readonly pool: string;
-  readonly net: NetId | undefined;
-  readonly ip: string;
-  readonly podRef: string;
-  readonly containerId: string;
-  readonly podUid: string;
-}
-
-type Obj = Record<string, unknown>;
-const obj = (v: unknown): Obj => (typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Obj) : {});
-const str = (v: unknown): string => (typeof v === 'string' ? v : '');
-
-function netOfPool(name: string, range: string): NetId | undefined {
-  if (name.startsWith(`${NETS.S.networkName}-`)) return 'S';
-  for (const net of ['A', 'B', 'C'] as const)
-    if (range === NETS[net].range && name === NETS[net].range.replace('/', '-')) return net;
-  return undefined;
-}
-
-export async function readState(cluster: Cluster): Promise<{ held: Held[]; reservations: Map<string, string> }> {
-  const held: Held[] = [];
-  for (const item of await listAll(cluster.api, objectPath(cluster.ns, 'ippools'))) {
-    const name = str(obj(obj(item)['metadata'])['name']);
-    const spec = obj(obj(item)['spec']);
-    const cidr = masked(parseCidr(str(spec['range'])));
-    for (const [offset, entry] of Object.entries(obj(spec['allocations']))) {
-      const e = obj(entry);
-      const ip = formatIP({ family: cidr.family, value: networkOf(cidr) + BigInt(offset) });
-      held.push({
-        pool: name,
-        net: netOfPool(name, str(spec['range'])),
-        ip,
-        podRef: str(e['podref']),
-        containerId: str(e['id']),
-        podUid: str(e['podUid']),
-      });
-    }
-  }
-  const reservations = new Map<string, string>();
-  for (const item of await listAll(cluster.api, objectPath(cluster.ns, 'overlappingrangeipreservations'))) {
-    reservations.set(str(obj(obj(item)['metadata'])['name']), str(obj(obj(item)['spec'])['podref']));
-  }
-  return { held, reservations };
 }
 
 /** Pods whose address must not go: they exist, run (even while terminating or disrupted), and their ADD succeeded. */
@@ -67,12 +27,23 @@ function keepsAddress(pod: PodModel): boolean {
   if (!pod.exists || pod.phase === 'Succeeded' || pod.phase === 'Failed') return false;
   // The taint manager deletes pods of an unreachable node: Whereabouts' (and our) one disruption that releases.
   if (pod.disruption === 'DeletionByTaintManager') return false;
-  return pod.sandbox?.ok === true;
+  return pod.sandbox !== undefined && attached(pod.sandbox);
+}
+
+/** The record of this attachment (a legacy one, as Whereabouts before 0.7 wrote it, has no ifname). */
+function isRecordOf(h: Held, podRef: string, containerId: string, a: Attachment): boolean {
+  return (
+    h.ip === a.address &&
+    h.net === a.net &&
+    h.podRef === podRef &&
+    h.containerId === containerId &&
+    (h.ifname === a.ifname || (a.legacy && h.ifname === ''))
+  );
 }
 
 export async function checkStep(cluster: Cluster): Promise<Violation[]> {
   const { held, reservations } = await readState(cluster);
-  const out: Violation[] = [];
+  const out: Violation[] = cluster.observed.splice(0);
   const byIp = new Map<string, Held[]>();
   for (const h of held) byIp.set(h.ip, [...(byIp.get(h.ip) ?? []), h]);
   for (const [ip, list] of byIp) {
@@ -84,7 +55,9 @@ export async function checkStep(cluster: Cluster): Promise<Violation[]> {
   }
   for (const h of held) {
     if (h.net === undefined || !NETS[h.net].overlapping) continue;
+    if (cluster.whereaboutsWindow.has(windowKey(h.pool, h.ip, h.containerId, h.ifname))) continue;
     const owner = reservations.get(h.ip);
+    if (owner === undefined && cluster.crashWindow.has(crashKey(h.containerId, h.ifname))) continue;
     if (owner === undefined)
       out.push({
         invariant: 'reservation',
@@ -100,19 +73,21 @@ export async function checkStep(cluster: Cluster): Promise<Violation[]> {
     if (!keepsAddress(pod)) continue;
     const sandbox = pod.sandbox!;
     const ref = cluster.podRef(pod.name);
-    const records = held.filter((h) => h.ip === sandbox.address && h.net === sandbox.net);
-    const mine = records.find((h) => h.podRef === ref && h.containerId === sandbox.id);
-    if (mine !== undefined) continue;
-    const what =
-      records.length === 0
-        ? 'no record holds it'
-        : `it is held by ${records.map((h) => `${h.podRef} ${h.containerId} in ${h.pool}`).join('; ')}`;
-    const state = `${pod.phase}${pod.terminating ? ', terminating' : ''}${pod.disruption === undefined ? '' : `, DisruptionTarget ${pod.disruption}`}`;
-    out.push({
-      invariant: 'lost-address',
-      message: `pod ${pod.name} (${state}, node ${pod.node}, net ${pod.net}) was given ${sandbox.address} for ${sandbox.id}, but ${what}`,
-    });
+    for (const a of sandbox.attachments) {
+      if (held.some((h) => isRecordOf(h, ref, sandbox.id, a))) continue;
+      const records = held.filter((h) => h.ip === a.address && h.net === a.net);
+      const what =
+        records.length === 0
+          ? 'no record holds it'
+          : `it is held by ${records.map((h) => `${h.podRef} ${h.containerId} (${h.ifname || 'no ifname'}) in ${h.pool}`).join('; ')}`;
+      const state = `${pod.phase}${pod.terminating ? ', terminating' : ''}${pod.disruption === undefined ? '' : `, DisruptionTarget ${pod.disruption}`}`;
+      out.push({
+        invariant: 'lost-address',
+        message: `pod ${pod.name} (${state}, node ${pod.node}, ${a.ifname} on net ${a.net}) was given ${a.address} for ${sandbox.id}, but ${what}`,
+      });
+    }
   }
+  out.push(...(await checkSliceSpace(cluster, held)));
   return out;
 }
 
@@ -123,8 +98,13 @@ export async function checkLeaks(cluster: Cluster): Promise<Violation[]> {
   for (const h of held) {
     const pod = [...cluster.pods.values()].find((p) => cluster.podRef(p.name) === h.podRef);
     if (pod?.exists === true && pod.disruption === 'DeletionByTaintManager') continue; // either outcome is allowed
+    // Whereabouts' DEL answers success whatever it found (in node-slice mode it looks only in the node's current
+    // slice): its leftovers stay while their pod lives, and go once it is gone.
+    if (pod?.exists === true && cluster.whereaboutsDeleted.has(h.containerId)) continue;
     const explained =
-      pod !== undefined && keepsAddress(pod) && pod.sandbox!.id === h.containerId && pod.sandbox!.address === h.ip;
+      pod !== undefined &&
+      keepsAddress(pod) &&
+      pod.sandbox!.attachments.some((a) => isRecordOf(h, h.podRef, pod.sandbox!.id, a));
     if (explained) continue;
     const why =
       pod === undefined || !pod.exists

@@ -1,10 +1,13 @@
 // The driver: seeded random sequences on fresh clusters, invariants after every step and leak checks at the end of
-// each sequence; a failing sequence is shrunk (delta debugging over its steps) to the shortest that still breaks
-// the same invariant, and printed with its seed so that it replays.
+// each sequence; a failing sequence is shrunk (shrink.ts) to the shortest that still breaks the same invariant,
+// and printed with its seed so that it replays. Failures are told apart by kind (kinds.ts).
 import type { Cluster } from './cluster.ts';
 import { newFaultCounts, type FaultCounts } from './faults.ts';
 import { generateStep, NODES, type GenerateOptions } from './generate.ts';
 import { checkLeaks, checkStep, type Violation } from './invariants.ts';
+import { breakOf, featuresOf, kindOf, opOf } from './kinds.ts';
+import { shrink } from './shrink.ts';
+import { checkSlicing } from './slice-invariants.ts';
 import { Prng, withSeededRandom } from './prng.ts';
 import { describeStep, type Step } from './steps.ts';
 
@@ -26,6 +29,8 @@ export interface RunOptions extends GenerateOptions {
 }
 
 export interface Failure {
+  /** Invariant, operation, message shape, and the kinds of steps of the shrunk sequence (featuresOf). */
+  readonly kind: string;
   readonly seed: number;
   readonly violation: Violation & { readonly after: number; readonly op: string };
   readonly original: number;
@@ -39,6 +44,8 @@ export interface Totals {
   checks: number;
   faults: FaultCounts;
   shrinkRuns: number;
+  /** Milliseconds spent shrinking failures (the rest of a run's time is the sequences'). */
+  shrinkMs: number;
   readonly failures: Failure[];
 }
 
@@ -67,13 +74,7 @@ export async function execute(
       if (seen.has(v.message)) continue;
       seen.add(v.message);
       const step = steps[after];
-      const op =
-        step === undefined
-          ? 'quiesce'
-          : step.op === 'parallel'
-            ? `parallel(${step.steps.map((s) => s.op).join(',')})`
-            : step.op;
-      violations.push({ ...v, after, op });
+      violations.push({ ...v, after, op: step === undefined ? 'quiesce' : opOf(step) });
     }
   };
   let checks = 0;
@@ -107,7 +108,10 @@ export async function execute(
         problems.map((message) => ({ invariant: 'kubelet' as const, message })),
         steps.length,
       );
-      note([...(await checkStep(cluster)), ...(await checkLeaks(cluster))], steps.length);
+      note(
+        [...(await checkStep(cluster)), ...(await checkLeaks(cluster)), ...(await checkSlicing(cluster))],
+        steps.length,
+      );
       return { steps, outcomes, violations, checks };
     });
   } finally {
@@ -115,66 +119,17 @@ export async function execute(
   }
 }
 
-/**
- * Classifies a violation, so that each kind is shrunk and reported once: the invariant, the operation after which
- * it appeared (the final controller pass counts as one), whether the pod was disrupted, and the shape of the message.
- */
-function kindOf(v: Violation & { readonly op?: string }): string {
-  const disrupted = /DisruptionTarget/.test(v.message) ? 'disrupted' : '';
-  const why =
-    /although (its pod is \w+|its pod's sandbox)|without its allocation|has no OverlappingRange|its reservation names|is in \d+ records|but it is held by/.exec(
-      v.message,
-    );
-  const op = v.invariant === 'leak' ? '' : (v.op ?? '').replace(/\(.*\)$/, '').replace('quiesce', 'controller');
-  return [v.invariant, op, disrupted, why?.[0].replace(/\d+/, 'n') ?? ''].join('|');
-}
-
-/** ddmin: the shortest sub-sequence (found within the time allowed) that still breaks the same invariant. */
-async function shrink(
-  backend: Backend,
-  seed: number,
-  steps: readonly Step[],
-  kind: string,
-  deadline: number,
-  totals: Totals,
-): Promise<{ run: Execution; violation: Execution['violations'][number] } | undefined> {
-  let best: { run: Execution; violation: Execution['violations'][number] } | undefined;
-  const fails = async (candidate: readonly Step[]): Promise<boolean> => {
-    totals.shrinkRuns++;
-    const run = await execute(backend, seed, newFaultCounts(), candidate);
-    const violation = run.violations.find((v) => kindOf(v) === kind);
-    if (violation === undefined) return false;
-    best = { run, violation };
-    return true;
-  };
-  let current = [...steps];
-  if (!(await fails(current))) return undefined; // not reproducible from the step list alone
-  let n = 2;
-  while (current.length >= 2 && performance.now() < deadline) {
-    const chunk = Math.ceil(current.length / n);
-    let reduced = false;
-    for (let start = 0; start < current.length && performance.now() < deadline; start += chunk) {
-      const complement = [...current.slice(0, start), ...current.slice(start + chunk)];
-      if (complement.length > 0 && (await fails(complement))) {
-        current = complement;
-        n = Math.max(n - 1, 2);
-        reduced = true;
-        break;
-      }
-    }
-    if (!reduced) {
-      if (n >= current.length) break;
-      n = Math.min(current.length, n * 2);
-    }
-  }
-  // The last failing run is the shortest one; re-run it so that its outcomes match its steps.
-  await fails(current);
-  return best;
-}
-
 export async function runModel(backend: Backend, o: RunOptions): Promise<Totals> {
   const log = o.log ?? (() => undefined);
-  const totals: Totals = { sequences: 0, steps: 0, checks: 0, faults: newFaultCounts(), shrinkRuns: 0, failures: [] };
+  const totals: Totals = {
+    sequences: 0,
+    steps: 0,
+    checks: 0,
+    faults: newFaultCounts(),
+    shrinkRuns: 0,
+    shrinkMs: 0,
+    failures: [],
+  };
   const started = performance.now();
   let shrinking = 0;
   const master = new Prng(o.seed);
@@ -187,22 +142,41 @@ export async function runModel(backend: Backend, o: RunOptions): Promise<Totals>
     totals.checks += run.checks;
     for (const violation of run.violations) {
       const kind = kindOf(violation);
-      if (seen.has(kind)) continue;
-      seen.add(kind);
+      const steps = run.steps.slice(0, violation.after + 1);
+      // The same break after the same operation, in sequences that use other capabilities: maybe another path.
+      const detected = `${kind}#${featuresOf(steps)}`;
+      if (seen.has(detected)) continue;
+      seen.add(detected);
       log(
         `sequence seed ${seed}: ${violation.invariant}: ${violation.message} (after step ${violation.after + 1}); shrinking`,
       );
-      const steps = run.steps.slice(0, violation.after + 1);
       const t0 = performance.now();
       const budget = Math.min(o.shrinkMs, o.shrinkTotalMs - shrinking);
-      const small = budget > 0 ? await shrink(backend, seed, steps, kind, t0 + budget, totals) : undefined;
+      const small =
+        budget > 0
+          ? await shrink(
+              (candidate) => {
+                totals.shrinkRuns++;
+                return execute(backend, seed, newFaultCounts(), candidate);
+              },
+              steps,
+              breakOf(violation),
+              t0 + budget,
+            )
+          : undefined;
       shrinking += performance.now() - t0;
+      totals.shrinkMs = shrinking;
       const best = small ?? { run: { ...run, steps }, violation };
+      const shrunk = best.run.steps.slice(0, best.violation.after + 1);
+      const path = `${kindOf(best.violation)}#${featuresOf(shrunk)}`;
+      if (totals.failures.some((f) => f.kind === path)) continue; // a path already shown
+      seen.add(path);
       totals.failures.push({
+        kind: path,
         seed,
         violation: best.violation,
         original: steps.length,
-        steps: best.run.steps.slice(0, best.violation.after + 1),
+        steps: shrunk,
         outcomes: best.run.outcomes,
       });
     }
@@ -214,7 +188,8 @@ export function formatFailure(f: Failure, index: number): string {
   const lines = [
     `#${index + 1} invariant "${f.violation.invariant}" broken (sequence seed ${f.seed}; ${f.original} steps shrunk to ${f.steps.length}):`,
     `   ${f.violation.message}`,
-    '   steps (after set-up: NADs for networks A B C S, nodes n1 n2 joined, one controller pass):',
+    `   kind: ${f.kind}`,
+    '   steps (after set-up: NADs for networks A B C S, nodes n1 n2 joined and running hereabouts, one controller pass):',
   ];
   f.steps.forEach((s, i) =>
     lines.push(`   ${String(i + 1).padStart(3)}. ${describeStep(s)}  => ${f.outcomes[i] ?? ''}`),
@@ -228,7 +203,7 @@ export function formatTotals(t: Totals, ms: number): string {
   const kinds = Object.entries(t.faults.byKind)
     .map(([k, v]) => `${k} ${v}`)
     .join(', ');
-  return `model totals: ${t.sequences} sequences, ${t.steps} steps, ${t.checks} invariant checks, ${t.faults.injected} faults injected (${kinds}), ${t.faults.kills} process kills, ${t.shrinkRuns} shrink replays, ${t.failures.length} distinct failures, ${(ms / 1000).toFixed(1)} s`;
+  return `model totals: ${t.sequences} sequences, ${t.steps} steps, ${t.checks} invariant checks, ${t.faults.injected} faults injected (${kinds}), ${t.faults.kills} process kills, ${t.shrinkRuns} shrink replays, ${t.failures.length} distinct failures, ${(ms / 1000).toFixed(1)} s (${((ms - t.shrinkMs) / 1000).toFixed(1)} s of sequences)`;
 }
 
 export { NODES };

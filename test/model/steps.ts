@@ -31,13 +31,34 @@ export const DISRUPTION_REASONS = [
 ] as const;
 export type DisruptionReason = (typeof DISRUPTION_REASONS)[number];
 
+/** The CNI IPAM binary a node runs: a rolling switch from Whereabouts (v0.9.4, as whereabouts.ts simulates it). */
+export type Binary = 'hereabouts' | 'whereabouts';
+
+/**
+ * Where an interleaved step runs inside the main one: right before the main step's `nth` (0-based) request of that
+ * kind (across all its processes) is sent; after the main step when it sends fewer.
+ */
+export interface Trigger {
+  readonly on: 'pool-write' | 'reservation-write' | 'request';
+  readonly nth: number;
+}
+
 export type Step =
   /** The node's object appears; `wipe`: a new machine (empty cache dir), else the same disk comes back. */
   | { readonly op: 'node-join'; readonly node: string; readonly wipe: boolean }
   /** The node is gone: its object and its pods are deleted, its kubelet never sends another DEL. */
   | { readonly op: 'node-leave'; readonly node: string }
-  /** A pod object (a new UID when the name was used before: a StatefulSet re-creation). */
-  | { readonly op: 'pod-create'; readonly pod: string; readonly node: string; readonly net: NetId }
+  /**
+   * A pod object (a new UID when the name was used before: a StatefulSet re-creation) with one Multus attachment per
+   * network (net1, net2, ...). `net`: one attachment (sequences printed before pods had several).
+   */
+  | {
+      readonly op: 'pod-create';
+      readonly pod: string;
+      readonly node: string;
+      readonly nets?: readonly NetId[];
+      readonly net?: NetId;
+    }
   /** CNI ADD for a new sandbox of the pod (a re-ADD with a new container id when it had one). */
   | { readonly op: 'add'; readonly pod: string; readonly faults: FaultSpec }
   /** The kubelet's CNI DEL of one torn-down sandbox of the node. */
@@ -64,19 +85,40 @@ export type Step =
     }
   /** node_slice_size of network S changes in its NetworkAttachmentDefinition. */
   | { readonly op: 'reslice'; readonly size: number }
-  /** Network S's NodeSlicePool is deleted (by hand, a GitOps sync, the garbage collector); the controller re-creates it. */
-  | { readonly op: 'slicepool-delete' }
   /** Wall-clock time passes (grace periods, cache TTLs). */
   | { readonly op: 'time'; readonly ms: number }
   | { readonly op: 'parallel'; readonly steps: readonly Step[] }
-  /** Two ADDs in one node's pool at once, the first one's process stalled while it holds the pool's lock. */
+  /**
+   * Two ADDs in one node's pool at once, the first one's process stalled while it holds the pool's lock. `split`:
+   * the holder runs in the node agent's pid namespace and the waiter is a plain plugin process on the host (or the
+   * reverse), so the waiter judges the lock as the shipped DaemonSet lets it; `agedMs`: how long the stall lasts
+   * on the wall clock (a starved agent), as the waiter sees it.
+   */
   | {
       readonly op: 'stall';
       readonly holder: string;
       readonly waiter: string;
       readonly ms: number;
       readonly faults: FaultSpec;
-    };
+      readonly split?: boolean;
+      readonly agedMs?: number;
+    }
+  /** The NetworkAttachmentDefinition of a network is deleted (then the garbage collector acts on its dependents). */
+  | { readonly op: 'nad-delete'; readonly net: NetId }
+  /** ... and created again (a new uid): by hand, or a GitOps sync. */
+  | { readonly op: 'nad-create'; readonly net: NetId }
+  /** The NodeSlicePool of network S is deleted by hand (or by a GitOps sync that does not know it). */
+  | { readonly op: 'nsp-delete' }
+  /** A tenant's NAD (its own namespace) names network S's network_name with another node_slice_size; null: deleted. */
+  | { readonly op: 'tenant-nad'; readonly size: number | null }
+  /** The node's CNI binary is switched (a rolling switch between Whereabouts and hereabouts, either way). */
+  | { readonly op: 'switch'; readonly node: string; readonly binary: Binary }
+  /** One run of Whereabouts' reconciler (its ip-control-loop): its own rules, its unconditional deletes. */
+  | { readonly op: 'wb-reconcile'; readonly faults: FaultSpec }
+  /** The pod's current records and reservations read as an older Whereabouts (< 0.7) wrote them: no ifname. */
+  | { readonly op: 'legacy'; readonly pod: string }
+  /** `other` runs inside `main`, right before main's request that `at` names. */
+  | { readonly op: 'interleave'; readonly main: Step; readonly at: Trigger; readonly other: Step };
 
 export function describeStep(step: Step): string {
   const f = (spec: FaultSpec): string =>
@@ -92,9 +134,20 @@ export function describeStep(step: Step): string {
       return `controller pass${step.stale.length > 0 ? ` (stale caches: ${step.stale.join(',')})` : ''}${f(step.faults)}`;
     case 'parallel':
       return `parallel [${step.steps.map(describeStep).join(' | ')}]`;
-    case 'stall':
-      return `ADD ${step.holder} stalled ${step.ms} ms holding the lock, meanwhile ADD ${step.waiter} on the same node${f(step.faults)}`;
+    case 'stall': {
+      const split = step.split === true ? ' (holder and waiter in different pid namespaces)' : '';
+      const aged = step.agedMs === undefined ? '' : `, ${step.agedMs} ms on the wall clock`;
+      return `ADD ${step.holder} stalled ${step.ms} ms${aged} holding the lock, meanwhile ADD ${step.waiter} on the same node${split}${f(step.faults)}`;
+    }
+    case 'wb-reconcile':
+      return `Whereabouts reconciler run${f(step.faults)}`;
+    case 'interleave':
+      return `${describeStep(step.main)}, and right before its ${ordinal(step.at.nth)} ${step.at.on}: ${describeStep(step.other)}`;
     default:
       return JSON.stringify(step);
   }
+}
+
+function ordinal(n: number): string {
+  return `${n + 1}${n === 0 ? 'st' : n === 1 ? 'nd' : n === 2 ? 'rd' : 'th'}`;
 }

@@ -28,8 +28,9 @@ export async function modelRun(
     assert.deepEqual(run.violations, [], 'the replayed sequence breaks invariants');
     return;
   }
+  const off = env.off.size === 0 ? '' : `, without ${[...env.off].join(', ')}`;
   print(
-    `seed ${env.seed} (HEREABOUTS_MODEL_SEED=${env.seed} repeats this run), budget ${env.steps} steps / ${env.timeMs} ms`,
+    `seed ${env.seed} (HEREABOUTS_MODEL_SEED=${env.seed} repeats this run), budget ${env.steps} steps / ${env.timeMs} ms${off}`,
   );
   const started = performance.now();
   const totals = await runModel(backend, {
@@ -37,6 +38,9 @@ export async function modelRun(
     seed: env.seed,
     steps: env.steps,
     timeMs: env.timeMs,
+    shrinkMs: env.shrinkMs,
+    shrinkTotalMs: env.shrinkTotalMs,
+    off: env.off,
     log: print,
   });
   print(formatTotals(totals, performance.now() - started));

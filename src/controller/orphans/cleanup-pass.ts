@@ -5,7 +5,7 @@ import { monotonicMs } from '../../clock.ts';
 import { formatIP } from '../../ip/address.ts';
 import type { ApiClient } from '../../kube/api.ts';
 import { listAll } from '../../kube/list.ts';
-import { objectPath } from '../../store/kubernetes/objects.ts';
+import { getObject, objectPath } from '../../store/kubernetes/objects.ts';
 import type { Log } from '../../log/json-log.ts';
 import { orphanReason, type CleanupPolicy } from './orphans.ts';
 import { eachLimited } from '../runtime/parallel.ts';
@@ -16,6 +16,8 @@ import { poolView, type PoolView } from '../pools/view.ts';
 import {
   missingReservations,
   recreateReservation,
+  reservationNaming,
+  takenAtOf,
   sameAttachment,
   type MissingReservation,
 } from '../reservations/repair.ts';
@@ -25,7 +27,7 @@ import {
   reservationSuspects,
   type ReservationReason,
 } from '../reservations/orphaned.ts';
-import type { ReservationView } from '../runtime/views.ts';
+import { reservationView, type ReservationView } from '../runtime/views.ts';
 
 export interface CleanupInput {
   readonly pods: ReadonlyMap<string, PodView>;
@@ -73,14 +75,23 @@ export async function cleanupPass(api: ApiClient, input: CleanupInput): Promise<
   const byPool = new Map<PoolView, Candidate[]>();
   const suspectPods = new Set<string>();
   const releasing = new Set<string>();
+  // Uid-less records (Whereabouts'): "ip|podref" -> the reservation naming that pod, which tells whether the address
+  // was taken before the pod of that name was created (orphanReason). From the cache here, read live before a release.
+  const reservedBy = new Map<string, ReservationView>();
+  const byName = new Map([...input.reservations.values()].map((view) => [view.name, view])); // one namespace
   for (const pool of input.pools.values()) {
-    if (pool.range === undefined) continue;
+    const range = pool.range;
+    if (range === undefined) continue;
     for (const [address, record] of pool.allocations) {
-      const ip = formatIP({ family: pool.range.family, value: address });
-      if (
-        orphanReason(record, ip, input.pods.get(record.podRef), input.policy, now, pool.allocatedAt.get(address)) ===
-        undefined
-      )
+      const ip = formatIP({ family: range.family, value: address });
+      const reservation =
+        (record.podUid ?? '') === ''
+          ? reservationNaming(byName, pool.name, { family: range.family, value: address }, record.podRef)
+          : undefined;
+      if (reservation !== undefined) reservedBy.set(`${ip}|${record.podRef}`, reservation);
+      const pod = input.pods.get(record.podRef);
+      const takenAt = reservation === undefined ? undefined : takenAtOf(reservation);
+      if (orphanReason(record, ip, pod, input.policy, now, pool.allocatedAt.get(address), takenAt) === undefined)
         continue;
       const list = byPool.get(pool) ?? [];
       if (list.length === 0) byPool.set(pool, list);
@@ -115,10 +126,20 @@ export async function cleanupPass(api: ApiClient, input: CleanupInput): Promise<
 
   const t0 = performance.now();
   const live = await readLivePods(api, suspectPods, { log: input.log });
+  const reservedAt = await readLiveReservations(api, reservedBy, suspectPods);
   const t1 = performance.now();
   const judgeRecord = (record: Candidate['record'], ip: string) => {
     const pod = live.get(record.podRef);
-    return pod === undefined ? undefined : orphanReason(record, ip, pod ?? undefined, input.policy, Date.now());
+    if (pod === undefined) return undefined;
+    return orphanReason(
+      record,
+      ip,
+      pod ?? undefined,
+      input.policy,
+      Date.now(),
+      undefined,
+      reservedAt.get(`${ip}|${record.podRef}`),
+    );
   };
   const released: Released[] = [];
   await eachLimited([...byPool], 4, async ([pool, candidates]) => {
@@ -179,4 +200,28 @@ async function poolsNow(api: ApiClient, log: Log): Promise<Map<string, PoolView>
   }
   log.debug(`listed ${views.size} IPPools to judge reservations`);
   return views;
+}
+
+/**
+ * The reservations the judgement of uid-less records leans on, read live (a cached one may be an earlier pod's that
+ * was deleted and taken again since): "ip|podref" -> when it was taken, for the suspects' pods; a reservation gone
+ * or naming another pod now leaves its record to the other rules.
+ */
+async function readLiveReservations(
+  api: ApiClient,
+  reservedBy: ReadonlyMap<string, ReservationView>,
+  pods: ReadonlySet<string>,
+): Promise<Map<string, number>> {
+  const out = new Map<string, number>();
+  await eachLimited(
+    [...reservedBy].filter(([key]) => pods.has(key.slice(key.indexOf('|') + 1))),
+    4,
+    async ([key, view]) => {
+      const object = await getObject(api, 'overlappingrangeipreservations', view.name);
+      if (object === undefined) return;
+      const now = reservationView(object);
+      if (now.podRef === view.podRef) out.set(key, takenAtOf(now));
+    },
+  );
+  return out;
 }

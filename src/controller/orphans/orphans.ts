@@ -31,6 +31,12 @@ export const DEFAULT_POLICY: CleanupPolicy = {
 };
 
 export type PodReleaseReason = 'pod-terminating' | 'pod-disrupted' | 'pod-terminal';
+/**
+ * Timestamps of the API server have whole seconds, and HA API servers' clocks may differ a little: a reservation
+ * counts as older than a pod only when it is older by more than this.
+ */
+export const CLOCK_SLACK_MS = 2_000;
+
 export type OrphanReason = 'pod-gone' | 'pod-recreated' | PodReleaseReason | 'not-in-network-status';
 
 /** The reason the taint manager gives when it deletes a pod from a NoExecute-tainted (e.g. unreachable) node. */
@@ -59,7 +65,8 @@ const terminalSinceMs = (pod: PodView): number => (pod.lastChangeMs > 0 ? pod.la
 
 /**
  * `ip` is the canonical text of the allocated address; `pod` the live pod named by the record's podref (undefined:
- * it does not exist); `allocatedAtMs` the record's createdAt when it has one (Whereabouts' records have none).
+ * it does not exist); `allocatedAtMs` the record's createdAt when it has one (Whereabouts' records have none);
+ * `reservedAtMs` when the address's reservation naming the record's pod was last taken (the API server's clock).
  */
 export function orphanReason(
   record: AllocationRecord,
@@ -68,6 +75,7 @@ export function orphanReason(
   policy: CleanupPolicy,
   nowMs: number,
   allocatedAtMs?: number,
+  reservedAtMs?: number,
 ): OrphanReason | undefined {
   if (record.podRef === '' || !record.podRef.includes('/')) return undefined; // not a pod's: nothing to check against
   // An allocation younger than the grace period may belong to an ADD still running (or to a static pod whose
@@ -77,6 +85,15 @@ export function orphanReason(
   // A young Pending pod's CNI ADD may be running right now (and may be adopting this very record): hands off.
   if (pod.phase === 'Pending' && nowMs - pod.createdAtMs < policy.pendingGraceMs) return undefined;
   if (record.podUid !== undefined && record.podUid !== '' && pod.uid !== '' && record.podUid !== pod.uid)
+    return 'pod-recreated';
+  // A record without the pod's uid (Whereabouts wrote it) whose address was reserved before the pod of that name was
+  // created belongs to an earlier pod of the name: no ADD of this one can have taken it.
+  if (
+    (record.podUid ?? '') === '' &&
+    reservedAtMs !== undefined &&
+    pod.createdAtMs > 0 &&
+    reservedAtMs + CLOCK_SLACK_MS < pod.createdAtMs
+  )
     return 'pod-recreated';
   const released = podReleaseReason(pod, policy, nowMs);
   if (released !== undefined) return released;

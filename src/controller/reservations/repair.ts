@@ -47,6 +47,27 @@ function candidatePrefixes(poolName: string): string[] {
   return out;
 }
 
+/**
+ * The reservation of `ip` that names `podRef`, under any of the names the pool's writers may give it; undefined when
+ * there is none. `reservations` is keyed by name.
+ */
+export function reservationNaming(
+  reservations: ReadonlyMap<string, ReservationView>,
+  poolName: string,
+  ip: IPAddress,
+  podRef: string,
+): ReservationView | undefined {
+  const base = reservationName(ip);
+  for (const prefix of candidatePrefixes(poolName)) {
+    const view = reservations.get(prefix === '' ? base : `${prefix}-${base}`);
+    if (view !== undefined && view.podRef === podRef) return view;
+  }
+  return undefined;
+}
+
+/** When a reservation was last taken (its takenAtMs, else its creation). */
+export const takenAtOf = (view: ReservationView): number => view.takenAtMs ?? view.createdAtMs;
+
 /** The missing reservations of held addresses that are due for repair, from the caches (confirmed later). */
 export function missingReservations(
   pools: Iterable<PoolView>,

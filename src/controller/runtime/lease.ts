@@ -6,6 +6,7 @@
 // a margin; the wall clock only fills the Lease's timestamps, which no replica compares with its own clock.
 import { monotonicMs } from '../../clock.ts';
 import { statusText, type ApiClient, type ApiRequest, type ApiResponse } from '../../kube/api.ts';
+import { LeaseObservation, leasePath, microTime, type LeaseSpec } from '../../kube/lease.ts';
 import { CONFLICT, retryOnConflict, type Conflict } from '../../kube/retry.ts';
 import type { Log } from '../../log/json-log.ts';
 
@@ -21,14 +22,6 @@ export interface LeaseOptions {
   readonly onChange?: (leading: boolean) => void;
 }
 
-interface LeaseSpec {
-  holderIdentity?: string;
-  leaseDurationSeconds?: number;
-  acquireTime?: string;
-  renewTime?: string;
-  leaseTransitions?: number;
-}
-
 interface LeaseObject {
   apiVersion?: string;
   kind?: string;
@@ -41,8 +34,7 @@ export class LeaderElector {
   readonly #o: LeaseOptions;
   /** The lease as last read or written. */
   #lease: LeaseObject | undefined;
-  #observed = '';
-  #observedAtMs = 0;
+  readonly #observation = new LeaseObservation();
   /** When the last successful renewal was sent (monotonic; not answered: the conservative end). */
   #renewedAtMs = 0;
   #leading = false;
@@ -134,15 +126,10 @@ export class LeaderElector {
     // A body cast from the API: a Lease written by hand may have no spec at all.
     // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition
     const spec = current.spec ?? {};
-    const record = `${spec.holderIdentity ?? ''}|${spec.renewTime ?? ''}|${spec.leaseTransitions ?? 0}`;
-    if (record !== this.#observed) {
-      this.#observed = record;
-      this.#observedAtMs = sentAt;
-    }
-    const holder = spec.holderIdentity ?? '';
+    this.#observation.observe(spec, sentAt);
     const durationMs = (spec.leaseDurationSeconds ?? Math.ceil(this.#o.leaseDurationMs / 1000)) * 1000;
-    if (holder !== '' && holder !== this.#o.identity && this.#observedAtMs + durationMs > monotonicMs()) {
-      if (this.#leading) this.#setLeading(false, `lease held by ${holder}`);
+    if (this.#observation.heldByOther(spec, this.#o.identity, durationMs)) {
+      if (this.#leading) this.#setLeading(false, `lease held by ${spec.holderIdentity ?? ''}`);
       return;
     }
     const res = await this.#put(this.#withHolder(current, wallAt));
@@ -225,17 +212,11 @@ export class LeaderElector {
   }
 
   #path(collection = false): string {
-    const base = `/apis/coordination.k8s.io/v1/namespaces/${encodeURIComponent(this.#o.namespace)}/leases`;
-    return collection ? base : `${base}/${encodeURIComponent(this.#o.name)}`;
+    return leasePath(this.#o.namespace, collection ? undefined : this.#o.name);
   }
 }
 
 /** The timeout of a request made while leading: answered (or given up) a retry period before the renew deadline. */
 export function requestTimeoutMs(timing: { readonly renewDeadlineMs: number; readonly retryPeriodMs: number }): number {
   return timing.renewDeadlineMs - timing.retryPeriodMs;
-}
-
-/** Lease times are MicroTime: RFC 3339 with six fractional digits. */
-function microTime(at: Date): string {
-  return at.toISOString().replace(/\.(\d{3})Z$/, '.$1000Z');
 }

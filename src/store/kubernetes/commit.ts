@@ -19,16 +19,17 @@
 // cannot be written after the write landed does not fail the commit (the API is the truth): the caller drops it.
 //
 // The steps are PoolCommit's (pool-commit.ts); this is the entry, and the terms a caller commits on.
-import { ErrorKind, HereaboutsError } from '../../errors.ts';
-import type { Plan, PoolRef } from '../store.ts';
+import { ErrorKind, HereaboutsError, isKind, messageOf } from '../../errors.ts';
+import type { Allocations, Plan, PoolRef } from '../store.ts';
 import type { ApiClient } from '../../kube/api.ts';
 import type { ContentionMarks, WriteMemory } from './contention.ts';
 import { toStoreError } from './api-errors.ts';
 import type { PoolState } from './pool-object.ts';
 import { PoolCommit, type Settled } from './pool-commit.ts';
-import { retryOnConflict } from '../../kube/retry.ts';
+import { retryOnConflict, retryTransient } from '../../kube/retry.ts';
 import { monotonicMs } from '../../clock.ts';
 import { confirmClaims, giveBack } from './confirm-claims.ts';
+import type { WhereaboutsLease } from './whereabouts-lease.ts';
 
 export { fetchPool } from './pool-read.ts';
 
@@ -72,6 +73,11 @@ export interface CommitOptions {
    * was lost), or onSettled threw. The caller drops its cache.
    */
   readonly onUncertain?: () => void;
+  /**
+   * Whereabouts' Lease of the pool (whereabouts-lease.ts): the commit writes only when it allows, else it throws
+   * LeaseNeeded for the caller to wait for the Lease outside its pool lock and run it again.
+   */
+  readonly lease?: WhereaboutsLease;
 }
 
 /** How a commit backs off: paced by its own attempts' durations, at most 3 s between two (retry.ts). */
@@ -87,19 +93,79 @@ export async function commitPool<T>(
   const commit = new PoolCommit(ctx, pool, plan, options);
   const deadline = monotonicMs() + ctx.budgetMs;
   let settled: Settled<T>;
+  let landed: Settled<T> | undefined; // a write of this commit that landed, while its claims are not confirmed
   try {
     for (;;) {
       settled = await attempts(ctx, pool, commit, deadline);
-      const lost = await confirmClaims(ctx, pool, commit.relied);
+      landed = settled;
+      // A landed write deserves its confirmation even when the budget is spent: a few more seconds at most.
+      const lost = await confirmClaims(
+        ctx,
+        pool,
+        commit.relied,
+        Math.max(deadline, monotonicMs() + ctx.cleanupTimeoutMs),
+      );
       if (lost.length === 0) break;
       await withdraw(ctx, pool, commit, { settled, lost, deadline, options });
     }
   } catch (err) {
-    await commit.settleUnused(undefined);
-    throw toStoreError(err, `IPPool ${pool.name}`);
+    await commit.settleUnused(await undo(ctx, pool, commit, landed, options));
+    throw toStoreError(err, `IPPool ${pool.name}`); // LeaseNeeded passes as it is
   }
   await commit.settle(settled);
   return settled.value;
+}
+
+/**
+ * The commit fails after one of its writes landed (its claims could not be confirmed, or given back), or after a
+ * write whose answer was lost: the request reports failure, so the claims go back too, or a retry of the same pod
+ * would find its record and use an address whose reservation may be gone. Best effort within the cleanup timeout.
+ * Answers the allocations the pool holds afterwards as far as known (undefined: unknown), so that settleUnused()
+ * keeps a reservation whose claim may have stayed and removes one this commit created for a claim given back.
+ */
+async function undo<T>(
+  ctx: CommitContext,
+  pool: PoolRef,
+  commit: PoolCommit<T>,
+  landed: Settled<T> | undefined,
+  options: CommitOptions,
+): Promise<Allocations | undefined> {
+  const claims = new Map(commit.relied);
+  const lost = commit.uncertain;
+  if (lost !== undefined) claims.set(lost.address, lost);
+  // What the pool held after this commit's last write that landed, if one did; the give-back reads the pool afresh.
+  const known = landed === undefined ? undefined : (commit.state ?? landed.state);
+  if (claims.size === 0) return known?.allocations;
+  const { beforeWrite, onUncertain } = options;
+  let after: PoolState | undefined;
+  try {
+    // A conditional release planned on a fresh read each time: safe to repeat after a passing failure.
+    const giveBackOnce = () =>
+      commitPool(
+        { ...ctx, reservations: false, budgetMs: ctx.cleanupTimeoutMs },
+        pool,
+        giveBack(claims, [...claims.keys()]),
+        {
+          ...(beforeWrite === undefined ? {} : { beforeWrite }),
+          ...(onUncertain === undefined ? {} : { onUncertain }),
+          onSettled: (state) => {
+            after = state;
+          },
+        },
+      );
+    await retryTransient(giveBackOnce, {
+      budgetMs: ctx.cleanupTimeoutMs,
+      passing: (err) => isKind(err, ErrorKind.Unavailable), // the store's word for a passing API failure
+    });
+  } catch (err) {
+    onUncertain?.();
+    ctx.log.warning(
+      `IPPool ${pool.name}: could not give back the claims of this failed request (its DEL, or the controller, releases them): ${messageOf(err)}`,
+    );
+    return known?.allocations;
+  }
+  for (const [address, claim] of claims) if (claim.created) commit.created.set(address, claim.held);
+  return after?.allocations;
 }
 
 /** The commit's attempts until a write lands or nothing is to be written (retry.ts), within the deadline. */

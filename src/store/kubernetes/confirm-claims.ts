@@ -3,22 +3,32 @@
 // deletes reservations by name, unconditionally, and a controller may have judged it orphaned. Once the pool write
 // landed the pool is the truth: a reservation that is gone is created again; one that names another attachment now
 // (which may hold the address in an overlapping range) makes the commit give the address back and plan again.
+import { monotonicMs } from '../../clock.ts';
 import { formatIP } from '../../ip/address.ts';
+import { retryTransient } from '../../kube/retry.ts';
 import type { AllocationRecord, Plan, PoolRef } from '../store.ts';
 import type { CommitContext } from './commit.ts';
 import type { Relied } from './pool-commit.ts';
 import { confirmReservation } from './reservations.ts';
 
-/** Confirms each relied-on reservation (re-creating a missing one); the addresses whose reservation is taken. */
+/**
+ * Confirms each relied-on reservation (re-creating a missing one); the addresses whose reservation is taken. A
+ * confirmation that fails for a passing reason (unreachable, 5xx, 429) is tried again until `deadlineMs`
+ * (monotonic): the pool write has landed, and only a confirmed claim may be reported.
+ */
 export async function confirmClaims(
   ctx: CommitContext,
   pool: PoolRef,
   relied: ReadonlyMap<bigint, Relied>,
+  deadlineMs: number,
 ): Promise<bigint[]> {
   const lost: bigint[] = [];
   for (const [value, { held, record }] of relied) {
     const ip = { family: pool.range.cidr.family, value };
-    const outcome = await confirmReservation(ctx.api, pool, ip, held, record);
+    // A read, and a create of what is missing: both safe to repeat.
+    const outcome = await retryTransient(() => confirmReservation(ctx.api, pool, ip, held, record), {
+      budgetMs: Math.max(0, deadlineMs - monotonicMs()),
+    });
     if (outcome === 'restored')
       ctx.log.warning(
         `IPPool ${pool.name}: the reservation ${held.name} of ${formatIP(ip)} was deleted while this request relied on it; created it again`,

@@ -2,7 +2,7 @@
 // node-local cache under the pool's file lock spares the reads (DESIGN §5). The write path is pool-update.ts.
 import { ErrorKind, HereaboutsError } from '../../errors.ts';
 import type { Logger } from '../../log/logger.ts';
-import type { NetworkConfig } from '../../config/types.ts';
+import type { LeaderTiming, NetworkConfig } from '../../config/types.ts';
 import { DEFAULT_LOCK_TIMING, type LockTiming } from '../../fs/lock.ts';
 import { poolRefs } from '../pool-refs.ts';
 import type { Allocations, Plan, PoolRef, Store } from '../store.ts';
@@ -29,6 +29,8 @@ export interface KubernetesStoreOptions {
   readonly cleanupTimeoutMs?: number;
   /** What the host remembers of other writers across its commits (CommitContext.memory). */
   readonly memory: WriteMemory;
+  /** Whereabouts' leader timings: pool updates write as the holder of its Lease while it writes (pool-update.ts). */
+  readonly whereaboutsLease?: LeaderTiming;
 }
 
 export interface ResolveOptions {
@@ -69,6 +71,7 @@ export class KubernetesStore implements Store {
       cleanupTimeoutMs: options.cleanupTimeoutMs ?? DEFAULT_CLEANUP_TIMEOUT_MS,
       log: options.log,
       memory: options.memory,
+      ...(options.whereaboutsLease === undefined ? {} : { whereaboutsLease: options.whereaboutsLease }),
     };
   }
 

@@ -5,6 +5,7 @@ import type { DatastoreConfig, NetworkConfig } from '../../config/types.ts';
 import { ApiClient } from '../../kube/api.ts';
 import { ConnectionPool } from '../../kube/connection-pool.ts';
 import { kubeconfigResolver, loadEndpointCached } from '../../kube/endpoint-cache.ts';
+import { WHEREABOUTS_LEADER_TIMING } from '../../config/leader-timing.ts';
 import { WriteMemory } from './contention.ts';
 import { KubernetesStore, type KubernetesStoreOptions } from './kubernetes-store.ts';
 import { resolveNodeName } from './node-name.ts';
@@ -35,7 +36,7 @@ export interface OpenKubernetesOptions {
   readonly log: Logger;
   /** Overrides for tests and benchmarks (timeouts, lock timing, slice-cache TTL). */
   readonly tuning?: Partial<
-    Omit<KubernetesStoreOptions, 'api' | 'node' | 'cacheDir' | 'reservations' | 'log' | 'memory'>
+    Omit<KubernetesStoreOptions, 'api' | 'node' | 'cacheDir' | 'reservations' | 'log' | 'memory' | 'whereaboutsLease'>
   > & {
     readonly requestTimeoutMs?: number;
   };
@@ -83,5 +84,6 @@ export async function openKubernetesStore(
     reservations: config.ipam.enableOverlappingRanges,
     log: options.log,
     memory: host.memory,
+    whereaboutsLease: config.ipam.leaderTiming ?? WHEREABOUTS_LEADER_TIMING,
   });
 }

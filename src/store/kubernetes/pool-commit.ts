@@ -21,6 +21,8 @@ export interface Relied {
   readonly held: Held;
   /** The record the claim committed. */
   readonly record: AllocationRecord;
+  /** This commit created the reservation (else it adopted it, and never removes it). */
+  readonly created: boolean;
 }
 
 export interface Settled<T> {
@@ -45,6 +47,8 @@ export class PoolCommit<T> {
    * left it: confirmed before the commit reports success (confirm-claims.ts).
    */
   readonly relied = new Map<bigint, Relied>();
+  /** The claim of a write whose answer was lost (it may have landed), with its reservation: the commit finds out. */
+  uncertain: (Relied & { readonly address: bigint }) | undefined;
   /** The view plans are made on: the node cache's (`options.initial`) until something is read from the API. */
   state: PoolState | undefined;
   /** The write just refused: the version it was planned on (the re-read must show a newer one), and its form. */
@@ -95,6 +99,7 @@ export class PoolCommit<T> {
       const planned = await this.plan();
       if (planned === AGAIN) continue;
       if (planned.change === null) return { value: planned.value, state: this.view };
+      if ((await this.admit()) === AGAIN) continue;
       if ((await this.reserve(planned.change)) === AGAIN) continue;
       return this.write(planned.change, planned.value);
     }
@@ -150,6 +155,20 @@ export class PoolCommit<T> {
   }
 
   /**
+   * Whereabouts' Lease, when the caller passed it (whereabouts-lease.ts): throws LeaseNeeded while a Whereabouts
+   * plugin writes the pool and the Lease is not this update's. Held, a plan made on the node cache is made again on
+   * the API's view: the other writers wrote the pool while this one waited for the Lease.
+   */
+  async admit(): Promise<'ready' | typeof AGAIN> {
+    const lease = this.#options.lease;
+    if (lease === undefined) return 'ready';
+    await lease.beforeWrite();
+    if (!lease.held || this.view.fresh) return 'ready';
+    await this.freshen();
+    return AGAIN;
+  }
+
+  /**
    * Reserves the change's claim cluster-wide (enable_overlapping_ranges) unless this commit holds its reservation
    * already: 'ready' when the change may be written, AGAIN when the plan must be made again.
    */
@@ -166,6 +185,7 @@ export class PoolCommit<T> {
       await this.freshen(); // reserve only what this plan can commit
       return AGAIN;
     }
+    await this.#options.lease?.beforeWrite(); // the Lease renewed if due
     const outcome = await reserve(this.#ctx.api, this.#pool, this.#ip(claim.address), claim.record);
     if (outcome.kind === 'taken') {
       this.#ctx.log.info(
@@ -199,6 +219,7 @@ export class PoolCommit<T> {
     const state = this.view;
     const claim = change.claim;
     const next = applyChange(this.#pool, state.allocations, change);
+    await this.#options.lease?.beforeWrite();
     this.#options.beforeWrite?.();
     // A slice assigned again after its pool was retired: the claim lifts the mark in the same conditional write.
     const unretire = claim !== undefined && state.retired !== undefined;
@@ -213,7 +234,11 @@ export class PoolCommit<T> {
       // The write may have landed: its claim's reservation must then stay, or an overlapping range could reuse it,
       // and the caller's cache no longer says what this node last wrote.
       if (mayHaveApplied(err)) {
-        if (claim !== undefined) this.created.delete(claim.address);
+        if (claim !== undefined) {
+          const held = this.created.get(claim.address) ?? this.adopted.get(claim.address);
+          const created = this.created.delete(claim.address);
+          if (held !== undefined) this.uncertain = { address: claim.address, held, record: claim.record, created };
+        }
         this.#options.onUncertain?.();
       }
       throw err;
@@ -222,7 +247,8 @@ export class PoolCommit<T> {
     this.relied.clear();
     if (claim !== undefined) {
       const held = this.created.get(claim.address) ?? this.adopted.get(claim.address);
-      if (held !== undefined) this.relied.set(claim.address, { held, record: claim.record });
+      if (held !== undefined)
+        this.relied.set(claim.address, { held, record: claim.record, created: this.created.has(claim.address) });
       this.created.delete(claim.address);
       this.adopted.delete(claim.address);
     }
@@ -230,9 +256,11 @@ export class PoolCommit<T> {
   }
 
   /**
-   * After the last attempt: the caller's cache learns the state and the contention, then the reservations settle. A
-   * cache that cannot be written does not undo what the API holds: the caller drops it instead (onUncertain), and
-   * the commit is done.
+   * After the last attempt: the caller's cache learns the state and the contention, then the reservations settle,
+   * and only then does Whereabouts' Lease go back: a held address found without its reservation gets one as the
+   * Lease's holder, when no Whereabouts ADD can be between its check of that reservation and its create. A cache
+   * that cannot be written does not undo what the API holds: the caller drops it instead (onUncertain), and the
+   * commit is done.
    */
   async settle(settled: Settled<T>): Promise<void> {
     try {
@@ -243,9 +271,16 @@ export class PoolCommit<T> {
       );
       this.#options.onUncertain?.();
     }
-    await this.settleUnused(settled.state.allocations);
-    if (this.#ctx.reservations && settled.written !== undefined)
-      await settleWritten(this.#ctx, this.#pool, settled.written.change, settled.written.before);
+    const lease = this.#options.lease;
+    try {
+      await this.settleUnused(settled.state.allocations);
+      if (this.#ctx.reservations && settled.written !== undefined)
+        await settleWritten(this.#ctx, this.#pool, settled.written.change, settled.written.before, {
+          ...(lease === undefined ? {} : { mayCreate: () => lease.mayWrite() }),
+        });
+    } finally {
+      await lease?.release();
+    }
   }
 
   /** The reservations held and not committed, against the pool's `final` allocations (undefined: the commit failed). */

@@ -5,13 +5,16 @@ import { mkdirSync } from 'node:fs';
 import { ErrorKind, HereaboutsError } from '../../errors.ts';
 import type { Logger } from '../../log/logger.ts';
 import { messageOf } from '../../errors.ts';
-import { acquireLock, type HeldLock, type LockTiming } from '../../fs/lock.ts';
+import { acquireLock, tryAcquireLock, type HeldLock, type LockTiming } from '../../fs/lock.ts';
 import { poolPaths, type PoolPaths } from '../local/paths.ts';
 import type { Plan, PoolRef } from '../store.ts';
 import { commitPool, type CommitContext } from './commit.ts';
 import type { ContentionMarks } from './contention.ts';
 import { dropCachedPool, readCachedPool, writeCachedPool, type CacheScope } from './pool-cache.ts';
 import type { PoolState } from './pool-object.ts';
+import { LeaseNeeded, WhereaboutsLease } from './whereabouts-lease.ts';
+import { toStoreError } from './api-errors.ts';
+import type { LeaderTiming } from '../../config/types.ts';
 
 export { fetchPool } from './commit.ts';
 
@@ -21,6 +24,11 @@ export interface WriteContext extends CommitContext {
   readonly scope: CacheScope;
   readonly lockTiming: LockTiming;
   readonly log: Logger;
+  /**
+   * Write only as the holder of Whereabouts' Lease while a Whereabouts plugin wrote it lately (whereabouts-lease.ts),
+   * with these timings. Absent: never touch it.
+   */
+  readonly whereaboutsLease?: LeaderTiming;
 }
 
 const DIR_MODE = 0o700;
@@ -34,7 +42,55 @@ export async function updatePool<T>(ctx: WriteContext, pool: PoolRef, plan: Plan
       cause: err,
     });
   }
-  const lock = await acquireLock(paths, ctx.lockTiming, { log: ctx.log });
+  const lease =
+    ctx.whereaboutsLease !== undefined
+      ? new WhereaboutsLease(ctx.api, pool, {
+          timing: ctx.whereaboutsLease,
+          node: ctx.node,
+          cleanupTimeoutMs: ctx.cleanupTimeoutMs,
+          log: ctx.log,
+        })
+      : undefined;
+  try {
+    // The Lease is waited for outside the pool lock: the node's other processes go on meanwhile, and none waits for
+    // it while holding the lock (the two never deadlock). Throws once LEASE_WAIT_MS have passed.
+    await leaseStep(pool, () => lease?.prepare());
+    for (;;) {
+      try {
+        return await updateLocked(ctx, pool, plan, { paths, ...(lease === undefined ? {} : { lease }) });
+      } catch (err) {
+        if (!(err instanceof LeaseNeeded) || lease === undefined) throw err;
+      }
+      await leaseStep(pool, () => lease.acquire()); // it was lost while the update ran
+    }
+  } finally {
+    await lease?.release();
+  }
+}
+
+/** A step on Whereabouts' Lease, its API failures reported as the store's (code 11 for an unreachable API). */
+async function leaseStep(pool: PoolRef, step: () => Promise<void> | undefined): Promise<void> {
+  try {
+    await step();
+  } catch (err) {
+    throw toStoreError(err, `IPPool ${pool.name}`);
+  }
+}
+
+/** One run of the update under the pool's file lock. */
+async function updateLocked<T>(
+  ctx: WriteContext,
+  pool: PoolRef,
+  plan: Plan<T>,
+  options: { readonly paths: PoolPaths; readonly lease?: WhereaboutsLease },
+): Promise<T> {
+  const { paths, lease } = options;
+  const waited = async (): Promise<HeldLock> => {
+    const held = await acquireLock(paths, ctx.lockTiming, { log: ctx.log });
+    lease?.waitedForLock();
+    return held;
+  };
+  const lock = tryAcquireLock(paths, ctx.lockTiming, { log: ctx.log }) ?? (await waited());
   try {
     const cached = readCachedPool(paths, pool, ctx.scope, (msg) => ctx.log.warning(msg));
     return await commitPool(ctx, pool, plan, {
@@ -49,6 +105,7 @@ export async function updatePool<T>(ctx: WriteContext, pool: PoolRef, plan: Plan
       // A write whose answer was lost, or a cache that could not be written: the next update on this node then starts
       // from a quorum read, not from a version older than its own write.
       onUncertain: () => forget(paths, ctx.log),
+      ...(lease === undefined ? {} : { lease }),
     });
   } finally {
     await lock.release();

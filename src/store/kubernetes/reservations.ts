@@ -11,6 +11,7 @@
 // from it, so an adoption in flight is not judged by the age of the object it adopted. A reservation that names no
 // interface (Whereabouts before 0.7) cannot tell which interface of its pod it protects: a claim never adopts one;
 // only the address's own pool record, naming this attachment, makes it this attachment's (followRecord, release).
+// Likewise a reservation without the pod's UID (Whereabouts') is adopted by no claim of a pod whose UID is known.
 import type { IPAddress } from '../../ip/address.ts';
 import { reservationName } from '../../config/names.ts';
 import type { AllocationRecord, PoolRef } from '../store.ts';
@@ -122,9 +123,10 @@ interface OwnerOptions {
 
 /**
  * Same pod and interface (Whereabouts compares podref only), or same container and interface. A reservation without
- * ifname (older Whereabouts) counts only with `heldFor`. A pod re-created under the same name is another pod: when
- * both sides know the pod UID, it must match, or a new pod would adopt the address its predecessor still holds in
- * an overlapping range.
+ * ifname (older Whereabouts) counts only with `heldFor`. A pod re-created under the same name is another pod: the
+ * pod UIDs must match, or a new pod would adopt the address its predecessor still holds in an overlapping range;
+ * a reservation without one (Whereabouts writes none) cannot tell which pod of the name it protects, so it counts
+ * for a pod whose UID is known only with `heldFor`.
  */
 function isOwnedBy(object: unknown, record: AllocationRecord, options: OwnerOptions = {}): boolean {
   const spec = isRecord(object) ? object['spec'] : undefined;
@@ -132,8 +134,11 @@ function isOwnedBy(object: unknown, record: AllocationRecord, options: OwnerOpti
   const { podref, ifname, containerid, podUid } = spec;
   const sameIf = typeof ifname === 'string' && ifname !== '' ? ifname === record.ifname : options.heldFor === true;
   if (record.podRef === '') return containerid === record.containerId && sameIf;
-  const unknownUid = typeof podUid !== 'string' || podUid === '' || record.podUid === undefined;
-  return podref === record.podRef && sameIf && (options.anyUid === true || unknownUid || podUid === record.podUid);
+  const samePod =
+    options.anyUid === true ||
+    record.podUid === undefined ||
+    (typeof podUid === 'string' && podUid !== '' ? podUid === record.podUid : options.heldFor === true);
+  return podref === record.podRef && sameIf && samePod;
 }
 
 /** Exactly this attachment: owner and container (a reservation written without a container id counts by owner). */
@@ -192,11 +197,14 @@ export async function followRecord(
   pool: PoolRef,
   ip: IPAddress,
   record: AllocationRecord,
+  options: { readonly mayCreate?: () => Promise<boolean> } = {},
 ): Promise<'updated' | 'unchanged' | 'repaired'> {
   const name = reservationNameOf(pool, ip);
   const existing = await getObject(api, PLURAL, name);
   if (existing === undefined) {
     // The pool holds the address without its reservation (an earlier crash, or a writer that does not reserve).
+    // While Whereabouts writes and the Lease is not ours, the controller repairs it later instead.
+    if (options.mayCreate !== undefined && !(await options.mayCreate())) return 'unchanged';
     const repaired = await reserve(api, pool, ip, record);
     return repaired.kind === 'taken' ? 'unchanged' : 'repaired';
   }

@@ -1,6 +1,7 @@
 // What a commit does with the reservations it held once its pool write is settled (commit.ts, pool-commit.ts): the
 // ones it held but did not commit, and those of the addresses its write released or rewrote.
 import { formatIP } from '../../ip/address.ts';
+import { retryTransient } from '../../kube/retry.ts';
 import { messageOf } from '../../errors.ts';
 import type { Allocations, PoolChange, PoolRef } from '../store.ts';
 import type { CommitContext } from './commit.ts';
@@ -37,6 +38,7 @@ export async function settleWritten(
   pool: PoolRef,
   change: PoolChange,
   before: Allocations,
+  options: { readonly mayCreate?: () => Promise<boolean> } = {},
 ): Promise<void> {
   const family = pool.range.cidr.family;
   for (const value of change.release ?? []) {
@@ -57,7 +59,11 @@ export async function settleWritten(
   }
   for (const { address, record } of change.update ?? []) {
     try {
-      await followRecord(ctx.api, pool, { family, value: address }, record);
+      // Tried again on a passing failure: an address this attachment holds without its reservation (a crash in
+      // another writer's window) is open to an overlapping range until it has one.
+      await retryTransient(() => followRecord(ctx.api, pool, { family, value: address }, record, options), {
+        budgetMs: ctx.cleanupTimeoutMs,
+      });
     } catch (err) {
       ctx.log.warning(
         `IPPool ${pool.name}: could not bring the reservation of ${formatIP({ family, value: address })} in step: ${messageOf(err)}`,

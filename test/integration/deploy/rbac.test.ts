@@ -65,10 +65,11 @@ describe('deploy/ RBAC, applied for real', () => {
         namespace: n,
       })),
       { verb: 'get', group: WA, resource: 'nodeslicepools', namespace: n },
+      ...['get', 'update'].map((verb) => ({ verb, group: 'coordination.k8s.io', resource: 'leases', name: 'whereabouts', namespace: n })),
     ], true);
   });
 
-  test('the node ServiceAccount may not list, watch, update or delete pools, nor touch anything else', async () => {
+  test('the node ServiceAccount may not list, watch, update or delete pools, nor touch anything else (no Lease but Whereabouts\' own)', async () => {
     const n = ns.name;
     await expectAccess(node(), [
       ...['list', 'watch', 'update', 'delete'].map((verb) => ({ verb, group: WA, resource: 'ippools', namespace: n })),
@@ -80,6 +81,10 @@ describe('deploy/ RBAC, applied for real', () => {
       { verb: 'get', resource: 'secrets', namespace: n },
       { verb: 'list', resource: 'nodes' },
       { verb: 'create', group: 'coordination.k8s.io', resource: 'leases', namespace: n },
+      { verb: 'delete', group: 'coordination.k8s.io', resource: 'leases', name: 'whereabouts', namespace: n },
+      ...['hereabouts-controller', 'kube-scheduler'].flatMap((name) =>
+        ['get', 'update'].map((verb) => ({ verb, group: 'coordination.k8s.io', resource: 'leases', name, namespace: n })),
+      ),
     ], false);
   });
 

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { assign } from '../../../src/ipam/assign.ts';
 import { release } from '../../../src/ipam/release.ts';
 import { formatIP } from '../../../src/ip/address.ts';
-import { ApiUnreachableError } from '../../../src/kube/api.ts';
+import { ApiUnreachableError, type ApiRequest } from '../../../src/kube/api.ts';
 import { poolPaths } from '../../../src/store/local/paths.ts';
 import { freezeApiServer, stopApiServer } from '../../support/apiserver-faults.ts';
 import {
@@ -47,8 +47,13 @@ async function addOnce(
   name: string,
   node = 'node-a',
   requestTimeoutMs = 3000,
+  beforeSend?: (req: ApiRequest) => void,
 ): Promise<string> {
   const store = await openNode(ns, config, node, { tuning: { requestTimeoutMs } });
+  if (beforeSend !== undefined) {
+    const send = store.api.send.bind(store.api);
+    store.api.send = (req, options) => (beforeSend(req), send(req, options));
+  }
   try {
     const [a] = await assign(store, config, pod(name));
     return a === undefined ? 'none' : formatIP(a.address);
@@ -142,10 +147,13 @@ test('a pool write whose answer is lost (the server applied it) is found by the 
       kubeconfig,
     });
     assert.equal(await addOnce(config, 'l1', 'node-a', 1500), '10.73.0.1'); // also warms node-a's cache
-    proxy.mode = 'drop-responses';
     const cache = poolPaths(join(ns.dir, 'nodes', 'node-a'), { network: 'lost', name: '10.73.0.0-24' }).data;
     assert.ok(existsSync(cache));
-    await assert.rejects(addOnce(config, 'l2', 'node-a', 1500), isTryAgain); // its PATCH lands; the answer is lost
+    // Its PATCH lands; the answer is lost (the update's read of Whereabouts' Lease before it is answered).
+    const losePoolWrite = (req: ApiRequest) => {
+      if (req.method === 'PATCH' && req.path.includes('/ippools/')) proxy.mode = 'drop-responses';
+    };
+    await assert.rejects(addOnce(config, 'l2', 'node-a', 1500, losePoolWrite), isTryAgain);
     proxy.mode = 'pass';
     assert.equal((await poolView(ns, '10.73.0.0-24'))?.allocations.get('10.73.0.2')?.['id'], 'c-l2');
     // The node cache no longer says what this node last wrote: it is gone, the next update starts from a quorum read.

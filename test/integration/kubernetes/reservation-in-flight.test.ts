@@ -85,12 +85,17 @@ test("a reservation adopted by a pod's retry is in flight for the controller fro
     'application/merge-patch+json',
   );
 
-  // The pod's first ADD: its pool write's answer is lost, so its reservation of .1 stays; no record.
+  // The pod's first ADD: its pool write's answer is lost and the API stays out of its reach from then on (it cannot
+  // find out, or clean up), so its reservation of .1 stays; no record.
   const first = await openNode(ns, config, 'node-a');
   try {
     const send = first.api.send.bind(first.api);
+    let cut = false;
     first.api.send = async (req, options) => {
-      if (isPoolWrite(req)) throw new ApiUnreachableError('answer lost (injected)', { ambiguous: true });
+      if (cut || isPoolWrite(req)) {
+        cut = true;
+        throw new ApiUnreachableError('answer lost (injected)', { ambiguous: true });
+      }
       return send(req, options);
     };
     await assert.rejects(assign(first, config, { ...attachment('web-0', 'c-1'), podRef: `${ns.name}/web-0` }));

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { freeFrom } from '../../../src/allocator/free-from.ts';
+import { freeFrom, MAX_READABLE_OFFSET } from '../../../src/allocator/free-from.ts';
 import { parseIP, formatIP } from '../../../src/ip/address.ts';
+import { networkOf } from '../../../src/ip/cidr.ts';
 import type { AllocationRecord } from '../../../src/store/store.ts';
 import { testRange } from '../../support/memory-store.ts';
 
@@ -36,8 +37,29 @@ test('freeFrom() answers undefined for an exhausted range', () => {
   assert.equal(freeFrom(range, taken('10.0.0.1', '10.0.0.2'), new Set(), 0.3), undefined);
 });
 
-test('freeFrom() keeps an IPv6 /64 exact', () => {
+test('freeFrom() keeps an IPv6 /64 exact, spreading over the offsets Whereabouts can read (below 2^63)', () => {
   const range = testRange('fd00::/64');
+  const found = freeFrom(range, new Map(), new Set(), 0.5);
+  // half way through the readable part: offset (2^63 − 1) / 2 from the first address fd00::1
+  assert.equal(found && formatIP({ family: 6, value: found }), 'fd00::4000:0:0:0');
+});
+
+test('freeFrom() never starts past offset 2^63 − 1 of the pool, whatever the fraction and the range', () => {
+  for (const cidr of ['fd00::/64', 'fd00::/63', 'fd00::/48', 'fd00::/0']) {
+    const range = testRange(cidr);
+    const base = networkOf(range.cidr);
+    for (const fraction of [0, 0.25, 0.5, 0.999_999, 1 - 2 ** -40]) {
+      const found = freeFrom(range, new Map(), new Set(), fraction);
+      assert.ok(
+        found !== undefined && found - base >= 1n && found - base <= MAX_READABLE_OFFSET,
+        `${cidr} at ${fraction}`,
+      );
+    }
+  }
+});
+
+test('freeFrom() in a range whose readable offsets are all excluded takes the lowest free address', () => {
+  const range = testRange('fd00::/48', { exclude: ['fd00::/65'] });
   const found = freeFrom(range, new Map(), new Set(), 0.5);
   assert.equal(found && formatIP({ family: 6, value: found }), 'fd00::8000:0:0:0');
 });

@@ -236,9 +236,37 @@ test('parseNetworkConfig() validates routes, dns and gateway', () => {
   rejects(() => parse({ range: '10.0.0.0/24', gateway: '10.0.0.256' }), /ipam\.gateway "10\.0\.0\.256"/);
 });
 
-test('parseNetworkConfig() type-checks leader_* and sleep_for_race but otherwise ignores them', () => {
+test('parseNetworkConfig() type-checks leader_* and sleep_for_race', () => {
   assert.equal(parse({ range: '10.0.0.0/24', leader_lease_duration: 1500, sleep_for_race: 0 }).ipam.ranges.length, 1);
   rejects(() => parse({ range: '10.0.0.0/24', leader_retry_period: '5s' }), /leader_retry_period/);
+});
+
+test("parseNetworkConfig() takes Whereabouts' leader_* timings (ms), its defaults for absent or 0 keys", () => {
+  assert.deepEqual(parse({ range: '10.0.0.0/24' }).ipam.leaderTiming, {
+    leaseDurationMs: 1500,
+    renewDeadlineMs: 1000,
+    retryPeriodMs: 500,
+  });
+  const config = parse({
+    range: '10.0.0.0/24',
+    leader_lease_duration: 4000,
+    leader_renew_deadline: 0,
+    leader_retry_period: 250,
+  });
+  assert.deepEqual(config.ipam.leaderTiming, { leaseDurationMs: 4000, renewDeadlineMs: 1000, retryPeriodMs: 250 });
+  assert.deepEqual(config.warnings, []);
+});
+
+test("parseNetworkConfig() falls back to Whereabouts' leader defaults, with a warning, for timings client-go refuses", () => {
+  const config = parse({ range: '10.0.0.0/24', leader_lease_duration: 900, leader_renew_deadline: 1000 });
+  assert.deepEqual(config.ipam.leaderTiming, { leaseDurationMs: 1500, renewDeadlineMs: 1000, retryPeriodMs: 500 });
+  assert.match(config.warnings.join('\n'), /leader_lease_duration 900, leader_renew_deadline 1000/);
+});
+
+test('parseNetworkConfig() polls a Lease no faster than every 100 ms, whatever leader_retry_period says', () => {
+  const config = parse({ range: '10.0.0.0/24', leader_retry_period: 1, leader_renew_deadline: 10 });
+  assert.equal(config.ipam.leaderTiming?.retryPeriodMs, 100);
+  assert.match(config.warnings.join('\n'), /leader_retry_period 1 is below 100 ms/);
 });
 
 test('parseNetworkConfig() requires absolute data_dir and log_file paths', () => {

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { orphanReason, type CleanupPolicy } from '../../../src/controller/orphans/orphans.ts';
+import { CLOCK_SLACK_MS, orphanReason, type CleanupPolicy } from '../../../src/controller/orphans/orphans.ts';
 import { parseNetworkStatus, type PodView } from '../../../src/controller/orphans/pod-view.ts';
 import { duration } from '../../../src/controller/main.ts';
 
@@ -32,6 +32,31 @@ test('orphanReason() releases when the pod is gone', () => {
 });
 test('orphanReason() releases when a same-name pod was re-created with another UID', () => {
   assert.equal(orphanReason(record, '10.0.0.5', { ...running, uid: 'u2' }, policy, now), 'pod-recreated');
+});
+test('orphanReason() releases a record without podUid whose reservation was taken before its pod was created', () => {
+  const whereabouts = { containerId: 'c', ifname: 'net1', podRef: 'ns/web' }; // no podUid
+  const pending: PodView = { ...running, uid: 'u2', phase: 'Pending', createdAtMs: now - 600_000 };
+  // reserved an hour before the pod of that name was created: an earlier pod's
+  assert.equal(
+    orphanReason(whereabouts, '10.0.0.5', pending, policy, now, undefined, now - 4_200_000),
+    'pod-recreated',
+  );
+  // reserved after the pod was created, or within the clock slack of it: could be this pod's ADD
+  assert.equal(orphanReason(whereabouts, '10.0.0.5', pending, policy, now, undefined, now - 590_000), undefined);
+  assert.equal(
+    orphanReason(whereabouts, '10.0.0.5', pending, policy, now, undefined, pending.createdAtMs - CLOCK_SLACK_MS),
+    undefined,
+  );
+  // no reservation: nothing to tell by
+  assert.equal(orphanReason(whereabouts, '10.0.0.5', pending, policy, now), undefined);
+  // a record with the pod's uid is judged by the uid alone
+  assert.equal(
+    orphanReason({ ...whereabouts, podUid: 'u2' }, '10.0.0.5', pending, policy, now, undefined, 0),
+    undefined,
+  );
+  // a young Pending pod is never touched
+  const young = { ...pending, createdAtMs: now - 1000 };
+  assert.equal(orphanReason(whereabouts, '10.0.0.5', young, policy, now, undefined, now - 4_200_000), undefined);
 });
 test('orphanReason() never touches a young Pending pod, even with another UID', () => {
   assert.equal(

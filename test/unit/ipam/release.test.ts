@@ -80,3 +80,29 @@ test('release() combines errors from several ranges into one HereaboutsError wit
     );
   });
 });
+
+test('release() frees a legacy record (no ifname) of its container, the lowest one, when none names its interface, as Whereabouts before 0.7 did', async () => {
+  const store = new MemoryStore();
+  const [v4] = poolRefs(config);
+  assert.ok(v4 !== undefined);
+  const legacy = { containerId: 'c1', ifname: '', podRef: 'default/pod1' };
+  store.seed(v4, [
+    [parseIP('10.0.0.3').value, legacy],
+    [parseIP('10.0.0.2').value, legacy],
+    [parseIP('10.0.0.4').value, { ...legacy, containerId: 'c9' }],
+  ]);
+  assert.deepEqual((await release(store, config, pod)).map(formatIP), ['10.0.0.2']);
+  // one record naming the interface wins over the legacy ones
+  store.seed(v4, [
+    [parseIP('10.0.0.2').value, legacy],
+    [parseIP('10.0.0.5').value, pod],
+  ]);
+  assert.deepEqual((await release(store, config, pod)).map(formatIP), ['10.0.0.5']);
+  assert.deepEqual(
+    [...(await store.read(v4)).keys()].map((v) => formatIP({ family: 4, value: v })),
+    ['10.0.0.2'],
+  );
+  // another container's legacy record stays
+  store.seed(v4, [[parseIP('10.0.0.4').value, { ...legacy, containerId: 'c9' }]]);
+  assert.deepEqual(await release(store, config, pod), []);
+});

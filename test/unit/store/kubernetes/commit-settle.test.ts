@@ -65,7 +65,8 @@ test("a landed write whose caller's cache cannot be written is done: the cache i
   assert.equal(unused.spec.podref, 'default/wb', "the unused reservation of .1 was not handed to .1's holder");
 });
 
-test('a commit that cannot confirm its reservation after the pool write fails as after a lost answer: the address stays committed and reserved', async () => {
+/** A client whose reservation reads fail once a pool write landed; with `pool: true`, later pool writes fail too. */
+function failingAfterWrite(fail: { readonly pool: boolean }): MemoryApiClient {
   const server = new MemoryApiServer();
   const api = new MemoryApiClient(server, { namespace: 'kube-system' });
   const send = api.send.bind(api);
@@ -73,28 +74,54 @@ test('a commit that cannot confirm its reservation after the pool write fails as
   api.send = async (req: ApiRequest): Promise<ApiResponse> => {
     if (written && req.method === 'GET' && req.path.includes('/overlappingrangeipreservations/'))
       throw new ApiUnreachableError('GET overlappingrangeipreservations: no answer', { ambiguous: false });
+    if (written && fail.pool && req.method !== 'GET' && req.path.includes('/ippools'))
+      throw new ApiUnreachableError('PATCH ippools: no answer', { ambiguous: false });
     const res = await send(req);
     if (req.method !== 'GET' && req.path.includes('/ippools')) written = true;
     return res;
   };
-  const ctx: CommitContext = {
-    api,
-    node: 'n1',
-    reservations: true,
-    budgetMs: 5_000,
-    cleanupTimeoutMs: 1_000,
-    log: quiet,
-    memory: new WriteMemory(),
+  return api;
+}
+
+const contextOf = (api: MemoryApiClient): CommitContext => ({
+  api,
+  node: 'n1',
+  reservations: true,
+  budgetMs: 2_000,
+  cleanupTimeoutMs: 500,
+  log: quiet,
+  memory: new WriteMemory(),
+});
+
+async function heldAfter(api: MemoryApiClient): Promise<{ offsets: string[]; reserved: boolean }> {
+  const object = (await getObject(api, 'ippools', 'settle')) as { spec: { allocations: Record<string, unknown> } };
+  return {
+    offsets: Object.keys(object.spec.allocations),
+    reserved: (await getObject(api, 'overlappingrangeipreservations', '10.66.0.1')) !== undefined,
   };
+}
+
+test('a commit that cannot confirm its reservation after the pool write gives the address back and fails', async () => {
+  const api = failingAfterWrite({ pool: false });
   await assert.rejects(
-    commitPool(ctx, pool, lowestFree),
+    commitPool(contextOf(api), pool, lowestFree),
     (err: unknown) => err instanceof HereaboutsError && err.kind === ErrorKind.Unavailable,
   );
-  api.send = send;
-  const object = (await getObject(api, 'ippools', 'settle')) as { spec: { allocations: Record<string, unknown> } };
-  assert.deepEqual(Object.keys(object.spec.allocations), ['1'], 'the pool write landed');
-  assert.ok(
-    (await getObject(api, 'overlappingrangeipreservations', '10.66.0.1')) !== undefined,
-    'the committed address lost its reservation',
+  // a retry of the same pod must not find a record whose reservation may be gone: neither is left
+  assert.deepEqual(await heldAfter(new MemoryApiClient(api.server, { namespace: 'kube-system' })), {
+    offsets: [],
+    reserved: false,
+  });
+});
+
+test('a commit that can neither confirm nor give back its claim fails with the address committed and reserved', async () => {
+  const api = failingAfterWrite({ pool: true });
+  await assert.rejects(
+    commitPool(contextOf(api), pool, lowestFree),
+    (err: unknown) => err instanceof HereaboutsError && err.kind === ErrorKind.Unavailable,
   );
+  assert.deepEqual(await heldAfter(new MemoryApiClient(api.server, { namespace: 'kube-system' })), {
+    offsets: ['1'],
+    reserved: true,
+  });
 });
