@@ -103,3 +103,55 @@ test('dual-stack ADD is all or nothing: an exhausted IPv6 range rolls back the I
   assert.deepEqual([...(v4?.allocations.keys() ?? [])].sort(), ['10.34.0.1', '10.34.0.2']);
   assert.ok(!(await reservationNames(ns)).includes('10.34.0.3'));
 });
+
+// docs/procedures.md, "Growing a range": the wider range is a new IPPool, and the reservations of the addresses the
+// old pool holds keep the new pool off them.
+test('a range widened from /25 to /24 (same network_name) never hands out an address the /25 pool still holds', async () => {
+  const before = kubeNetwork(ns, [testRange('10.35.0.0/25')], { name: 'grow', networkName: 'grow' });
+  const after = kubeNetwork(ns, [testRange('10.35.0.0/24')], { name: 'grow', networkName: 'grow' });
+  assert.deepEqual(await addOne(before, 'node-a', 'g1'), ['10.35.0.1']);
+  assert.deepEqual(await addOne(before, 'node-b', 'g2'), ['10.35.0.2']);
+  assert.deepEqual(await addOne(after, 'node-a', 'g3'), ['10.35.0.3']);
+  assert.deepEqual(await addOne(after, 'node-b', 'g4'), ['10.35.0.4']);
+  assert.deepEqual(
+    [...((await poolView(ns, 'grow-10.35.0.0-25'))?.allocations.keys() ?? [])],
+    ['10.35.0.1', '10.35.0.2'],
+  );
+  assert.deepEqual(
+    [...((await poolView(ns, 'grow-10.35.0.0-24'))?.allocations.keys() ?? [])],
+    ['10.35.0.3', '10.35.0.4'],
+  );
+  // A pod of the old range is released with the configuration of its ADD (Multus keeps it for DEL), in the old pool;
+  // its address is then free for the wider range.
+  const store = await openNode(ns, before, 'node-a');
+  try {
+    assert.deepEqual((await release(store, before, pod('g1'))).map(formatIP), ['10.35.0.1']);
+  } finally {
+    await store.close();
+  }
+  assert.deepEqual(await addOne(after, 'node-a', 'g5'), ['10.35.0.1']);
+});
+
+// docs/procedures.md, "Splitting a range": NADs that keep the range and network_name share its one IPPool, and
+// range_start/range_end give each its own part.
+test('two NADs splitting one range by range_start/range_end share its IPPool and hand out only their own part', async () => {
+  const whole = kubeNetwork(ns, [testRange('10.36.0.0/24')], { name: 'split-whole', networkName: 'split' });
+  const low = kubeNetwork(ns, [testRange('10.36.0.0/24', { end: '10.36.0.127' })], {
+    name: 'split-low',
+    networkName: 'split',
+  });
+  const high = kubeNetwork(ns, [testRange('10.36.0.0/24', { start: '10.36.0.128' })], {
+    name: 'split-high',
+    networkName: 'split',
+  });
+  assert.deepEqual(await addOne(whole, 'node-a', 's1'), ['10.36.0.1']);
+  assert.deepEqual(await addOne(low, 'node-a', 's2'), ['10.36.0.2']);
+  assert.deepEqual(await addOne(high, 'node-b', 's3'), ['10.36.0.128']);
+  assert.deepEqual(await addOne(low, 'node-b', 's4'), ['10.36.0.3']);
+  assert.deepEqual([...((await poolView(ns, 'split-10.36.0.0-24'))?.allocations.keys() ?? [])].sort(), [
+    '10.36.0.1',
+    '10.36.0.128',
+    '10.36.0.2',
+    '10.36.0.3',
+  ]);
+});
