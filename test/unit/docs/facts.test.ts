@@ -113,6 +113,16 @@ function isCommit(commit: string): boolean {
   }
 }
 
+/** Whether the whole history is here to look commits up in (not an export, not a shallow clone). */
+function fullHistory(): boolean {
+  try {
+    const shallow = execFileSync('git', ['-C', repoRoot, 'rev-parse', '--is-shallow-repository'], { encoding: 'utf8' });
+    return shallow.trim() === 'false';
+  } catch {
+    return false;
+  }
+}
+
 // The checks catch what the docs got wrong before (issue 21), on excerpts of those docs.
 
 test('a flag the code does not define is reported, with its file and line; other programs\' flags are not', () => {
@@ -196,11 +206,11 @@ test('a measured figure without the commit and machine it was measured on is rep
   };
   assert.deepEqual(unmarkedFigures(table), ['docs/controller.md:13: | peak RSS (VmHWM) | 164 MiB |']);
   const wrong: Doc = { path: 'd.md', text: 'It took 4.2 s, measured at `0123456` on `my-laptop`.' };
-  assert.deepEqual(badMarkers([wrong], new Set(['dev-2vcpu']), isCommit), [
+  assert.deepEqual(badMarkers([wrong], new Set(['dev-2vcpu']), (c) => c === '75a4d51'), [
     'd.md:1: machine my-laptop is not in the machine table',
     "d.md:1: commit 0123456 is not in the repository's history",
   ]);
-  assert.deepEqual(badMarkers([table], new Set(['dev-2vcpu']), isCommit), []);
+  assert.deepEqual(badMarkers([table], new Set(['dev-2vcpu']), (c) => c === '75a4d51'), []);
 });
 
 // The docs as they are.
@@ -229,9 +239,11 @@ test("every Helm value docs/helm.md names is in the chart's values.yaml", () => 
   assert.deepEqual(unknownValues(docNamed('docs/helm.md'), values), []);
 });
 
-test('every measured figure names the commit and the machine it was measured on', () => {
+test('every measured figure names the commit and the machine it was measured on', (t) => {
   const machines = machinesOf(docNamed('docs/benchmarks.md'));
   assert.deepEqual(docs.flatMap(unmarkedFigures), []);
   assert.ok(machines.size > 0, 'docs/benchmarks.md defines the machines');
-  assert.deepEqual(badMarkers(docs, machines, isCommit), []);
+  const history = fullHistory();
+  if (!history) t.diagnostic('no full git history here: the commits of the markers are not looked up');
+  assert.deepEqual(badMarkers(docs, machines, history ? isCommit : () => true), []);
 });
