@@ -104,7 +104,7 @@ export interface Literal {
 }
 
 export interface CodeFacts {
-  /** Long flags (`--name`) defined by a parseArgs-style options object or named in a string literal. */
+  /** Long flags (`--name`): keys of parseArgs-style options objects, and string literals that are a flag. */
   readonly flags: ReadonlySet<string>;
   /** Every string, template and string concatenation of the code. */
   readonly literals: readonly Literal[];
@@ -179,8 +179,9 @@ export function codeFacts(files: readonly SourceFile[]): CodeFacts {
       const pieces = literalPieces(node);
       if (pieces !== undefined) {
         literals.push({ file: file.path, pieces });
-        for (const m of pieces.join(' ').matchAll(/(?<![\w-])--([a-z][a-z0-9]*(?:-[a-z0-9]+)*)/g))
-          flags.add(`--${m[1]}`);
+        // A literal that is a flag (`case '--version'`), not one that mentions it in a sentence or a usage text.
+        const flag = /^--([a-z][a-z0-9]*(?:-[a-z0-9]+)*)(?:=|$)/.exec(pieces[0]!);
+        if (flag !== null) flags.add(`--${flag[1]}`);
       }
       ts.forEachChild(node, visit);
     };
