@@ -399,11 +399,8 @@ describe('controller node slices', () => {
 
     const sliced = await add('live3', { node_slice_size: '/24' });
     assert.ok(inside(sliced, slice), `${sliced} in ${slice}`);
+    // Without reservations it would be the slice's first address, which the shared pool holds.
     assert.ok(!held.includes(sliced), `${sliced} is not one of ${held.join(', ')}, which the shared pool holds`);
-    const expected = [...Array(254).keys()]
-      .map((i) => first.replace(/\.1$/, `.${i + 1}`))
-      .find((ip) => !held.includes(ip));
-    assert.equal(sliced, expected, 'the first address of the slice that the shared pool does not hold');
   });
 
   test('a network without a free slice for a node says so (event, condition)', async () => {
