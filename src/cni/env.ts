@@ -105,9 +105,11 @@ function parseVerb(value: string | undefined): CniVerb {
 // The spec's container ID: a letter or digit, then letters, digits, '_', '.' or '-'.
 const containerIdPattern = /^[A-Za-z0-9][A-Za-z0-9_.-]*$/;
 
-/** Returns the container ID, or throws a code-4 CniError naming CNI_CONTAINERID and the value. */
+/**
+ * Returns the container ID, or throws a code-4 CniError naming CNI_CONTAINERID and the value. An empty one never gets
+ * here from readCniEnv ("CNI_CONTAINERID is required for ADD"); called directly, it fails the pattern like any other.
+ */
 export function validateContainerId(id: string): string {
-  if (id === '') throw envError('CNI_CONTAINERID is empty');
   if (!containerIdPattern.test(id)) {
     throw envError(
       `CNI_CONTAINERID ${quote(id)} is invalid: it must start with a letter or digit and contain only ` +

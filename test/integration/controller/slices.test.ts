@@ -359,6 +359,50 @@ describe('controller node slices', () => {
     );
   });
 
+  // docs/procedures.md, "Enabling node slices on a live network".
+  test('node_slice_size added to a live network: slices cover the whole range, and the plugin skips the addresses its shared pool holds', async () => {
+    const network = `${ns.name}-live`;
+    const ipam = { type: 'hereabouts', range: '10.121.0.0/16', network_name: network };
+    const l = await node('l');
+    await createNad(ns, 'livenet', ipam);
+    const conf = (extra: Record<string, unknown>) => ({
+      cniVersion: '1.0.0',
+      name: 'livenet',
+      type: 'macvlan',
+      ipam: { ...ipam, ...extra, kubernetes: { kubeconfig: ns.kubeconfig }, cache_dir: join(ns.dir, 'cache-l') },
+    });
+    const add = async (pod: string, extra: Record<string, unknown>): Promise<string> => {
+      const env = {
+        command: 'ADD',
+        containerId: pod,
+        netns: '/x',
+        ifname: 'net1',
+        path: '/x',
+        args: `IgnoreUnknown=1;K8S_POD_NAMESPACE=${ns.name};K8S_POD_NAME=${pod}`,
+      };
+      const out = await runCni(bin, env, conf(extra), { extraEnv: { NODENAME: l } });
+      assert.equal(out.code, 0, out.stdout + out.stderr);
+      return (out.json?.['ips'] as Array<{ address: string }>)[0]!.address.split('/')[0]!;
+    };
+    const shared = `${network}-10.121.0.0-16`;
+    assert.equal(await add('live1', {}), '10.121.0.1');
+
+    await updateNad('livenet', { ...ipam, node_slice_size: '/24' });
+    assert.ok(await eventually(async () => (await sliceOf(network, l)) !== undefined, 10_000), controller.log());
+    const slice = (await sliceOf(network, l))!;
+    // The slicing goes by the slice pools only: the shared pool is no slice pool, and the node's slice may cover
+    // addresses it holds. A NAD not yet changed takes one at the slice's start (as live1 may hold already).
+    const first = slice.split('/')[0]!.replace(/\.0$/, '.1');
+    await add('live2', { range_start: first });
+    const held = (await offsets(ns, shared)).map((o) => `10.121.${Math.floor(Number(o) / 256)}.${Number(o) % 256}`);
+    assert.ok(held.includes(first), `${held.join(', ')} holds ${first}`);
+
+    const sliced = await add('live3', { node_slice_size: '/24' });
+    assert.ok(inside(sliced, slice), `${sliced} in ${slice}`);
+    // Without reservations it would be the slice's first address, which the shared pool holds.
+    assert.ok(!held.includes(sliced), `${sliced} is not one of ${held.join(', ')}, which the shared pool holds`);
+  });
+
   test('a network without a free slice for a node says so (event, condition)', async () => {
     const network = `${ns.name}-tiny`;
     for (const s of ['g', 'h', 'i']) await node(s);

@@ -103,3 +103,61 @@ test('dual-stack ADD is all or nothing: an exhausted IPv6 range rolls back the I
   assert.deepEqual([...(v4?.allocations.keys() ?? [])].sort(), ['10.34.0.1', '10.34.0.2']);
   assert.ok(!(await reservationNames(ns)).includes('10.34.0.3'));
 });
+
+// docs/procedures.md, "Growing a range": the wider range is a new IPPool, and the reservations of the addresses the
+// old pool holds keep the new pool off them.
+test('a range widened from /25 to /24 (same network_name) never hands out an address the /25 pool still holds', async () => {
+  const before = kubeNetwork(ns, [testRange('10.35.0.0/25')], { name: 'grow', networkName: 'grow' });
+  const after = kubeNetwork(ns, [testRange('10.35.0.0/24')], { name: 'grow', networkName: 'grow' });
+  const oldPool = async () => [...((await poolView(ns, 'grow-10.35.0.0-25'))?.allocations.keys() ?? [])];
+  assert.deepEqual(await addOne(before, 'node-a', 'g1'), ['10.35.0.1']);
+  assert.deepEqual(await addOne(before, 'node-b', 'g2'), ['10.35.0.2']);
+  // The wider range's pool plans 10.35.0.1 first; the reservations of .1 and .2 name other pods, so it takes
+  // another address (after two such collisions a writer searches on from a random point of the range).
+  const [g3] = await addOne(after, 'node-a', 'g3');
+  const [g4] = await addOne(after, 'node-b', 'g4');
+  assert.deepEqual(await oldPool(), ['10.35.0.1', '10.35.0.2']);
+  for (const ip of [g3!, g4!]) assert.ok(!['10.35.0.1', '10.35.0.2'].includes(ip), `${ip} is held by the /25 pool`);
+  assert.notEqual(g3, g4);
+  assert.deepEqual(
+    [...((await poolView(ns, 'grow-10.35.0.0-24'))?.allocations.keys() ?? [])].sort(),
+    [g3!, g4!].sort(),
+  );
+  // A pod of the old range is released with the configuration of its ADD (Multus keeps it for DEL), in the old pool,
+  // with its reservation: the address is then free for the wider range.
+  const store = await openNode(ns, before, 'node-a');
+  try {
+    assert.deepEqual((await release(store, before, pod('g1'))).map(formatIP), ['10.35.0.1']);
+  } finally {
+    await store.close();
+  }
+  assert.deepEqual(await oldPool(), ['10.35.0.2']);
+  assert.ok(!(await reservationNames(ns)).includes('grow-10.35.0.1'));
+  const [g5] = await addOne(after, 'node-c', 'g5');
+  assert.notEqual(g5, '10.35.0.2');
+  assert.ok(![g3, g4].includes(g5));
+});
+
+// docs/procedures.md, "Splitting a range": NADs that keep the range and network_name share its one IPPool, and
+// range_start/range_end give each its own part.
+test('two NADs splitting one range by range_start/range_end share its IPPool and hand out only their own part', async () => {
+  const whole = kubeNetwork(ns, [testRange('10.36.0.0/24')], { name: 'split-whole', networkName: 'split' });
+  const low = kubeNetwork(ns, [testRange('10.36.0.0/24', { end: '10.36.0.127' })], {
+    name: 'split-low',
+    networkName: 'split',
+  });
+  const high = kubeNetwork(ns, [testRange('10.36.0.0/24', { start: '10.36.0.128' })], {
+    name: 'split-high',
+    networkName: 'split',
+  });
+  assert.deepEqual(await addOne(whole, 'node-a', 's1'), ['10.36.0.1']);
+  assert.deepEqual(await addOne(low, 'node-a', 's2'), ['10.36.0.2']);
+  assert.deepEqual(await addOne(high, 'node-b', 's3'), ['10.36.0.128']);
+  assert.deepEqual(await addOne(low, 'node-b', 's4'), ['10.36.0.3']);
+  assert.deepEqual([...((await poolView(ns, 'split-10.36.0.0-24'))?.allocations.keys() ?? [])].sort(), [
+    '10.36.0.1',
+    '10.36.0.128',
+    '10.36.0.2',
+    '10.36.0.3',
+  ]);
+});

@@ -184,8 +184,12 @@ for (const id of ['_a', '.a', '-a', 'a/b', 'a b', 'a:b', 'ä', 'a\nb', '../etc']
   });
 }
 
-test('validateContainerId() rejects an empty id', () => {
-  assert.throws(() => validateContainerId(''), envError(/CNI_CONTAINERID is empty/));
+test('validateContainerId() rejects an empty id as invalid (readCniEnv says it is required before)', () => {
+  assert.throws(() => validateContainerId(''), envError(/^CNI_CONTAINERID "" is invalid/));
+  assert.throws(
+    () => readCniEnv({ ...full, CNI_CONTAINERID: '', CNI_COMMAND: 'ADD' }),
+    envError(/^CNI_CONTAINERID is required for ADD$/),
+  );
 });
 
 test('validateContainerId() caps a huge value in the message', () => {
