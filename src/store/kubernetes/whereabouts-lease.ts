@@ -255,7 +255,7 @@ export class WhereaboutsLease {
       try {
         const written = await updateLease(this.#api, held, leaseBody(held, { renewTime: microTime(new Date()) }));
         if (written === 'conflict') {
-          this.#lost(`taken by another holder`);
+          this.#lost();
           return;
         }
         this.#held = written;
@@ -270,11 +270,11 @@ export class WhereaboutsLease {
     return this.#renewing;
   }
 
-  #lost(why: string): void {
+  #lost(): void {
     clearInterval(this.#renewTimer);
     this.#renewTimer = undefined;
     this.#held = undefined;
-    this.#options.log.info(`Lease ${this.#where()} lost (${why})`);
+    this.#options.log.info(`Lease ${this.#where()} lost (taken by another holder)`);
   }
 
   /** A quorum read of the Lease, with when it was sent. */
