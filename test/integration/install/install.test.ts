@@ -264,12 +264,13 @@ describe('hereabouts install refuses a bad setup before installing anything', ()
     assert.deepEqual(readdirSync(node.binDir), []);
   });
 
-  test("an invalid --log-level exits 2 with the plugin parser's message", () => {
+  test("an invalid --log-level exits 2 with the plugin parser's message, naming the flag", () => {
     const run = installOnce(installArgs(node, { extra: ['--log-level', 'loud'] }), {
       KUBERNETES_SERVICE_HOST: '10.96.0.1',
     });
     assert.equal(run.code, 2);
-    assert.match(run.stderr, /log_level "loud" is not one of debug/);
+    assert.match(run.stderr, /--log-level "loud" is not one of debug/);
+    assert.doesNotMatch(run.stderr, /ipam\.|log_level/, 'the flag, not the flat config key');
     assert.deepEqual(readdirSync(node.binDir), []);
   });
 
