@@ -31,7 +31,7 @@ export interface CommonFlags extends Connection {
   readonly output: Output;
 }
 
-export const CONNECTION_HELP = `  --kubeconfig FILE   default: $KUBECONFIG (its first file), else ~/.kube/config, else the pod's ServiceAccount
+const CONNECTION_HELP = `  --kubeconfig FILE   default: $KUBECONFIG (its first file), else ~/.kube/config, else the pod's ServiceAccount
                       when run in a cluster
   --context NAME      a context of the kubeconfig other than its current one
   -n, --namespace NS  where the pools live; default: the context's namespace (in a cluster: the pod's), else

@@ -75,7 +75,7 @@ test('a bad value, a missing value or a wrong argument count is one line naming 
   const cases: Array<[string[], string]> = [
     [['status', '-o', 'yaml'], 'hereabouts status: -o "yaml" must be table or json'],
     [['status', '--kubeconfig'], 'hereabouts status: --kubeconfig needs a value'],
-    [['status', '--namespace', '-o', 'json'], 'hereabouts status: --namespace needs a value'],
+    [['status', '--namespace', '--context', 'c'], 'hereabouts status: --namespace needs a value'],
     [['status', 'extra'], 'hereabouts status: takes no arguments, also got "extra"'],
     [['ip'], 'hereabouts ip: <address> is missing'],
     [['ip', '10.0.0.300'], 'hereabouts ip: <address> "10.0.0.300" is not an IPv4 or IPv6 address'],

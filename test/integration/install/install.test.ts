@@ -161,6 +161,22 @@ describe('hereabouts install --once', () => {
     }
   });
 
+  test('-n writes another namespace into the kubeconfig: where the plugin keeps its pools', () => {
+    for (const flag of [['-n', 'pools'], ['--namespace=pools']]) {
+      const other = fakeNode({ token: 'tok', ca, namespace: 'kube-system' });
+      try {
+        const run = installOnce(installArgs(other, { extra: flag }), { ...env, KUBERNETES_SERVICE_HOST: '10.96.0.1' });
+        assert.equal(run.code, 0, run.stderr);
+        const kubeconfig = readJson(join(other.filesDir, 'hereabouts.kubeconfig')) as {
+          contexts: Array<{ context: { namespace: string } }>;
+        };
+        assert.equal(kubeconfig.contexts[0]?.context.namespace, 'pools', flag.join(' '));
+      } finally {
+        rmSync(other.root, { recursive: true, force: true });
+      }
+    }
+  });
+
   test('an IPv6 KUBERNETES_SERVICE_HOST is written in brackets', () => {
     const other = fakeNode({ token: 'tok', ca, namespace: 'kube-system' });
     try {
