@@ -1,5 +1,6 @@
 // `hereabouts check`: a consistency report of pools, reservations, pods and node slices; exit 1 on any problem.
-import { COMMON_HELP, EXIT, toJson } from './connect.ts';
+import { EXIT } from './command.ts';
+import { COMMON_HELP, toJson } from './connect.ts';
 import { checkReport, formatCheck, PROBLEM_KINDS } from './check-report.ts';
 import { runJudgedCommand } from './judged-command.ts';
 import { POLICY_HELP } from './policy-flags.ts';

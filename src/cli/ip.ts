@@ -1,7 +1,9 @@
 // `hereabouts ip <address>`: who holds an address. Reads the whereabouts objects of the namespace and, live, the
 // pods the holding records name.
 import { tryParseIP, type IPAddress } from '../ip/address.ts';
-import { COMMON_HELP, connect, EXIT, parseCommand, runCommand, toJson, UsageError } from './connect.ts';
+import { EXIT, runSubcommand } from './command.ts';
+import { COMMON_FLAGS, COMMON_HELP, commonFlagsOf, connect, toJson } from './connect.ts';
+import { UsageError } from './flags.ts';
 import { readInventory, readPod } from './inventory-read.ts';
 import type { PodInfo } from './inventory.ts';
 import { formatIpReport, ipReport } from './ip-report.ts';
@@ -14,16 +16,16 @@ const usage = `Usage: hereabouts ip <address> [--network NAME] [flags]
 ${COMMON_HELP}`;
 
 export function runIp(argv: readonly string[]): Promise<number> {
-  return runCommand('ip', async () => {
-    const { flags, values, positionals, help } = parseCommand('ip', argv, { network: { type: 'string' } }, [
-      '<address>',
-    ]);
-    if (help) {
-      process.stdout.write(usage);
-      return EXIT.ok;
-    }
+  const command = {
+    name: 'ip',
+    usage,
+    flags: { ...COMMON_FLAGS, network: { type: 'string' } },
+    positionals: ['<address>'],
+  } as const;
+  return runSubcommand(command, argv, async ({ values, positionals }) => {
+    const flags = commonFlagsOf(values);
     const ip = addressArgument(positionals[0] ?? '');
-    const network = typeof values['network'] === 'string' ? values['network'] : undefined;
+    const network = values.network;
     const api = await connect(flags);
     try {
       const inv = await readInventory(api, { pods: false });

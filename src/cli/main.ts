@@ -21,22 +21,26 @@ async function main(argv: readonly string[]): Promise<number> {
   const [command, ...rest] = argv;
   switch (command) {
     case 'version':
-    case '--version':
-      process.stdout.write(
-        `hereabouts ${buildInfo.version} (commit ${buildInfo.commit}, node ${process.versions.node})\n`,
-      );
-      return 0;
+    case '--version': {
+      const { runSubcommand } = await import('./command.ts');
+      return runSubcommand({ name: 'version', usage: VERSION_USAGE, flags: {} }, rest, () => {
+        process.stdout.write(
+          `hereabouts ${buildInfo.version} (commit ${buildInfo.commit}, node ${process.versions.node})\n`,
+        );
+        return 0;
+      });
+    }
     case 'controller': {
-      const { runController } = await import('../controller/main.ts');
-      return runController(rest);
+      const { runControllerCommand } = await import('./controller.ts');
+      return runControllerCommand(rest);
     }
     case 'agent': {
-      const { runAgent } = await import('../agent/main.ts');
-      return runAgent(rest);
+      const { runAgentCommand } = await import('./agent.ts');
+      return runAgentCommand(rest);
     }
     case 'install': {
-      const { runInstall } = await import('../install/main.ts');
-      return runInstall(rest);
+      const { runInstallCommand } = await import('./install.ts');
+      return runInstallCommand(rest);
     }
     case 'status': {
       const { runStatus } = await import('./status.ts');
@@ -77,7 +81,11 @@ async function main(argv: readonly string[]): Promise<number> {
       process.stdout.write(usage());
       return command === undefined ? 2 : 0;
     default:
-      process.stderr.write(`hereabouts: unknown command ${JSON.stringify(command)}\n\n${usage()}`);
+      process.stderr.write(
+        command.startsWith('-')
+          ? `hereabouts: unknown flag ${command.split('=')[0] ?? command} (see hereabouts --help)\n`
+          : `hereabouts: unknown command ${JSON.stringify(command)} (see hereabouts --help)\n`,
+      );
       return 2;
   }
 }
@@ -93,11 +101,15 @@ function agentSocket(env: NodeJS.ProcessEnv): string | undefined {
   }
 }
 
+const VERSION_USAGE = `Usage: hereabouts version
+  Prints the version, the commit it was built from and the embedded Node version.
+`;
+
 function usage(): string {
   return `Usage:
   hereabouts                 CNI plugin (with CNI_COMMAND set, request on stdin)
   hereabouts controller      leader-elected cleanup of orphaned allocations and reservations, metrics (--help)
-  hereabouts agent          node agent: serves CNI calls on a unix socket (--help for flags)
+  hereabouts agent           node agent: serves CNI calls on a unix socket (--help for flags)
   hereabouts install         DaemonSet entry: install the plugin and its config on the node (--help for flags)
   hereabouts status          pools at a glance: range, capacity, used, free, orphans (--help for flags)
   hereabouts ip ADDRESS      who holds an address: pool, pod, node, container, since when, reservation
@@ -109,8 +121,12 @@ function usage(): string {
   hereabouts version         print version, commit and embedded Node version
   hereabouts --help          this text
 
-The operator commands (status, ip, pool, orphans, release, check) take --kubeconfig, --context, --namespace and
--o table|json, and exit 0 when all is well, 1 on a problem found (or nothing found), 2 on a wrong command line.
+The operator commands (status, ip, pool, orphans, release, check) take --kubeconfig, --context, -n/--namespace and
+-o table|json (with -o json, errors are a JSON object too); the controller takes the same connection flags, the
+installer -n/--namespace. Every command takes --help. A boolean flag is --flag, --flag=true|false or --flag true|false.
+
+Exit status, for every command: 0 all well, 1 a problem found (or nothing found) or a failure, 2 a wrong command
+line (an unknown flag, a bad value, a missing argument).
 `;
 }
 

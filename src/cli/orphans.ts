@@ -1,6 +1,7 @@
 // `hereabouts orphans`: what the controller would release, and why, by its own rules. Reads the whereabouts
 // objects of the namespace and every pod (as the controller's caches hold them).
-import { COMMON_HELP, EXIT, toJson } from './connect.ts';
+import { EXIT } from './command.ts';
+import { COMMON_HELP, toJson } from './connect.ts';
 import { runJudgedCommand } from './judged-command.ts';
 import { formatOrphans, orphansReport } from './orphans-report.ts';
 import { POLICY_HELP } from './policy-flags.ts';

@@ -1,8 +1,9 @@
 // `hereabouts pool <name>`: every allocation of one IPPool. Reads the whereabouts objects of the namespace and
 // every pod.
-import { COMMON_HELP, connect, EXIT, parseCommand, runCommand, toJson } from './connect.ts';
+import { EXIT, runSubcommand } from './command.ts';
+import { COMMON_FLAGS, COMMON_HELP, commonFlagsOf, connect, toJson } from './connect.ts';
 import { readInventory } from './inventory-read.ts';
-import { judgingOf, POLICY_HELP, POLICY_OPTIONS, withBareBooleans } from './policy-flags.ts';
+import { judgingOf, POLICY_FLAGS, POLICY_HELP } from './policy-flags.ts';
 import { formatPool, poolReport } from './pool-report.ts';
 
 const usage = `Usage: hereabouts pool <name> [flags]
@@ -12,14 +13,9 @@ const usage = `Usage: hereabouts pool <name> [flags]
 ${POLICY_HELP}${COMMON_HELP}`;
 
 export function runPool(argv: readonly string[]): Promise<number> {
-  return runCommand('pool', async () => {
-    const { flags, values, positionals, help } = parseCommand('pool', withBareBooleans(argv), POLICY_OPTIONS, [
-      '<name>',
-    ]);
-    if (help) {
-      process.stdout.write(usage);
-      return EXIT.ok;
-    }
+  const command = { name: 'pool', usage, flags: { ...COMMON_FLAGS, ...POLICY_FLAGS }, positionals: ['<name>'] };
+  return runSubcommand(command, argv, async ({ values, positionals }) => {
+    const flags = commonFlagsOf(values);
     const judging = judgingOf(values);
     const name = positionals[0] ?? '';
     const api = await connect(flags);

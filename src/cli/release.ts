@@ -11,7 +11,9 @@ import type { ApiClient } from '../kube/api.ts';
 import { getObject, versionOf } from '../store/kubernetes/objects.ts';
 import { reservationName } from '../config/names.ts';
 import type { AllocationRecord, PoolRef } from '../store/store.ts';
-import { COMMON_HELP, connect, EXIT, parseCommand, runCommand, toJson, UsageError } from './connect.ts';
+import { EXIT, runSubcommand } from './command.ts';
+import { COMMON_FLAGS, COMMON_HELP, commonFlagsOf, connect, toJson } from './connect.ts';
+import { UsageError } from './flags.ts';
 import { readInventory, readPod } from './inventory-read.ts';
 import { poolsContaining, type PodInfo, type PoolInfo } from './inventory.ts';
 import { addressArgument } from './ip.ts';
@@ -58,26 +60,23 @@ export function liveReason(record: AllocationRecord, pod: PodInfo | null): strin
 }
 
 export function runRelease(argv: readonly string[]): Promise<number> {
-  return runCommand('release', async () => {
-    const { flags, values, positionals, help } = parseCommand(
-      'release',
-      argv,
-      { network: { type: 'string' }, force: { type: 'boolean', default: false } },
-      ['<address>'],
-    );
-    if (help) {
-      process.stdout.write(usage);
-      return EXIT.ok;
-    }
+  const command = {
+    name: 'release',
+    usage,
+    flags: { ...COMMON_FLAGS, network: { type: 'string' }, force: { type: 'boolean' } },
+    positionals: ['<address>'],
+  } as const;
+  return runSubcommand(command, argv, async ({ values, positionals }) => {
+    const flags = commonFlagsOf(values);
     const ip = addressArgument(positionals[0] ?? '');
-    const network = values['network'];
-    if (typeof network !== 'string')
+    const network = values.network;
+    if (network === undefined)
       throw new UsageError(
         '--network is required: the network_name of the pools (--network "" for pools named without one)',
       );
     const api = await connect(flags);
     try {
-      const report = await release(api, ip, network, values['force'] === true);
+      const report = await release(api, ip, network, values.force);
       process.stdout.write(flags.output === 'json' ? toJson(report) : formatRelease(report));
       return report.released.length > 0 || report.reservation.outcome === 'deleted' ? EXIT.ok : EXIT.problem;
     } finally {

@@ -4,7 +4,8 @@
 import { listAll } from '../kube/list.ts';
 import { objectPath } from '../store/kubernetes/objects.ts';
 import type { PodView } from '../controller/orphans/pod-view.ts';
-import { COMMON_HELP, connect, parseCommand, runCommand, toJson } from './connect.ts';
+import { EXIT, runSubcommand } from './command.ts';
+import { COMMON_FLAGS, COMMON_HELP, commonFlagsOf, connect, toJson } from './connect.ts';
 import { listPods } from './inventory-read.ts';
 import { buildReport, formatTable } from './status-report.ts';
 
@@ -15,12 +16,8 @@ const usage = `Usage: hereabouts status [flags]
 ${COMMON_HELP}`;
 
 export function runStatus(argv: readonly string[]): Promise<number> {
-  return runCommand('status', async () => {
-    const { flags, help } = parseCommand('status', argv, {}, []);
-    if (help) {
-      process.stdout.write(usage);
-      return 0;
-    }
+  return runSubcommand({ name: 'status', usage, flags: COMMON_FLAGS }, argv, async ({ values }) => {
+    const flags = commonFlagsOf(values);
     const api = await connect(flags);
     try {
       const [ippools, slices, pods] = await Promise.all([
@@ -32,7 +29,7 @@ export function runStatus(argv: readonly string[]): Promise<number> {
         pods === undefined ? undefined : new Map<string, PodView>([...pods].map(([ref, info]) => [ref, info.view]));
       const report = buildReport(api.namespace, ippools, slices, views);
       process.stdout.write(flags.output === 'json' ? toJson(report) : formatTable(report));
-      return 0;
+      return EXIT.ok;
     } finally {
       api.close();
     }

@@ -4,33 +4,21 @@
 import type { Server } from 'node:http';
 import { setFlagsFromString } from 'node:v8';
 import { ApiClient } from '../kube/api.ts';
+import type { ApiEndpoint } from '../kube/kubeconfig.ts';
 import { Controller } from './controller.ts';
 import { controllerEndpoint } from '../kube/in-cluster.ts';
-import { parseControllerFlags, usage, type ControllerFlags } from './runtime/flags.ts';
+import type { ControllerFlags } from './runtime/flags.ts';
 import { serve } from './runtime/http.ts';
 import { messageOf } from '../errors.ts';
 import { jsonLog } from '../log/json-log.ts';
 
-export { duration } from './runtime/flags.ts';
-
-export async function runController(argv: readonly string[]): Promise<number> {
-  let flags: ControllerFlags | 'help';
-  try {
-    flags = parseControllerFlags(argv);
-  } catch (err) {
-    if (!(err instanceof TypeError)) throw err; // parseArgs' errors and ours are TypeErrors naming the flag
-    process.stderr.write(`hereabouts controller: ${messageOf(err)}\n\n${usage}`);
-    return 2;
-  }
-  if (flags === 'help') {
-    process.stdout.write(usage);
-    return 0;
-  }
+/** Runs until SIGTERM (exit 0), or one pass with --once (exit 1 when the lease was not won); `load` reads the credentials. */
+export async function runController(flags: ControllerFlags, load: () => Promise<ApiEndpoint>): Promise<number> {
   // Keep V8's young generation at its initial size: the controller's garbage is list pages and watch events
   // that die young, and a young generation grown to its 2 x 32 MiB maximum would cost 60 MiB of RSS for nothing.
   setFlagsFromString('--semi-space-growth-factor=1');
   const log = jsonLog({ level: flags.logLevel });
-  const { endpoint, refreshCredentials } = await controllerEndpoint(flags.kubeconfig);
+  const { endpoint, refreshCredentials } = await controllerEndpoint(load);
   const namespace = flags.namespace ?? endpoint.namespace;
   const api = new ApiClient({ ...endpoint, namespace }, { timeoutMs: 30_000 });
   const controller = new Controller(api, flags, log);

@@ -27,6 +27,8 @@ export interface HostFilesOptions {
   /** https://host:port of the API server. */
   readonly server: string;
   readonly nodeName?: string;
+  /** The kubeconfig context's namespace, where the plugin keeps its pools (default: the service account's). */
+  readonly namespace?: string;
   /** Keys added to the flat file (log_level, log_file). */
   readonly flatExtra: Readonly<Record<string, string>>;
   /** Also keep whereabouts.d/whereabouts.kubeconfig (same content): see docs/migration.md. */
@@ -43,7 +45,8 @@ export interface DesiredFile {
 export function desiredFiles(sa: ServiceAccount, options: HostFilesOptions): DesiredFile[] {
   const dir = join(options.confDir, 'hereabouts.d');
   const hostDir = join(options.hostConfDir, 'hereabouts.d');
-  const kubeconfig = renderKubeconfig(options.server, sa, join(hostDir, FILES.token));
+  const context = { ...sa, namespace: options.namespace ?? sa.namespace };
+  const kubeconfig = renderKubeconfig(options.server, context, join(hostDir, FILES.token));
   const files: DesiredFile[] = [
     { path: join(dir, FILES.token), content: sa.token },
     { path: join(dir, FILES.kubeconfig), content: kubeconfig },
@@ -59,7 +62,8 @@ export function desiredFiles(sa: ServiceAccount, options: HostFilesOptions): Des
  * The kubeconfig refers to the token file instead of embedding the token: projected service-account tokens rotate
  * (kubelet renews them at 80 % of their lifetime, hourly by default) and the plugin reads the file on every call, so
  * a rotation replaces one small file. The CA is embedded: it changes rarely, and the installer rewrites the
- * kubeconfig when it does. The context's namespace (the installer pod's) is where the plugin keeps its pools.
+ * kubeconfig when it does. The context's namespace (--namespace, else the installer pod's) is where the plugin keeps
+ * its pools.
  */
 export function renderKubeconfig(server: string, sa: ServiceAccount, tokenFile: string): string {
   return `${JSON.stringify(

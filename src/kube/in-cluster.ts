@@ -1,10 +1,10 @@
-// The controller's API endpoint: from --kubeconfig, or in a cluster from the pod's service account. Its agent
+// The controller's API endpoint (from a kubeconfig, or in a cluster from the pod's service account). Its agent
 // has no socket limit: six watches stay open for the life of the process, and the store's agent (four sockets,
 // sized for a CNI call) would leave no socket for a single request.
 import { readFileSync } from 'node:fs';
 import type { OutgoingHttpHeaders } from 'node:http';
 import { Agent as HttpsAgent, type AgentOptions } from 'node:https';
-import { endpointFromText, loadEndpoint, type ApiEndpoint, type KubeconfigOptions } from './kubeconfig.ts';
+import { endpointFromText, type ApiEndpoint, type KubeconfigOptions } from './kubeconfig.ts';
 
 const SA_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
 
@@ -20,8 +20,8 @@ export interface ControllerEndpoint {
   readonly refreshCredentials: () => Promise<void>;
 }
 
-export async function controllerEndpoint(kubeconfig: string | undefined): Promise<ControllerEndpoint> {
-  const load = (): Promise<ApiEndpoint> => (kubeconfig !== undefined ? loadEndpoint(kubeconfig) : inClusterEndpoint());
+/** The endpoint `load` reads (a kubeconfig, or inClusterEndpoint()), and what reads its credentials again. */
+export async function controllerEndpoint(load: () => Promise<ApiEndpoint>): Promise<ControllerEndpoint> {
   const endpoint = withOwnAgent(await load());
   // Every request takes its headers from this object, so replacing the Authorization in it reaches them all.
   const headers = (endpoint.requestOptions.headers ?? {}) as OutgoingHttpHeaders;
@@ -48,13 +48,16 @@ function withOwnAgent(endpoint: ApiEndpoint): ApiEndpoint {
 }
 
 /** The in-cluster configuration client-go uses: service host and port from the environment, the mounted token. */
-export async function inClusterEndpoint(options: KubeconfigOptions = {}): Promise<ApiEndpoint> {
-  const host = process.env['KUBERNETES_SERVICE_HOST'];
+export async function inClusterEndpoint(
+  options: KubeconfigOptions = {},
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<ApiEndpoint> {
+  const host = env['KUBERNETES_SERVICE_HOST'];
   if (host === undefined || host === '') {
-    throw new TypeError('no --kubeconfig given and not running in a cluster (KUBERNETES_SERVICE_HOST is unset)');
+    throw new TypeError('not running in a cluster (KUBERNETES_SERVICE_HOST is unset)');
   }
   const namespace = readFileSync(`${SA_DIR}/namespace`, 'utf8').trim();
-  const server = apiServerUrl(host, process.env['KUBERNETES_SERVICE_PORT'] ?? '443');
+  const server = apiServerUrl(host, env['KUBERNETES_SERVICE_PORT'] ?? '443');
   // tokenFile: the kubelet rotates the projected token; the file is read again whenever the endpoint is.
   const text = JSON.stringify({
     apiVersion: 'v1',

@@ -4,7 +4,8 @@
 // If the controller's seams change, this is the one file of the model test to adapt.
 import { cleanupPass } from '../../src/controller/orphans/cleanup-pass.ts';
 import { EventRecorder } from '../../src/controller/runtime/events.ts';
-import { parseControllerFlags, type ControllerFlags } from '../../src/controller/runtime/flags.ts';
+import { parseControllerFlags } from '../../src/cli/controller.ts';
+import type { ControllerFlags } from '../../src/controller/runtime/flags.ts';
 import { keyOf } from '../../src/controller/runtime/informer.ts';
 import type { Log } from '../../src/log/json-log.ts';
 import { NodeSlices } from '../../src/controller/slices/node-slices.ts';
@@ -20,9 +21,7 @@ const silent: Log = { debug: () => undefined, info: () => undefined, warning: ()
 
 /** The controller's defaults (its flag parser's), as a Deployment without arguments runs it. */
 export function defaultFlags(): ControllerFlags {
-  const flags = parseControllerFlags(['--kubeconfig', '/nonexistent']);
-  if (flags === 'help') throw new Error('unexpected help');
-  return flags;
+  return parseControllerFlags(['--kubeconfig', '/nonexistent']);
 }
 
 type Views = ReturnType<typeof emptyViews>;

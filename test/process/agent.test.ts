@@ -114,25 +114,25 @@ test('HEREABOUTS_AGENT_SOCKET="" turns the agent off', async (t) => {
   assert.ok(!servedByAgent(out));
 });
 
-test('the agent refuses a socket directory that is a link, writable by others, or served by another agent', async (t) => {
+test('the agent refuses a socket directory that is a link, writable by others, or served by another agent (exit 1)', async (t) => {
   const dir = tempDir(t, 'hab-agent-unsafe-');
   mkdirSync(join(dir, 'real'), { mode: 0o700 });
   symlinkSync(join(dir, 'real'), join(dir, 'link'));
   const linked = spawnAgent(bin, join(dir, 'link', 'agent.sock'));
-  assert.equal(await linked.exited, 2);
+  assert.equal(await linked.exited, 1);
   assert.match(linked.log(), /is a symbolic link/);
 
   mkdirSync(join(dir, 'open'));
   chmodSync(join(dir, 'open'), 0o777);
   const open = spawnAgent(bin, join(dir, 'open', 'agent.sock'));
-  assert.equal(await open.exited, 2);
+  assert.equal(await open.exited, 1);
   assert.match(open.log(), /writable by group or others/);
 
   const socket = join(dir, 'run', 'agent.sock');
   const first = await startAgentProcess(bin, socket);
   t.after(() => first.kill());
   const second = spawnAgent(bin, socket);
-  assert.equal(await second.exited, 2);
+  assert.equal(await second.exited, 1);
   assert.match(second.log(), /served by another agent/);
 });
 

@@ -26,7 +26,9 @@ describe('controller informer against the real API server', () => {
   before(async () => {
     ns = await createNamespace(await controlPlane(), 'inf');
     await createPod(ns, 'first');
-    client = new ApiClient((await controllerEndpoint(ns.kubeconfig)).endpoint, { timeoutMs: 10_000 });
+    client = new ApiClient((await controllerEndpoint(() => loadEndpoint(ns.kubeconfig))).endpoint, {
+      timeoutMs: 10_000,
+    });
     informer = new Informer(client, {
       resource: 'pods',
       path: `/api/v1/namespaces/${ns.name}/pods`,

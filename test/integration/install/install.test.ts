@@ -161,6 +161,22 @@ describe('hereabouts install --once', () => {
     }
   });
 
+  test('-n writes another namespace into the kubeconfig: where the plugin keeps its pools', () => {
+    for (const flag of [['-n', 'pools'], ['--namespace=pools']]) {
+      const other = fakeNode({ token: 'tok', ca, namespace: 'kube-system' });
+      try {
+        const run = installOnce(installArgs(other, { extra: flag }), { ...env, KUBERNETES_SERVICE_HOST: '10.96.0.1' });
+        assert.equal(run.code, 0, run.stderr);
+        const kubeconfig = readJson(join(other.filesDir, 'hereabouts.kubeconfig')) as {
+          contexts: Array<{ context: { namespace: string } }>;
+        };
+        assert.equal(kubeconfig.contexts[0]?.context.namespace, 'pools', flag.join(' '));
+      } finally {
+        rmSync(other.root, { recursive: true, force: true });
+      }
+    }
+  });
+
   test('an IPv6 KUBERNETES_SERVICE_HOST is written in brackets', () => {
     const other = fakeNode({ token: 'tok', ca, namespace: 'kube-system' });
     try {
@@ -264,12 +280,13 @@ describe('hereabouts install refuses a bad setup before installing anything', ()
     assert.deepEqual(readdirSync(node.binDir), []);
   });
 
-  test("an invalid --log-level exits 2 with the plugin parser's message", () => {
+  test("an invalid --log-level exits 2 with the plugin parser's message, naming the flag", () => {
     const run = installOnce(installArgs(node, { extra: ['--log-level', 'loud'] }), {
       KUBERNETES_SERVICE_HOST: '10.96.0.1',
     });
     assert.equal(run.code, 2);
-    assert.match(run.stderr, /log_level "loud" is not one of debug/);
+    assert.match(run.stderr, /--log-level "loud" is not one of debug/);
+    assert.doesNotMatch(run.stderr, /ipam\.|log_level/, 'the flag, not the flat config key');
     assert.deepEqual(readdirSync(node.binDir), []);
   });
 

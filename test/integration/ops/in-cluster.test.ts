@@ -1,7 +1,7 @@
 // The operator commands in a cluster, as `kubectl exec` into the controller's pod runs them: no kubeconfig, the
 // ServiceAccount's files at their fixed path (a private mount namespace puts them there for this process only),
 // KUBERNETES_SERVICE_HOST/PORT set, and the token of deploy/rbac-controller.yaml's ServiceAccount, applied for real.
-// Every command works with exactly that RBAC.
+// Every command works with exactly that RBAC, and so does the controller.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
@@ -27,7 +27,7 @@ describe("operator commands in a cluster, with the controller's ServiceAccount",
       stdio: ['ignore', 'pipe', 'pipe'],
     });
   /** `hereabouts <args>` with the ServiceAccount's files mounted where a pod has them, and no kubeconfig anywhere. */
-  const inPod = (args: readonly string[]): Run => {
+  const inPod = (args: readonly string[], env: NodeJS.ProcessEnv = {}): Run => {
     const script = `mount -t tmpfs none /run && mkdir -p ${SA_DIR} && cp "$0"/* ${SA_DIR}/ && exec "$@"`;
     const url = new URL(ns.cp.url);
     const run = spawnSync('unshare', ['-m', '--propagation', 'private', 'sh', '-c', script, files, bin, ...args], {
@@ -37,6 +37,7 @@ describe("operator commands in a cluster, with the controller's ServiceAccount",
         HOME: join(ns.dir, 'home'),
         KUBERNETES_SERVICE_HOST: url.hostname,
         KUBERNETES_SERVICE_PORT: url.port,
+        ...env,
       },
       timeout: 60_000,
     });
@@ -129,5 +130,14 @@ describe("operator commands in a cluster, with the controller's ServiceAccount",
     const run = inPod(['status', '--context', 'x']);
     assert.equal(run.code, 2);
     assert.match(run.stderr, /--context needs a kubeconfig/);
+  });
+
+  test('the controller in the pod keeps its ServiceAccount first: a $KUBECONFIG in the image does not override it', () => {
+    const run = inPod(['controller', '--once', '--metrics-addr', '', '--health-addr', ''], {
+      KUBECONFIG: '/nonexistent/kubeconfig',
+    });
+    assert.equal(run.code, 0, run.stderr);
+    assert.match(run.stderr, new RegExp(`"msg":"controller started".*"namespace":"${ns.name}"`));
+    assert.doesNotMatch(run.stderr, /KUBECONFIG|nonexistent/);
   });
 });

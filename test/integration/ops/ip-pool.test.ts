@@ -196,17 +196,18 @@ describe('hereabouts ip and pool', () => {
   test('usage errors are exit 2 and name the argument or flag', () => {
     for (const [args, message] of [
       [['ip', '10.60.0.300'], /<address> "10\.60\.0\.300" is not an IPv4 or IPv6 address/],
-      [['ip'], /ip takes <address>, got none/],
-      [['ip', '10.0.0.1', '--bogus'], /Unknown option '--bogus'/],
-      [['pool', 'a', 'b'], /pool takes <name>, got "a" "b"/],
+      [['ip'], /^hereabouts ip: <address> is missing \(see hereabouts ip --help\)$/],
+      [['ip', '10.0.0.1', '--bogus'], /^hereabouts ip: unknown flag --bogus \(see hereabouts ip --help\)$/],
+      [['pool', 'a', 'b'], /^hereabouts pool: takes only <name>, also got "b"/],
       [['orphans', '-o', 'yaml'], /-o "yaml" must be table or json/],
       [['check', '--pending-grace', 'soon'], /--pending-grace "soon" is not a duration/],
       [['release', '10.0.0.1'], /--network is required/],
-      [['status', '--bogus'], /Unknown option '--bogus'/],
+      [['status', '--bogus'], /^hereabouts status: unknown flag --bogus \(see hereabouts status --help\)$/],
     ] as const) {
       const run = hb(ns, args);
       assert.equal(run.code, 2, `${args.join(' ')}: ${run.stderr}`);
-      assert.match(run.stderr, message);
+      assert.match(run.stderr.trimEnd(), message);
+      assert.equal(run.stderr.trimEnd().split('\n').length, 1, `one line: ${run.stderr}`);
       assert.doesNotMatch(run.stderr, /kubernetes\.kubeconfig|ipam\./, 'no CNI configuration key');
     }
   });

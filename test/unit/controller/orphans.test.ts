@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { CLOCK_SLACK_MS, orphanReason, type CleanupPolicy } from '../../../src/controller/orphans/orphans.ts';
 import { parseNetworkStatus, type PodView } from '../../../src/controller/orphans/pod-view.ts';
-import { duration } from '../../../src/controller/main.ts';
+import { duration } from '../../../src/cli/flags.ts';
 
 const policy: CleanupPolicy = {
   cleanupTerminating: false,
