@@ -241,9 +241,11 @@ test('parseNetworkConfig() type-checks leader_* and sleep_for_race but otherwise
   rejects(() => parse({ range: '10.0.0.0/24', leader_retry_period: '5s' }), /leader_retry_period/);
 });
 
-test('parseNetworkConfig() requires absolute data_dir and log_file paths', () => {
+test('parseNetworkConfig() requires an absolute data_dir and ignores a relative inline log_file', () => {
   rejects(() => parse({ range: '10.0.0.0/24', data_dir: 'rel' }), /ipam\.data_dir "rel" must be an absolute path/);
-  rejects(() => parse({ range: '10.0.0.0/24', log_file: 'x.log' }), /ipam\.log_file/);
+  const config = parse({ range: '10.0.0.0/24', log_file: 'x.log' });
+  assert.equal(config.ipam.logFile, undefined);
+  assert.match(config.ignored?.[0] ?? '', /ipam\.log_file "x\.log" must be an absolute path/);
 });
 
 test('parseNetworkConfig() rejects an invalid CNI network name', () => {
