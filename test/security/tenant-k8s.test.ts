@@ -158,7 +158,9 @@ test('after the switch, a Whereabouts NAD with "log_file": "/tmp/whereabouts.log
   );
   const said = out.stderr.split('\n').filter((l) => l.includes("ignoring the network configuration's log_file"));
   assert.equal(said.length, 1, out.stderr);
-  assert.match(said[0]!, /"\/tmp\/whereabouts\.log" is outside the directories/);
+  const line = JSON.parse(said[0]!) as { level: string; msg: string };
+  assert.equal(line.level, 'warning');
+  assert.match(line.msg, /ipam\.log_file "\/tmp\/whereabouts\.log" is outside the directories/);
   if (there === undefined) assert.equal(existsSync(nadPath), false, `${nadPath} was created`);
   else assert.equal(statSync(nadPath).mtimeMs, there.mtimeMs, `${nadPath} was written`);
 });
