@@ -46,12 +46,15 @@ export async function runPlugin(io: PluginIO = {}, host?: StoreHost): Promise<nu
       cniArgs: 'args' in env ? env.args : undefined,
       env: processEnv,
     });
-    logger = createLogger({
+    const logTo = {
       ...(config.ipam.logFile === undefined ? {} : { file: config.ipam.logFile }),
-      level: config.ipam.logLevel,
       context: describe(env),
       ...sinks,
-    });
+    };
+    logger = createLogger({ ...logTo, level: config.ipam.logLevel });
+    // Whatever log_level says: an operator must be able to find out why a NAD's log_file is not followed.
+    const loud = createLogger({ ...logTo, level: 'debug' });
+    for (const why of config.ignored ?? []) loud.warning(why);
     for (const note of config.notes ?? []) logger.debug(note);
     for (const warning of config.warnings) logger.warning(warning);
     store = await openStore(config, { log: logger, env: processEnv, ...(host === undefined ? {} : { host }) });

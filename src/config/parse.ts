@@ -1,6 +1,6 @@
 // One function turns the CNI request + CNI_ARGS + flat file into the validated NetworkConfig. Nothing
 // downstream re-checks strings. Every error is a code-7 HereaboutsError naming the key and the value.
-import { configError } from '../errors.ts';
+import { configError, ErrorKind, isKind } from '../errors.ts';
 import { describeValue } from '../log/quote.ts';
 import { bitsOf, ipEquals, type IPAddress } from '../ip/address.ts';
 import { addressOf } from '../ip/cidr.ts';
@@ -92,6 +92,7 @@ export function parseNetworkConfig(request: Json, options: ParseOptions): Networ
         '(at most 63, each "."-separated part starting and ending alphanumeric): it prefixes Kubernetes object names',
     );
   }
+  const log = logFileOf(ipam, flat?.keys, sources);
   const nodeSliceSize = sliceSize(
     ipam,
     ranges.map((r) => r.cidr),
@@ -119,7 +120,7 @@ export function parseNetworkConfig(request: Json, options: ParseOptions): Networ
     gcGraceSeconds: optionalCount(ipam, 'gc_grace_seconds', 'ipam.') ?? DEFAULT_GC_GRACE_SECONDS,
     leaderTiming: leaderTimingOf(ipam, warnings),
     datastore: datastoreOf(ipam, sources),
-    ...optionalKey('logFile', pathKey(ipam, sources, 'log_file', 'log')),
+    ...optionalKey('logFile', log.file),
     logLevel: logLevelOf(ipam),
     ...optionalKey('configurationPath', flat?.path),
   };
@@ -133,6 +134,7 @@ export function parseNetworkConfig(request: Json, options: ParseOptions): Networ
     ...(request['prevResult'] === undefined ? {} : { prevResult: request['prevResult'] }),
     warnings,
     notes,
+    ...(log.ignored === undefined ? {} : { ignored: [log.ignored] }),
     raw: request,
   };
 }
@@ -154,6 +156,30 @@ function pathKey(merged: Json, sources: Sources, key: string, use: PathUse, with
   if (inlineValue !== undefined) return allowedPath(sources.policy, use, `${prefix}${key}`, inlineValue);
   checkPathText(value, `${prefix}${key}`);
   return value;
+}
+
+/**
+ * `log_file`. A log path is not worth failing a call for, and it cannot change which address is handed out: an inline
+ * one the policy does not allow (outside the allowed log directories, through a link, not a normalised absolute path)
+ * is ignored, never opened. The flat file's (the operator's) is used instead, else none (stderr), and the call says
+ * why. A value of the wrong type is still an error, as it is for Whereabouts.
+ */
+function logFileOf(ipam: Json, flat: Json | undefined, sources: Sources): { file?: string; ignored?: string } {
+  const inlineValue = optionalString(sources.inline, 'log_file', 'ipam.');
+  if (inlineValue === undefined) return optionalKey('file', pathKey(ipam, sources, 'log_file', 'log'));
+  try {
+    return { file: allowedPath(sources.policy, 'log', 'ipam.log_file', inlineValue) };
+  } catch (err) {
+    if (!isKind(err, ErrorKind.InvalidConfig)) throw err;
+    const fallback = flat === undefined ? undefined : optionalString(flat, 'log_file', 'ipam.');
+    if (fallback !== undefined) checkPathText(fallback, 'ipam.log_file');
+    const instead = fallback === undefined ? 'stderr' : `${fallback} (the flat file's log_file)`;
+    const fix = err.details === '' ? '' : ` (to follow it: ${err.details})`;
+    return {
+      ...optionalKey('file', fallback),
+      ignored: `ignoring the network configuration's log_file: ${err.message}; logging to ${instead} instead${fix}`,
+    };
+  }
 }
 
 /** The key of each range in buildRanges' order, for messages. */

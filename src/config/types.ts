@@ -99,6 +99,8 @@ export interface NetworkConfig {
   readonly warnings: readonly string[];
   /** How the config was assembled (e.g. which flat file was merged): logged at debug level, on every call. */
   readonly notes?: readonly string[];
+  /** Inline keys the plugin ignored rather than follow (an untrusted `log_file`), and why: said on every call. */
+  readonly ignored?: readonly string[];
   /** The full decoded stdin object, for verbs that read extra keys (GC's valid attachments). */
   readonly raw: Readonly<Record<string, unknown>>;
 }

@@ -2,7 +2,7 @@
 // (in-process through runPlugin, ADD then DEL), and a kubeconfig user without RBAC (a 403) through the executable.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { writeFileSync } from 'node:fs';
+import { existsSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { runPlugin } from '../../src/cni/plugin.ts';
 import { runCni } from '../support/cni.ts';
@@ -112,4 +112,55 @@ test('a 403 from the API server (a user without RBAC) is code 11, with details n
   assert.match(String(out.json['msg']), /403/);
   assert.match(String(out.json['details']), /starting/);
   assert.match(String(out.json['details']), /RBAC/);
+});
+
+test('after the switch, a Whereabouts NAD with "log_file": "/tmp/whereabouts.log" allocates on the kubernetes datastore and nothing is created there', async () => {
+  const nadPath = '/tmp/whereabouts.log';
+  const there = existsSync(nadPath) ? statSync(nadPath) : undefined;
+  // Whereabouts' example NAD; its kubeconfig is the installer's (here the namespace's, in the allowed dir).
+  const conf = {
+    cniVersion: '0.3.1',
+    name: 'whereabouts-conf',
+    type: 'macvlan',
+    master: 'eth0',
+    mode: 'bridge',
+    ipam: {
+      type: 'whereabouts',
+      range: '192.168.2.225/28',
+      log_file: nadPath,
+      log_level: 'debug',
+      kubernetes: { kubeconfig: ns.kubeconfig },
+      cache_dir: join(ns.dir, 'cache-whereabouts'),
+    },
+  };
+  const out = await runCni(
+    requireBinary(),
+    {
+      command: 'ADD',
+      containerId: 'wb-log-file',
+      netns: '/x',
+      ifname: 'net1',
+      args: `IgnoreUnknown=1;K8S_POD_NAMESPACE=${ns.name};K8S_POD_NAME=wb`,
+      path: '/x',
+    },
+    conf,
+    // The test's own dir is allowed (its kubeconfig and cache live there); /tmp is not, as on a node.
+    { extraEnv: { NODENAME: 'tenant-node', HEREABOUTS_ALLOWED_DIRS: ns.dir } },
+  );
+  assert.equal(out.code, 0, out.stdout + out.stderr);
+  const address = (out.json?.['ips'] as Array<{ address: string }>)[0]!.address;
+  assert.equal(address, '192.168.2.225/28');
+  const pool = await ns.get('ippools', '192.168.2.224-28');
+  const allocations = (pool?.['spec'] as { allocations: Record<string, { id: string; podref: string }> }).allocations;
+  assert.deepEqual(
+    Object.values(allocations).map((a) => [a.id, a.podref]),
+    [['wb-log-file', `${ns.name}/wb`]],
+  );
+  const said = out.stderr.split('\n').filter((l) => l.includes("ignoring the network configuration's log_file"));
+  assert.equal(said.length, 1, out.stderr);
+  const line = JSON.parse(said[0]!) as { level: string; msg: string };
+  assert.equal(line.level, 'warning');
+  assert.match(line.msg, /ipam\.log_file "\/tmp\/whereabouts\.log" is outside the directories/);
+  if (there === undefined) assert.equal(existsSync(nadPath), false, `${nadPath} was created`);
+  else assert.equal(statSync(nadPath).mtimeMs, there.mtimeMs, `${nadPath} was written`);
 });

@@ -4,7 +4,16 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { chownSync, existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  chownSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { tempSuffix } from '../../src/fs/stale-temps.ts';
 import { add, conf, everything, SECRET, tenantNode } from './tenant-fixture.ts';
@@ -32,6 +41,7 @@ test('two configs cannot run a command: log_file may not write a kubeconfig outs
   );
   assert.equal(first.json?.['code'], 7, first.stdout);
   assert.match(String(first.json['msg']), /ipam\.(log_file|data_dir)/);
+  assert.equal(existsSync(evil), false, 'log_file was followed outside the allowed dirs');
   // Config 2 names that file (or any planted one) as its kubeconfig.
   writeFileSync(evil, execKubeconfig(marker));
   const second = await add(
@@ -54,7 +64,11 @@ test('a kubeconfig named inline inside an allowed directory may not run an exec 
   assert.equal(existsSync(marker), false, 'the exec credential plugin ran');
 });
 
-test('log_file outside the allowed dirs is code 7 and appends nothing to a host file', async () => {
+/** The lines of the plugin's stderr that say it ignored the network configuration's log_file. */
+const ignoredLines = (out: { stderr: string }): string[] =>
+  out.stderr.split('\n').filter((l) => l.includes("ignoring the network configuration's log_file"));
+
+test('log_file outside the allowed dirs is ignored: the ADD succeeds, says why once, and appends nothing to a host file', async () => {
   const node = tenantNode();
   const keys = join(node.host, 'authorized_keys');
   const before = readFileSync(keys, 'utf8');
@@ -68,10 +82,45 @@ test('log_file outside the allowed dirs is code 7 and appends nothing to a host 
     }),
   );
   assert.equal(out.json?.['code'], 7, out.stdout);
+  assert.match(String(out.json['msg']), /ipam\.range/);
   const ok = await add(node, conf(node, { log_file: keys, log_level: 'debug' }));
-  assert.equal(ok.json?.['code'], 7, ok.stdout);
-  assert.match(String(ok.json['msg']), /ipam\.log_file/);
+  assert.equal(ok.code, 0, ok.stdout + ok.stderr);
+  assert.ok(Array.isArray(ok.json?.['ips']), ok.stdout);
+  const [line, ...more] = ignoredLines(ok);
+  assert.deepEqual(more, [], 'said once');
+  const logged = JSON.parse(line ?? 'null') as Record<string, string>;
+  assert.equal(logged['level'], 'warning');
+  assert.match(
+    logged['msg']!,
+    /ipam\.log_file ".*\/host\/authorized_keys" is outside the directories .*; logging to stderr instead/,
+  );
   assert.equal(readFileSync(keys, 'utf8'), before);
+});
+
+test('a Whereabouts NAD with "log_file": "/tmp/whereabouts.log" allocates, and nothing is created at that path', async () => {
+  const node = tenantNode();
+  const nadPath = '/tmp/whereabouts.log';
+  const there = existsSync(nadPath) ? statSync(nadPath) : undefined;
+  const planted = join(node.host, 'whereabouts.log');
+  // As Whereabouts' README writes it (log_level debug: every line a plugin writes goes somewhere visible).
+  const whereabouts = { type: 'whereabouts', range: '192.168.2.225/28', log_file: nadPath, log_level: 'debug' };
+  for (const [ipam, path] of [
+    [whereabouts, nadPath],
+    [{ ...whereabouts, log_file: planted }, planted],
+  ] as const) {
+    // The default log level, too: the reason is said whatever log_level says.
+    for (const level of ['debug', undefined]) {
+      const out = await add(node, conf(node, { ...ipam, log_level: level }));
+      assert.equal(out.code, 0, out.stdout + out.stderr);
+      const ips = out.json?.['ips'] as Array<{ address: string }>;
+      assert.match(ips[0]!.address, /^192\.168\.2\.2(2[5-9]|3\d)\/28$/);
+      assert.equal(ignoredLines(out).length, 1, out.stderr);
+      assert.ok(ignoredLines(out)[0]!.includes(JSON.stringify(path).slice(1, -1)), out.stderr);
+    }
+  }
+  assert.equal(existsSync(planted), false, `${planted} was created`);
+  if (there === undefined) assert.equal(existsSync(nadPath), false, `${nadPath} was created`);
+  else assert.deepEqual(statSync(nadPath).mtimeMs, there.mtimeMs, `${nadPath} was written`);
 });
 
 test('errors never echo a file a tenant points configuration_path or kubernetes.kubeconfig at', async () => {
@@ -196,19 +245,17 @@ test('temp files of a killed writer are swept by the next write', async () => {
   assert.equal(existsSync(stale), false);
 });
 
-test('a symlinked directory inside an allowed directory does not lead log_file or data_dir out of it', async () => {
+test('a symlinked directory inside an allowed directory does not lead log_file (ignored) or data_dir (code 7) out of it', async () => {
   const node = tenantNode();
   symlinkSync(node.host, join(node.allowed, 'host-link'));
   const keys = join(node.host, 'authorized_keys');
   const before = readFileSync(keys, 'utf8');
-  for (const ipam of [
-    { log_file: join(node.allowed, 'host-link', 'authorized_keys') },
-    { data_dir: join(node.allowed, 'host-link', 'data') },
-  ]) {
-    const out = await add(node, conf(node, ipam));
-    assert.equal(out.json?.['code'], 7, out.stdout);
-    assert.match(String(out.json['msg']), /symbolic link/);
-  }
+  const viaLink = await add(node, conf(node, { log_file: join(node.allowed, 'host-link', 'authorized_keys') }));
+  assert.equal(viaLink.code, 0, viaLink.stdout);
+  assert.match(ignoredLines(viaLink)[0] ?? '', /host-link is a symbolic link/);
+  const out = await add(node, conf(node, { data_dir: join(node.allowed, 'host-link', 'data') }));
+  assert.equal(out.json?.['code'], 7, out.stdout);
+  assert.match(String(out.json['msg']), /symbolic link/);
   assert.equal(readFileSync(keys, 'utf8'), before);
   assert.equal(existsSync(join(node.host, 'data')), false);
 });

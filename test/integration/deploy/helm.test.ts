@@ -13,6 +13,7 @@ import { repoRoot, requireBinary } from '../../support/paths.ts';
 import { chartDir, helm, helmBinary, HELM_LABELS, keyOf, template, templateYaml, withoutHelmLabels } from './helm.ts';
 import { kubectlOf, renderedManifests, type Manifest } from './kubectl.ts';
 import { assertAgentSeesHostPaths, type NodePodSpec } from './host-paths.ts';
+import { admits, platformLabels, PLATFORMS, type Placement } from './scheduling.ts';
 
 const bin = requireBinary();
 
@@ -229,6 +230,27 @@ describe('Helm chart deploy/helm/hereabouts', () => {
     assert.throws(() => template(helmBin, { controller: { flags: { 'metrics-addr': '' } }, monitoring: { serviceMonitor: { enabled: true } } }), /needs controller\.flags\.metrics-addr/);
   });
 
+  test('by default both workloads are scheduled on linux nodes of the image\'s architectures (amd64, arm64), and on no other', () => {
+    for (const pod of [nodePod(defaults), controllerPod(defaults)]) {
+      for (const { os, arch, image } of PLATFORMS) assert.equal(admits(pod.spec as Placement, platformLabels(os, arch)), image, `${os}/${arch}`);
+    }
+  });
+
+  test('the architecture rule is overridable: nodeAffinity null drops it, other terms replace it, a podAntiAffinity replaces the spread', () => {
+    const anyArch = template(helmBin, { node: { affinity: { nodeAffinity: null } }, controller: { affinity: { nodeAffinity: null } } });
+    for (const pod of [nodePod(anyArch), controllerPod(anyArch)]) {
+      for (const { os, arch } of PLATFORMS) assert.equal(admits(pod.spec as Placement, platformLabels(os, arch)), os === 'linux', `${os}/${arch}`);
+    }
+    assert.ok((controllerPod(anyArch).spec.affinity as Record<string, unknown>)['podAntiAffinity'] !== undefined, 'replicas still spread');
+    const arm = { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchExpressions: [{ key: 'kubernetes.io/arch', operator: 'In', values: ['arm64'] }] }] } } };
+    const own = { podAntiAffinity: { requiredDuringSchedulingIgnoredDuringExecution: [{ topologyKey: 'kubernetes.io/hostname', labelSelector: { matchLabels: { 'app.kubernetes.io/component': 'controller' } } }] } };
+    const armOnly = template(helmBin, { node: { affinity: arm }, controller: { affinity: { ...arm, ...own } } });
+    for (const pod of [nodePod(armOnly), controllerPod(armOnly)]) {
+      for (const { os, arch } of PLATFORMS) assert.equal(admits(pod.spec as Placement, platformLabels(os, arch)), os === 'linux' && arch === 'arm64', `${os}/${arch}`);
+    }
+    assert.deepEqual(controllerPod(armOnly).spec.affinity, { ...arm, ...own });
+  });
+
   test('resources, tolerations, nodeSelector, affinity, priority class and pod annotations of each workload', () => {
     const shape = { resources: { requests: { cpu: '1', memory: '1Gi' }, limits: { memory: '2Gi' } }, tolerations: [{ key: 'ipam', operator: 'Exists', effect: 'NoSchedule' }], nodeSelector: { 'example.com/ipam': 'yes' }, affinity: { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchExpressions: [{ key: 'ipam', operator: 'In', values: ['yes'] }] }] } } }, priorityClassName: 'high', podAnnotations: { team: 'net' } };
     const objects = template(helmBin, { node: shape, controller: shape });
@@ -236,11 +258,13 @@ describe('Helm chart deploy/helm/hereabouts', () => {
       assert.deepEqual(pod.spec.containers[0]!.resources, shape.resources);
       assert.deepEqual(pod.spec.tolerations, shape.tolerations);
       // Helm merges a given map into the default one: the platform selector stays unless set to null.
-      assert.deepEqual(pod.spec.nodeSelector, { 'kubernetes.io/os': 'linux', 'kubernetes.io/arch': 'amd64', ...shape.nodeSelector });
-      assert.deepEqual(pod.spec.affinity, shape.affinity);
+      assert.deepEqual(pod.spec.nodeSelector, { 'kubernetes.io/os': 'linux', ...shape.nodeSelector });
       assert.equal(pod.spec.priorityClassName, 'high');
       assert.equal(pod.metadata.annotations?.['team'], 'net');
     }
+    // Given nodeSelectorTerms replace the default ones (a list); the controller still spreads its replicas.
+    assert.deepEqual(nodePod(objects).spec.affinity, shape.affinity);
+    assert.deepEqual(controllerPod(objects).spec.affinity, { ...shape.affinity, podAntiAffinity: (controllerPod(defaults).spec.affinity as { podAntiAffinity: unknown }).podAntiAffinity });
     assert.equal(controllerPod(objects).metadata.annotations?.['prometheus.io/scrape'], 'true');
     // Cleared lists leave the keys out rather than rendering empty ones.
     const cleared = template(helmBin, { node: { tolerations: [], priorityClassName: '' } });

@@ -10,6 +10,7 @@ import { controlPlane, type ControlPlane } from '../../support/control-plane.ts'
 import { repoRoot, requireBinary } from '../../support/paths.ts';
 import { kubectlOf, renderedManifests, type Manifest } from './kubectl.ts';
 import { assertAgentSeesHostPaths } from './host-paths.ts';
+import { admits, platformLabels, PLATFORMS, type Placement } from './scheduling.ts';
 
 const bin = requireBinary();
 const deploy = join(repoRoot, 'deploy');
@@ -21,7 +22,7 @@ interface Container {
   env?: Array<{ name: string; valueFrom?: { fieldRef?: { fieldPath: string } } }>;
   volumeMounts?: Array<{ name: string; mountPath: string }>;
 }
-interface PodSpec {
+interface PodSpec extends Placement {
   serviceAccountName: string;
   containers: Container[];
   volumes?: Array<{ name: string; hostPath?: { path: string } }>;
@@ -66,6 +67,13 @@ describe('deploy/ manifests', () => {
       assert.equal(o.metadata.namespace, 'kube-system', `${o.kind}/${o.metadata.name}`);
     }
     assert.ok(!objects.some((o) => o.metadata.name === 'network-attachment-definitions.k8s.cni.cncf.io'));
+  });
+
+  test('both workloads are scheduled on linux nodes of the image\'s architectures (amd64, arm64), and on no other', () => {
+    for (const [kind, name] of [['DaemonSet', 'hereabouts-node'], ['Deployment', 'hereabouts-controller']] as const) {
+      const spec = podSpec(kind, name);
+      for (const { os, arch, image } of PLATFORMS) assert.equal(admits(spec, platformLabels(os, arch)), image, `${kind}/${name} on ${os}/${arch}`);
+    }
   });
 
   test('both workloads run the image\'s /hereabouts (the Dockerfile\'s COPY target), with the kustomization\'s image', () => {
@@ -144,12 +152,10 @@ describe('deploy/ manifests', () => {
     assert.equal(container?.resources?.requests?.cpu, '100m');
   });
 
-  test('both workloads select linux/amd64 nodes, the only platform the executable is built for', () => {
-    assert.match(spawnSync('file', ['-L', bin], { encoding: 'utf8' }).stdout, /x86-64/);
-    for (const [kind, name] of [['DaemonSet', 'hereabouts-node'], ['Deployment', 'hereabouts-controller']]) {
-      const spec = podSpec(kind!, name!) as PodSpec & { nodeSelector?: Record<string, string> };
-      assert.deepEqual(spec.nodeSelector, { 'kubernetes.io/os': 'linux', 'kubernetes.io/arch': 'amd64' }, `${kind}/${name}`);
-    }
+  test('the platforms the workloads are scheduled on are the ones the release image is built for (scripts/image/multiarch.sh)', () => {
+    const script = readFileSync(join(repoRoot, 'scripts', 'image', 'multiarch.sh'), 'utf8');
+    const built = [...script.matchAll(/--platform "(\w+)=/g)].map((m) => m[1]).sort();
+    assert.deepEqual(built, PLATFORMS.filter((p) => p.image).map((p) => p.arch).sort());
   });
 
   test('each workload runs as the ServiceAccount its RBAC binds', () => {

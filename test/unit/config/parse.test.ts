@@ -269,9 +269,11 @@ test('parseNetworkConfig() polls a Lease no faster than every 100 ms, whatever l
   assert.match(config.warnings.join('\n'), /leader_retry_period 1 is below 100 ms/);
 });
 
-test('parseNetworkConfig() requires absolute data_dir and log_file paths', () => {
+test('parseNetworkConfig() requires an absolute data_dir and ignores a relative inline log_file', () => {
   rejects(() => parse({ range: '10.0.0.0/24', data_dir: 'rel' }), /ipam\.data_dir "rel" must be an absolute path/);
-  rejects(() => parse({ range: '10.0.0.0/24', log_file: 'x.log' }), /ipam\.log_file/);
+  const config = parse({ range: '10.0.0.0/24', log_file: 'x.log' });
+  assert.equal(config.ipam.logFile, undefined);
+  assert.match(config.ignored?.[0] ?? '', /ipam\.log_file "x\.log" must be an absolute path/);
 });
 
 test('parseNetworkConfig() rejects an invalid CNI network name', () => {
