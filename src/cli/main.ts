@@ -62,6 +62,10 @@ async function main(argv: readonly string[]): Promise<number> {
       const { runCheck } = await import('./check.ts');
       return runCheck(rest);
     }
+    case 'preflight': {
+      const { runPreflight } = await import('./preflight.ts');
+      return runPreflight(rest);
+    }
     case '__load-k8s': {
       // Hidden (tests and bench:startup): loads the Kubernetes client as the store does, sends no request.
       const { loadEndpoint } = await import('../kube/kubeconfig.ts');
@@ -106,10 +110,12 @@ function usage(): string {
   hereabouts release ADDRESS --network NAME [--force]
                              release an address safely (refuses a live pod's unless forced)
   hereabouts check           consistency of pools, reservations, pods and node slices (exit 1 on a problem)
+  hereabouts preflight       every NAD with whereabouts/hereabouts IPAM: served as Whereabouts did, what is ignored,
+                             what is refused and how to fix it (exit 1 when one would be refused)
   hereabouts version         print version, commit and embedded Node version
   hereabouts --help          this text
 
-The operator commands (status, ip, pool, orphans, release, check) take --kubeconfig, --context, --namespace and
+The operator commands (status, ip, pool, orphans, release, check, preflight) take --kubeconfig, --context, --namespace and
 -o table|json, and exit 0 when all is well, 1 on a problem found (or nothing found), 2 on a wrong command line.
 `;
 }
