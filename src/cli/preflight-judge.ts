@@ -1,6 +1,7 @@
 // What hereabouts will make of one NetworkAttachmentDefinition, judged by the plugin's own config parser (src/config)
 // on the inline config as a node would receive it, with the flat file the shipped DaemonSet writes and the default
-// trust policy (pure; no file is read). Findings say what the plugin refuses (with a fix), what it accepts and
+// trust policy (no file is read; the trust check lstats the directories of a path as the plugin does on a node,
+// here on this machine). Findings say what the plugin refuses (with a fix), what it accepts and
 // ignores, and where it behaves otherwise than Whereabouts.
 import { HereaboutsError, messageOf } from '../errors.ts';
 import { parseNetworkConfig } from '../config/parse.ts';
