@@ -103,6 +103,7 @@ describe('admission policy deploy/admission-policy.yaml', () => {
   });
   after(async () => {
     await apiRequest(cp, 'DELETE', `${ADMISSION}/validatingadmissionpolicybindings/${bindingName}`);
+    await apiRequest(cp, 'DELETE', `${ADMISSION}/validatingadmissionpolicies/${policy.metadata.name}`);
     await api(cp, 'DELETE', NADS(ns.name));
     await ns.cleanup();
   });
@@ -229,6 +230,16 @@ describe('admission policy deploy/admission-policy.yaml', () => {
       const config = file.endsWith('.yaml') ? (load(content) as { spec: { config: string } }).spec.config : content;
       assert.deepEqual(await write(config), { admitted: true, message: '' }, file);
     }
+  });
+
+  // CEL's cost is counted, not timed: an ipam object this large is judged on every API server of this version.
+  test('an ipam object of 40 000 characters is judged; one of 120 000 exceeds the CEL cost limit and is admitted (failurePolicy Ignore)', async () => {
+    const padded = (n: number) => wb({ range: '10.1.0.0/33', note: 'x'.repeat(n) });
+    assert.deepEqual(await write(padded(40_000)), {
+      admitted: false,
+      message: 'ipam.range: range "10.1.0.0/33": prefix length "33" is not 0-32',
+    });
+    assert.deepEqual(await write(padded(120_000)), { admitted: true, message: '' });
   });
 
   test('an old NAD keeps its config: a label added is admitted, a config change is judged', async () => {
