@@ -232,6 +232,33 @@ describe('admission policy deploy/admission-policy.yaml', () => {
     }
   });
 
+  test('what the policy does not read it admits, though the plugin refuses it (docs/admission-policy.md lists these)', async () => {
+    const unread: Array<[string, Config | string]> = [
+      ['an ipam object nested deeper than any key needs', wb({ range: '10.1.0.0/33', extra: { a: { b: { c: 1 } } } })],
+      ['a \\u escape in the range', '{"name": "n", "type": "macvlan", "ipam": {"type": "whereabouts", "range": "10.1.0.0\\u002f33"}}'],
+      [
+        'an overlap in the 33rd ipRanges entry',
+        wb({ range: undefined, ipRanges: [...Array.from({ length: 32 }, (_, i) => ({ range: `10.2.${i}.0/24` })), { range: '10.2.0.0/16' }] }),
+      ],
+      [
+        'a bad range in the 9th hereabouts plugin of a conflist',
+        {
+          cniVersion: '1.0.0',
+          name: 'chain',
+          plugins: Array.from({ length: 9 }, (_, i) => ({ type: 'macvlan', ipam: { type: 'hereabouts', range: i === 8 ? '10.1.0.0/33' : `10.3.${i}.0/24` } })),
+        },
+      ],
+    ];
+    for (const [label, config] of unread) {
+      const judged = judgeNad({ metadata: { namespace: 'x', name: 'y' }, spec: { config: text(config) } });
+      assert.ok(judged.kind === 'judged' && judged.verdict === 'refuses', `the plugin refuses ${label}`);
+      assert.deepEqual(await write(config), { admitted: true, message: '' }, label);
+    }
+    // One entry or plugin less, and the policy sees it.
+    const entries = Array.from({ length: 31 }, (_, i) => ({ range: `10.2.${i}.0/24` }));
+    assert.match((await write(wb({ range: undefined, ipRanges: [...entries, { range: '10.2.0.0/16' }] }))).message, /^ipam\.ipRanges\[31\]\.range "10\.2\.0\.0\/16" overlaps ipam\.ipRanges\[0\]\.range/);
+  });
+
   // CEL's cost is counted, not timed: an ipam object this large is judged on every API server of this version.
   test('an ipam object of 40 000 characters is judged; one of 120 000 exceeds the CEL cost limit and is admitted (failurePolicy Ignore)', async () => {
     const padded = (n: number) => wb({ range: '10.1.0.0/33', note: 'x'.repeat(n) });
