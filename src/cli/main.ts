@@ -115,8 +115,9 @@ function usage(): string {
   hereabouts version         print version, commit and embedded Node version
   hereabouts --help          this text
 
-The operator commands (status, ip, pool, orphans, release, check, preflight) take --kubeconfig, --context, --namespace and
--o table|json, and exit 0 when all is well, 1 on a problem found (or nothing found), 2 on a wrong command line.
+The operator commands (status, ip, pool, orphans, release, check, preflight) take --kubeconfig, --context,
+--namespace and -o table|json, and exit 0 when all is well, 1 on a problem found (or nothing found), 2 on a wrong
+command line.
 `;
 }
 

@@ -6,6 +6,7 @@
 import { HereaboutsError, messageOf } from '../errors.ts';
 import { parseNetworkConfig } from '../config/parse.ts';
 import { allowedPath, DEFAULT_POLICY } from '../config/trust.ts';
+import type { RangeConfig } from '../config/types.ts';
 import { formatIP } from '../ip/address.ts';
 import { renderFlatConfig } from '../install/host-files.ts';
 import { isRecord, recordOf } from '../record.ts';
@@ -115,20 +116,7 @@ function judgeSection(request: Record<string, unknown>): Finding[] {
       message: `ipam.configuration_path ${JSON.stringify(configurationPath)} is read on each node: checked as if it held what hereabouts' installer writes`,
     });
   }
-  const present = LEASE_KEYS.filter((key) => ipam[key] !== undefined && ipam[key] !== null);
-  if (present.length > 0) {
-    findings.push({
-      kind: 'ignored',
-      message: `${present.map((k) => `ipam.${k}`).join(', ')}: accepted and ignored (hereabouts takes no cluster-wide lease)`,
-    });
-  }
-  if (ipam['reconciler_cron_expression'] !== undefined) {
-    findings.push({
-      kind: 'ignored',
-      message:
-        'ipam.reconciler_cron_expression: ignored (the controller reconciles every --reconcile-interval, and after pod deletions)',
-    });
-  }
+  findings.push(...acceptedAndIgnored(ipam));
   let parsed;
   try {
     parsed = parseNetworkConfig(
@@ -158,14 +146,42 @@ function judgeSection(request: Record<string, unknown>): Finding[] {
       ...(policyRefuses(warning) ? { admission: true as const } : {}),
     });
   }
-  for (const range of parsed.ipam.ranges) {
-    const gw = range.gateway?.value;
-    if (gw === undefined || gw < range.start || gw > range.end) continue;
-    if (range.exclude.some((block) => gw >= block.first && gw <= block.last)) continue;
+  findings.push(...gatewayKeptBack(parsed.ipam.ranges));
+  return findings;
+}
+
+/** Keys Whereabouts acts on that hereabouts type-checks and ignores. */
+function acceptedAndIgnored(ipam: Readonly<Record<string, unknown>>): Finding[] {
+  const findings: Finding[] = [];
+  const present = LEASE_KEYS.filter((key) => ipam[key] !== undefined && ipam[key] !== null);
+  if (present.length > 0) {
     findings.push({
-      kind: 'differs',
-      message: `ipam.gateway ${formatIP({ family: range.cidr.family, value: gw })} is never handed out (Whereabouts may hand it out to a pod)`,
+      kind: 'ignored',
+      message: `${present.map((k) => `ipam.${k}`).join(', ')}: accepted and ignored (hereabouts takes no cluster-wide lease)`,
+    });
+  }
+  if (ipam['reconciler_cron_expression'] !== undefined) {
+    findings.push({
+      kind: 'ignored',
+      message:
+        'ipam.reconciler_cron_expression: ignored (the controller reconciles every --reconcile-interval, and after pod deletions)',
     });
   }
   return findings;
+}
+
+/** A gateway inside the span a range hands out: Whereabouts may give it to a pod, hereabouts never does. */
+function gatewayKeptBack(ranges: readonly RangeConfig[]): Finding[] {
+  return ranges.flatMap((range) => {
+    const gw = range.gateway?.value;
+    if (gw === undefined || gw < range.start || gw > range.end) return [];
+    if (range.exclude.some((block) => gw >= block.first && gw <= block.last)) return [];
+    const address = formatIP({ family: range.cidr.family, value: gw });
+    return [
+      {
+        kind: 'differs',
+        message: `ipam.gateway ${address} is never handed out (Whereabouts may hand it out to a pod)`,
+      },
+    ];
+  });
 }

@@ -33,12 +33,6 @@ export function preflightReport(items: readonly unknown[], namespace: string | u
   return { ...(namespace === undefined ? {} : { namespace }), nads, unchecked: unchecked.sort(), counts };
 }
 
-const VERDICT_TEXT: Readonly<Record<Verdict, string>> = {
-  same: 'served as Whereabouts did',
-  differs: 'served, with the differences shown',
-  refuses: 'REFUSED at every ADD',
-};
-
 export function formatPreflight(report: PreflightReport): string {
   const where = report.namespace === undefined ? 'all namespaces' : `namespace ${report.namespace}`;
   const { same, differs, refuses } = report.counts;
@@ -49,7 +43,7 @@ export function formatPreflight(report: PreflightReport): string {
     const rows: string[][] = [['NAD', 'VERDICT', 'DETAILS']];
     for (const nad of report.nads) {
       const name = `${nad.namespace}/${nad.name}`;
-      if (nad.findings.length === 0) rows.push([name, nad.verdict, VERDICT_TEXT.same]);
+      if (nad.findings.length === 0) rows.push([name, nad.verdict, 'served as Whereabouts did']);
       nad.findings.forEach((f, i) => {
         const at = f.plugin === undefined ? '' : `${f.plugin}: `;
         const fix = f.fix === undefined ? '' : `; fix: ${f.fix}`;
