@@ -9,6 +9,8 @@
 #   HEREABOUTS_AUDIT_LOG=<path>   enable API audit logging (Metadata level, one JSON line per request)
 #   HEREABOUTS_START_TIMEOUT=60   seconds to wait for each component
 #   HEREABOUTS_ETCD=<path>        etcd binary (default: etcd on PATH, else one built by build.sh)
+#   HEREABOUTS_CP_EMULATED_VERSION=1.31  kube-apiserver --emulated-version: behave as that older minor
+#                                 (1.31..1.33 for the 1.33 build), e.g. to test what a 1.31 cluster accepts
 # For a whole cluster (scripts/cluster/start.sh), which the integration tests do not need:
 #   HEREABOUTS_CP_ADDRESS=<ip>    bind and advertise kube-apiserver on <ip> (default 127.0.0.1)
 #   HEREABOUTS_CP_PORT=<port>     its secure port (default: a free one)
@@ -191,6 +193,7 @@ else
     --endpoint-reconciler-type=none
   )
 fi
+[[ -n ${HEREABOUTS_CP_EMULATED_VERSION:-} ]] && apiserver_args+=(--emulated-version="$HEREABOUTS_CP_EMULATED_VERSION")
 if [[ -n ${HEREABOUTS_AUDIT_LOG:-} ]]; then
   mkdir -p "$(dirname "$HEREABOUTS_AUDIT_LOG")"
   # Metadata level for every request, one event per request (only the ResponseComplete stage).

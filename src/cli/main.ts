@@ -66,6 +66,10 @@ async function main(argv: readonly string[]): Promise<number> {
       const { runCheck } = await import('./check.ts');
       return runCheck(rest);
     }
+    case 'preflight': {
+      const { runPreflight } = await import('./preflight.ts');
+      return runPreflight(rest);
+    }
     case '__load-k8s': {
       // Hidden (tests and bench:startup): loads the Kubernetes client as the store does, sends no request.
       const { loadEndpoint } = await import('../kube/kubeconfig.ts');
@@ -118,12 +122,14 @@ function usage(): string {
   hereabouts release ADDRESS --network NAME [--force]
                              release an address safely (refuses a live pod's unless forced)
   hereabouts check           consistency of pools, reservations, pods and node slices (exit 1 on a problem)
+  hereabouts preflight       every NAD with whereabouts/hereabouts IPAM: served as Whereabouts did, what is ignored,
+                             what is refused and how to fix it (exit 1 when one would be refused)
   hereabouts version         print version, commit and embedded Node version
   hereabouts --help          this text
 
-The operator commands (status, ip, pool, orphans, release, check) take --kubeconfig, --context, -n/--namespace and
--o table|json (with -o json, errors are a JSON object too); the controller takes the same connection flags, the
-installer -n/--namespace. Every command takes --help. A boolean flag is --flag, --flag=true|false or --flag true|false.
+The operator commands (status, ip, pool, orphans, release, check, preflight) take --kubeconfig, --context,
+-n/--namespace and -o table|json (with -o json, errors are a JSON object too); the controller takes the same
+connection flags, the installer -n/--namespace. Every command takes --help. A boolean flag is --flag, --flag=true|false or --flag true|false.
 
 Exit status, for every command: 0 all well, 1 a problem found (or nothing found) or a failure, 2 a wrong command
 line (an unknown flag, a bad value, a missing argument).

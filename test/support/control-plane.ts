@@ -39,14 +39,24 @@ export function controlPlane(): Promise<ControlPlane> {
   return shared;
 }
 
-/** A control plane of its own, for tests that stop, restart or freeze the API server. */
-export function privateControlPlane(options: { auditLog?: string } = {}): Promise<ControlPlane> {
+export interface PrivateOptions {
+  readonly auditLog?: string;
+  /** kube-apiserver --emulated-version ("1.31"): an API server that behaves as that older minor. */
+  readonly emulatedVersion?: string;
+}
+
+/** A control plane of its own, for tests that stop, restart or freeze the API server, or need it older. */
+export function privateControlPlane(options: PrivateOptions = {}): Promise<ControlPlane> {
   return Promise.resolve().then(() => start(options));
 }
 
-function start(options: { auditLog?: string } = {}): ControlPlane {
+function start(options: PrivateOptions = {}): ControlPlane {
   const dir = mkdtempSync(join(tmpdir(), 'hereabouts-cp-'));
-  const env = { ...process.env, ...(options.auditLog === undefined ? {} : { HEREABOUTS_AUDIT_LOG: options.auditLog }) };
+  const env = {
+    ...process.env,
+    ...(options.auditLog === undefined ? {} : { HEREABOUTS_AUDIT_LOG: options.auditLog }),
+    ...(options.emulatedVersion === undefined ? {} : { HEREABOUTS_CP_EMULATED_VERSION: options.emulatedVersion }),
+  };
   try {
     execFileSync(join(scripts, 'start.sh'), [dir], { env, stdio: ['ignore', 'ignore', 'pipe'], timeout: 300_000 });
   } catch (err) {

@@ -144,7 +144,7 @@ describe('Helm chart deploy/helm/hereabouts', () => {
     for (const [values, args, want] of [[{ namespace: 'ipam' }, [], 'ipam'], [{ namespace: '' }, ['--namespace', 'rel-ns'], 'rel-ns']] as const) {
       const objects = template(helmBin, values, ...args);
       for (const o of objects) {
-        const clusterScoped = o.kind === 'CustomResourceDefinition' || o.kind.startsWith('Cluster');
+        const clusterScoped = o.kind === 'CustomResourceDefinition' || o.kind.startsWith('Cluster') || o.kind.startsWith('ValidatingAdmissionPolicy');
         assert.equal(o.metadata.namespace, clusterScoped ? undefined : want, keyOf(o));
         for (const s of (o as unknown as { subjects?: Array<{ namespace: string }> }).subjects ?? []) assert.equal(s.namespace, want, keyOf(o));
       }
@@ -281,6 +281,23 @@ describe('Helm chart deploy/helm/hereabouts', () => {
     const help = spawnSync(bin, ['install', '--help'], { encoding: 'utf8' }).stdout;
     assert.match(help, /--whereabouts-name\s+also install the executable as "whereabouts"/);
     assert.match(help, /--whereabouts-kubeconfig\s+also keep whereabouts\.d\/whereabouts\.kubeconfig/);
+  });
+
+  test('admissionPolicy: on by default (deploy/admission-policy.yaml\'s objects), validationActions reach the binding, false renders neither', () => {
+    const policy = find(defaults, 'ValidatingAdmissionPolicy', 'hereabouts-ipam-config');
+    assert.equal((policy.spec as { failurePolicy: string }).failurePolicy, 'Ignore');
+    assert.deepEqual(find(defaults, 'ValidatingAdmissionPolicyBinding', 'hereabouts-ipam-config').spec, { policyName: 'hereabouts-ipam-config', validationActions: ['Deny'] });
+    const warn = template(helmBin, { admissionPolicy: { validationActions: ['Warn', 'Audit'] } });
+    assert.deepEqual(find(warn, 'ValidatingAdmissionPolicyBinding', 'hereabouts-ipam-config').spec['validationActions'], ['Warn', 'Audit']);
+    const off = template(helmBin, { admissionPolicy: { enabled: false } });
+    assert.deepEqual(off.filter((o) => o.kind.startsWith('ValidatingAdmissionPolicy')), []);
+    assert.throws(() => template(helmBin, { admissionPolicy: { validationActions: ['Reject'] } }), /\/admissionPolicy\/validationActions/);
+  });
+
+  test('admissionPolicy on a cluster older than 1.31 fails the rendering, naming the value that turns it off', () => {
+    assert.throws(() => template(helmBin, {}, '--kube-version', '1.30.4'), /admissionPolicy\.enabled needs Kubernetes 1\.31 or later .*not v1\.30\.4: set admissionPolicy\.enabled=false/);
+    assert.ok(!template(helmBin, { admissionPolicy: { enabled: false } }, '--kube-version', '1.30.4').some((o) => o.kind.startsWith('ValidatingAdmissionPolicy')));
+    assert.ok(template(helmBin, {}, '--kube-version', '1.31.0').some((o) => o.kind === 'ValidatingAdmissionPolicy'));
   });
 
   test('node.hostPaths move the host dirs and tell the installer the host\'s view of the conf dir', () => {

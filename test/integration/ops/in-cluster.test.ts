@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { api, controlPlane, createNamespace, type Namespace } from '../../support/control-plane.ts';
 import { repoRoot } from '../../support/paths.ts';
 import { allowed, kubectlOf } from '../deploy/kubectl.ts';
-import { createPod, deleteAllPods } from '../controller/harness.ts';
+import { createNad, createPod, deleteAllPods } from '../controller/harness.ts';
 import { allocationsOf, bin, entry, pool, reservation, type Run } from './harness.ts';
 
 const SA_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
@@ -79,8 +79,10 @@ describe("operator commands in a cluster, with the controller's ServiceAccount",
     await pool(ns, '10.99.0.0-24', '10.99.0.0/24', { '5': entry(ns, 'web'), '6': entry(ns, 'gone') });
     await reservation(ns, '10.99.0.5', entry(ns, 'web'));
     await reservation(ns, '10.99.0.6', entry(ns, 'gone'));
+    await createNad(ns, 'pod-net', { type: 'whereabouts', range: '10.99.0.0/24' });
   });
   after(async () => {
+    await api(ns.cp, 'DELETE', `/apis/k8s.cni.cncf.io/v1/namespaces/${ns.name}/network-attachment-definitions`);
     kube('delete', '-k', overlay, '--ignore-not-found');
     await deleteAllPods(ns);
     await ns.cleanup();
@@ -112,6 +114,16 @@ describe("operator commands in a cluster, with the controller's ServiceAccount",
     assert.deepEqual(
       (JSON.parse(check.stdout) as { problems: Array<{ kind: string }> }).problems.map((p) => p.kind),
       ['orphan'],
+    );
+  });
+
+  test('preflight lists the NADs through the ServiceAccount', () => {
+    const run = inPod(['preflight', '-n', ns.name, '-o', 'json']);
+    assert.equal(run.code, 0, run.stderr);
+    const report = JSON.parse(run.stdout) as { nads: Array<{ name: string; verdict: string }> };
+    assert.deepEqual(
+      report.nads.map((n) => [n.name, n.verdict]),
+      [['pod-net', 'same']],
     );
   });
 

@@ -256,14 +256,22 @@ describe('hereabouts ip and pool', () => {
   });
 
   test('--help of each command, and the top-level usage lists them', () => {
-    for (const command of ['status', 'ip', 'pool', 'orphans', 'release', 'check']) {
+    for (const command of ['status', 'ip', 'pool', 'orphans', 'release', 'check', 'preflight']) {
       const run = hb(undefined, [command, '--help']);
       assert.equal(run.code, 0, run.stderr);
       assert.match(run.stdout, new RegExp(`^Usage: hereabouts ${command}`));
       assert.match(run.stdout, /--context NAME/);
     }
     const top = hb(undefined, ['--help']);
-    for (const command of ['status', 'ip ADDRESS', 'pool NAME', 'orphans', 'release ADDRESS --network NAME', 'check']) {
+    for (const command of [
+      'status',
+      'ip ADDRESS',
+      'pool NAME',
+      'orphans',
+      'release ADDRESS --network NAME',
+      'check',
+      'preflight',
+    ]) {
       assert.match(top.stdout, new RegExp(`^  hereabouts ${command}\\b`, 'm'), command);
     }
   });
