@@ -53,6 +53,7 @@ const config = codeFacts(sources('src/config', /\.ts$/));
 /** Flags the docs give for other programs, with the program: never a flag of hereabouts. */
 const FOREIGN: Readonly<Record<string, string>> = {
   '--foo': 'nobody: the example of an unknown flag in the docs of the CLI errors',
+  '--emulated-version': 'kube-apiserver (the test control plane)',
   '--server-side': 'kubectl apply',
   '--force-conflicts': 'kubectl apply',
   '--ignore-not-found': 'kubectl delete',
