@@ -438,4 +438,17 @@ export const REGRESSIONS: readonly Regression[] = [
       },
     ],
   },
+  {
+    name: 'a running pod keeps the uid-less record its ADD took over from an earlier pod of its name',
+    ref: 'issue 20, mixed use, found after the fixes',
+    seed: 1041274909,
+    steps: [
+      { op: 'pod-create', pod: 'p1', node: 'n1', nets: ['B'] },
+      { op: 'add', pod: 'p1', faults: { seed: 396670548, rate: 0.08 } },
+      { op: 'pod-delete', pod: 'p1', graceful: false },
+      { op: 'pod-create', pod: 'p1', node: 'n1', nets: ['B'] },
+      { op: 'add', pod: 'p1', faults: { seed: 3195933383, rate: 0.08, kill: { at: 4, after: true } } },
+      { op: 'legacy', pod: 'p1' },
+    ],
+  },
 ];

@@ -87,12 +87,16 @@ export function orphanReason(
   if (record.podUid !== undefined && record.podUid !== '' && pod.uid !== '' && record.podUid !== pod.uid)
     return 'pod-recreated';
   // A record without the pod's uid (Whereabouts wrote it) whose address was reserved before the pod of that name was
-  // created belongs to an earlier pod of the name: no ADD of this one can have taken it.
+  // created was taken for an earlier pod of the name. While the pod is Pending without the address in its
+  // network-status it is that earlier pod's. (An ADD of this pod may have taken the record over, as Whereabouts and
+  // hereabouts both do for a pod's name: its sandbox then shows the address once the pod is set up, or runs.)
   if (
     (record.podUid ?? '') === '' &&
     reservedAtMs !== undefined &&
     pod.createdAtMs > 0 &&
-    reservedAtMs + CLOCK_SLACK_MS < pod.createdAtMs
+    reservedAtMs + CLOCK_SLACK_MS < pod.createdAtMs &&
+    pod.phase === 'Pending' &&
+    pod.networkStatusIPs?.has(ip) !== true
   )
     return 'pod-recreated';
   const released = podReleaseReason(pod, policy, nowMs);

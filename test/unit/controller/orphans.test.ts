@@ -47,6 +47,14 @@ test('orphanReason() releases a record without podUid whose reservation was take
     orphanReason(whereabouts, '10.0.0.5', pending, policy, now, undefined, pending.createdAtMs - CLOCK_SLACK_MS),
     undefined,
   );
+  // the pod's ADD may have taken the record over: not once the pod runs, nor while its network-status shows the address
+  const taken = now - 4_200_000;
+  assert.equal(
+    orphanReason(whereabouts, '10.0.0.5', { ...pending, phase: 'Running' }, policy, now, undefined, taken),
+    undefined,
+  );
+  const shown = { ...pending, networkStatusIPs: new Set(['10.0.0.5']) };
+  assert.equal(orphanReason(whereabouts, '10.0.0.5', shown, policy, now, undefined, taken), undefined);
   // no reservation: nothing to tell by
   assert.equal(orphanReason(whereabouts, '10.0.0.5', pending, policy, now), undefined);
   // a record with the pod's uid is judged by the uid alone
