@@ -72,34 +72,7 @@ export function heldAddresses(pools: Iterable<PoolView>, except: ReadonlySet<str
 
 export async function cleanupPass(api: ApiClient, input: CleanupInput): Promise<CleanupResult> {
   const now = Date.now();
-  const byPool = new Map<PoolView, Candidate[]>();
-  const suspectPods = new Set<string>();
-  const releasing = new Set<string>();
-  // Uid-less records (Whereabouts'): "ip|podref" -> the reservation naming that pod, which tells whether the address
-  // was taken before the pod of that name was created (orphanReason). From the cache here, read live before a release.
-  const reservedBy = new Map<string, ReservationView>();
-  const byName = new Map([...input.reservations.values()].map((view) => [view.name, view])); // one namespace
-  for (const pool of input.pools.values()) {
-    const range = pool.range;
-    if (range === undefined) continue;
-    for (const [address, record] of pool.allocations) {
-      const ip = formatIP({ family: range.family, value: address });
-      const reservation =
-        (record.podUid ?? '') === ''
-          ? reservationNaming(byName, pool.name, { family: range.family, value: address }, record.podRef)
-          : undefined;
-      if (reservation !== undefined) reservedBy.set(`${ip}|${record.podRef}`, reservation);
-      const pod = input.pods.get(record.podRef);
-      const takenAt = reservation === undefined ? undefined : takenAtOf(reservation);
-      if (orphanReason(record, ip, pod, input.policy, now, pool.allocatedAt.get(address), takenAt) === undefined)
-        continue;
-      const list = byPool.get(pool) ?? [];
-      if (list.length === 0) byPool.set(pool, list);
-      list.push({ address, record });
-      suspectPods.add(record.podRef);
-      releasing.add(`${pool.name}|${address}`);
-    }
-  }
+  const { byPool, suspectPods, releasing, reservedBy } = orphanSuspects(input, now);
   const judge = { networkNames: input.networkNames, policy: input.policy, graceMs: input.reservationGraceMs, now };
   // Judged as if the suspected allocations were gone already: the reservation of a released address goes too.
   const suspects = reservationSuspects(
@@ -200,6 +173,52 @@ async function poolsNow(api: ApiClient, log: Log): Promise<Map<string, PoolView>
   }
   log.debug(`listed ${views.size} IPPools to judge reservations`);
   return views;
+}
+
+/** What the caches show orphaned, before anything is read live: the suspects of this pass. */
+interface OrphanSuspects {
+  readonly byPool: Map<PoolView, Candidate[]>;
+  /** The pods whose live state decides a release. */
+  readonly suspectPods: Set<string>;
+  /** "pool|address" of the suspected allocations. */
+  readonly releasing: Set<string>;
+  /**
+   * Uid-less records (Whereabouts'): "ip|podref" -> the reservation naming that pod, which tells whether the address
+   * was taken before the pod of that name was created (orphanReason). From the cache here, read live before a release.
+   */
+  readonly reservedBy: Map<string, ReservationView>;
+}
+
+function orphanSuspects(input: CleanupInput, now: number): OrphanSuspects {
+  const out: OrphanSuspects = {
+    byPool: new Map(),
+    suspectPods: new Set(),
+    releasing: new Set(),
+    reservedBy: new Map(),
+  };
+  const byName = new Map([...input.reservations.values()].map((view) => [view.name, view])); // one namespace
+  for (const pool of input.pools.values()) {
+    const range = pool.range;
+    if (range === undefined) continue;
+    for (const [address, record] of pool.allocations) {
+      const ip = formatIP({ family: range.family, value: address });
+      const reservation =
+        (record.podUid ?? '') === ''
+          ? reservationNaming(byName, pool.name, { family: range.family, value: address }, record.podRef)
+          : undefined;
+      if (reservation !== undefined) out.reservedBy.set(`${ip}|${record.podRef}`, reservation);
+      const pod = input.pods.get(record.podRef);
+      const takenAt = reservation === undefined ? undefined : takenAtOf(reservation);
+      if (orphanReason(record, ip, pod, input.policy, now, pool.allocatedAt.get(address), takenAt) === undefined)
+        continue;
+      const list = out.byPool.get(pool) ?? [];
+      if (list.length === 0) out.byPool.set(pool, list);
+      list.push({ address, record });
+      out.suspectPods.add(record.podRef);
+      out.releasing.add(`${pool.name}|${address}`);
+    }
+  }
+  return out;
 }
 
 /**
