@@ -101,6 +101,10 @@ export async function checkLeaks(cluster: Cluster): Promise<Violation[]> {
     // Whereabouts' DEL answers success whatever it found (in node-slice mode it looks only in the node's current
     // slice): its leftovers stay while their pod lives, and go once it is gone.
     if (pod?.exists === true && cluster.whereaboutsDeleted.has(h.containerId)) continue;
+    // A record without a pod UID, of a name whose pod now is another one, still Pending: with no reservation to date
+    // it, the controller cannot tell it from the new pod's until that pod runs or goes (docs/safety.md).
+    if (pod?.exists === true && pod.phase === 'Pending' && h.podUid === '' && reservations.get(h.ip) !== h.podRef)
+      continue;
     const explained =
       pod !== undefined &&
       keepsAddress(pod) &&

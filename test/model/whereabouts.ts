@@ -214,7 +214,9 @@ export async function whereaboutsAdd(api: ApiClient, call: WhereaboutsCall, prog
         throw new WhereaboutsError('Error performing UpdateOverlappingRangeAllocation', created);
       failure = undefined; // the pool write's error is overwritten, as in ipam.go
     }
-    if (call.overlapping) progress.reserved = true;
+    // Relying on a reservation it found for its pod, Whereabouts does not look at it again before its pool write: if
+    // its own reconciler deleted it meanwhile, the record stays without one (its in-flight window, as after a kill).
+    if (call.overlapping && !skipReservation) progress.reserved = true;
     if (failure !== undefined) throw failure;
     return chosen;
   });
