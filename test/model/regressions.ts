@@ -451,4 +451,35 @@ export const REGRESSIONS: readonly Regression[] = [
       { op: 'legacy', pod: 'p1' },
     ],
   },
+  {
+    name: "a Whereabouts ADD that relied on its pod's reservation while its own reconciler deleted it is Whereabouts' own window, and takes no address twice",
+    ref: 'issue 20, mixed use, found after the fixes',
+    seed: 3943260572,
+    steps: [
+      { op: 'pod-create', pod: 'p7', node: 'n1', nets: ['B'] },
+      { op: 'add', pod: 'p7', faults: { seed: 2156226416, rate: 0.08 } },
+      { op: 'switch', node: 'n1', binary: 'whereabouts' },
+      { op: 'pod-evict', pod: 'p7', reason: 'DeletionByTaintManager' },
+      {
+        op: 'interleave',
+        main: { op: 'add', pod: 'p7', faults: { seed: 3377128670, rate: 0.08 } },
+        at: { on: 'pool-write', nth: 0 },
+        other: { op: 'wb-reconcile', faults: { seed: 3950481840, rate: 0 } },
+      },
+    ],
+  },
+  {
+    name: 'a uid-less record without a reservation is kept while a new pod of its name is Pending, and released once it is gone',
+    ref: 'issue 20, mixed use, found after the fixes',
+    seed: 1987860928,
+    steps: [
+      { op: 'pod-create', pod: 'p8', node: 'n2', nets: ['S'] },
+      { op: 'add', pod: 'p8', faults: { seed: 3777004840, rate: 0.08 } },
+      { op: 'legacy', pod: 'p8' },
+      { op: 'pod-terminate', pod: 'p8', phase: 'Succeeded', del: false },
+      { op: 'pod-delete', pod: 'p8', graceful: true },
+      { op: 'pod-delete', pod: 'p8', graceful: true },
+      { op: 'pod-create', pod: 'p8', node: 'n2', nets: ['A'] },
+    ],
+  },
 ];
