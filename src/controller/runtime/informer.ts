@@ -31,7 +31,10 @@ type Meta = { metadata?: { name?: unknown; namespace?: unknown; resourceVersion?
 export function keyOf(object: unknown): string | undefined {
   const meta = (object as Meta | null)?.metadata;
   if (typeof meta?.name !== 'string') return undefined;
-  return typeof meta.namespace === 'string' && meta.namespace !== '' ? `${meta.namespace}/${meta.name}` : meta.name;
+  // join() makes one flat string; a template literal would keep a tree of the parts (three strings per key).
+  return typeof meta.namespace === 'string' && meta.namespace !== ''
+    ? [meta.namespace, meta.name].join('/')
+    : meta.name;
 }
 
 export class Informer<T> {
