@@ -27,7 +27,15 @@ const passes = Number(values.passes);
 const POOL_SIZE = 1000; // allocations per IPPool (a /22 each)
 const bin = requireBinary();
 
-type Line = { msg: string; seconds?: number; rssMiB?: number; maxRssMiB?: number; released?: number };
+type Line = {
+  msg: string;
+  seconds?: number;
+  rssMiB?: number;
+  maxRssMiB?: number;
+  heapUsedMiB?: number;
+  heapTotalMiB?: number;
+  released?: number;
+};
 const lines = (file: string): Line[] =>
   readFileSync(file, 'utf8')
     .split('\n')
@@ -181,9 +189,22 @@ function run(args: readonly string[], logFile: string): { child: ReturnType<type
   return { child, exited };
 }
 
+/** Pods in `namespace`, or in the whole cluster. */
+async function podCount(namespace?: string): Promise<number> {
+  const path = namespace === undefined ? '/api/v1/pods' : `/api/v1/namespaces/${namespace}/pods`;
+  const list = (await api(cp, 'GET', `${path}?limit=1`)) as {
+    items?: unknown[];
+    metadata?: { remainingItemCount?: number };
+  };
+  return (list.items?.length ?? 0) + (list.metadata?.remainingItemCount ?? 0);
+}
+
 const cp = await controlPlane();
 const ns = await createNamespace(cp, 'bench');
 try {
+  const others = await podCount();
+  if (others > 0)
+    console.log(`note: ${others} pods of other namespaces are in the cluster (the controller caches them too)`);
   const started = Date.now();
   await inParallel([...Array(count).keys()], 16, async (i) => {
     await api(cp, 'POST', `/api/v1/namespaces/${ns.name}/pods`, pod(i, values.minimal));
@@ -255,7 +276,7 @@ try {
   const requests = byVerb.reduce((sum, [, n]) => sum + n, 0);
   console.log(`caches synced: ${synced.seconds} s`);
   console.log(
-    `first full pass: ${first.seconds} s releasing ${released} orphans; controller RSS ${first.rssMiB} MiB, peak RSS ${first.maxRssMiB} MiB; process ${wall.toFixed(2)} s`,
+    `first full pass: ${first.seconds} s releasing ${released} orphans; controller RSS ${first.rssMiB} MiB, peak RSS ${first.maxRssMiB} MiB (V8 heap ${first.heapUsedMiB} MiB used of ${first.heapTotalMiB}); process ${wall.toFixed(2)} s`,
   );
   console.log(
     `API requests of the --once run: ${requests} (${byVerb
@@ -288,14 +309,18 @@ try {
   const times = steady.map((l) => l.seconds ?? NaN).sort((a, b) => a - b);
   const last = steady[steady.length - 1]!;
   console.log(
-    `steady full pass (${passes} periodic passes): median ${times[Math.floor(times.length / 2)]} s, max ${times[times.length - 1]} s; steady RSS ${last.rssMiB} MiB, peak RSS ${last.maxRssMiB} MiB`,
+    `steady full pass (${passes} periodic passes): median ${times[Math.floor(times.length / 2)]} s, max ${times[times.length - 1]} s; steady RSS ${last.rssMiB} MiB, peak RSS ${last.maxRssMiB} MiB (V8 heap ${last.heapUsedMiB} MiB used of ${last.heapTotalMiB})`,
   );
   const peak = Math.max(first.maxRssMiB ?? 0, last.maxRssMiB ?? 0);
   console.log(
     `result for ${count} pods / ${count} allocations / ${pools} pools: sync ${synced.seconds} s, first pass ${first.seconds} s, steady median ${times[Math.floor(times.length / 2)]} s, peak RSS ${peak} MiB, steady RSS ${last.rssMiB} MiB, ${(requests / Math.max(1, released)).toFixed(2)} requests per released address`,
   );
 } finally {
-  await api(cp, 'DELETE', `/api/v1/namespaces/${ns.name}/pods?gracePeriodSeconds=0`).catch(() => undefined);
+  // Deleting thousands of pods outlasts one request: wait until they are gone, or the next run caches them too.
+  for (let i = 0; i < 120 && (await podCount(ns.name)) > 0; i++) {
+    await api(cp, 'DELETE', `/api/v1/namespaces/${ns.name}/pods?gracePeriodSeconds=0`).catch(() => undefined);
+    await new Promise((r) => setTimeout(r, 5000));
+  }
   await ns.cleanup();
   if (cp.owned) stopControlPlane(cp);
 }
