@@ -304,12 +304,15 @@ try {
       }
     }, 200);
   });
+  // RSS split: the executable's mapped code and data files (RssFile) against what the process allocated (RssAnon).
+  const split = readFileSync(`/proc/${running.child.pid}/status`, 'utf8');
+  const kib = (field: string): number => Number(new RegExp(`^${field}:\\s+(\\d+) kB$`, 'm').exec(split)?.[1] ?? NaN);
   running.child.kill('SIGTERM');
   await running.exited;
   const times = steady.map((l) => l.seconds ?? NaN).sort((a, b) => a - b);
   const last = steady[steady.length - 1]!;
   console.log(
-    `steady full pass (${passes} periodic passes): median ${times[Math.floor(times.length / 2)]} s, max ${times[times.length - 1]} s; steady RSS ${last.rssMiB} MiB, peak RSS ${last.maxRssMiB} MiB (V8 heap ${last.heapUsedMiB} MiB used of ${last.heapTotalMiB})`,
+    `steady full pass (${passes} periodic passes): median ${times[Math.floor(times.length / 2)]} s, max ${times[times.length - 1]} s; steady RSS ${last.rssMiB} MiB, peak RSS ${last.maxRssMiB} MiB (V8 heap ${last.heapUsedMiB} MiB used of ${last.heapTotalMiB}; now ${(kib('RssAnon') / 1024).toFixed(0)} MiB anonymous + ${(kib('RssFile') / 1024).toFixed(0)} MiB file-backed)`,
   );
   const peak = Math.max(first.maxRssMiB ?? 0, last.maxRssMiB ?? 0);
   console.log(
