@@ -1,7 +1,7 @@
 // The few facts about a pod that orphan cleanup needs, stripped from the full object (memory stays bounded
-// with tens of thousands of pods). The view is built compactly: every field in one object literal (one hidden class,
-// no out-of-object property store), the network-status addresses in a small array rather than a Set, and the
-// strings that repeat across pods (phase, disruption reason) shared.
+// with tens of thousands of pods). The view is built compactly: every field in one object literal (no properties
+// added by spreads), the network-status addresses in one string rather than a Set, and the strings that repeat
+// across pods (phase, disruption reason) shared.
 import { formatIP, tryParseIP } from '../../ip/address.ts';
 import { recordOf } from '../../record.ts';
 
@@ -33,10 +33,7 @@ export interface AddressList {
   has(ip: string): boolean;
 }
 
-/**
- * A pod shows one or two addresses: they are kept as one string (" a b ") rather than a Set of strings, a fifth of
- * the size.
- */
+/** A pod shows one or two addresses: they are kept as one string (" a b "), far smaller than a Set of strings. */
 class SmallAddressList implements AddressList {
   readonly #text: string;
   constructor(ips: Iterable<string>) {
