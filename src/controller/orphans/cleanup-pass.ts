@@ -4,7 +4,7 @@
 import { monotonicMs } from '../../clock.ts';
 import { formatIP } from '../../ip/address.ts';
 import type { ApiClient } from '../../kube/api.ts';
-import { listAll } from '../../kube/list.ts';
+import { listEach } from '../../kube/list.ts';
 import { getObject, objectPath } from '../../store/kubernetes/objects.ts';
 import type { Log } from '../../log/json-log.ts';
 import { orphanReason, type CleanupPolicy } from './orphans.ts';
@@ -12,7 +12,7 @@ import { eachLimited } from '../runtime/parallel.ts';
 import { readLivePods } from './pod-confirm.ts';
 import type { PodView } from './pod-view.ts';
 import { releaseFromPool, type Candidate, type Released } from './pool-release.ts';
-import { poolView, type PoolView } from '../pools/view.ts';
+import { POOL_PAGE, poolView, type PoolView } from '../pools/view.ts';
 import {
   missingReservations,
   recreateReservation,
@@ -164,13 +164,18 @@ export async function cleanupPass(api: ApiClient, input: CleanupInput): Promise<
   return { released, reservationsDeleted, reservationsRecreated, podsRead: suspectPods.size, timings };
 }
 
-/** Pool name -> its view, listed now. */
+/** Pool name -> its view, listed now (page by page: only views are kept). */
 async function poolsNow(api: ApiClient, log: Log): Promise<Map<string, PoolView>> {
   const views = new Map<string, PoolView>();
-  for (const item of await listAll(api, objectPath(api.namespace, 'ippools'))) {
-    const view = poolView(item);
-    if (view !== undefined) views.set(view.name, view);
-  }
+  await listEach(
+    api,
+    objectPath(api.namespace, 'ippools'),
+    (item) => {
+      const view = poolView(item);
+      if (view !== undefined) views.set(view.name, view);
+    },
+    { pageSize: POOL_PAGE },
+  );
   log.debug(`listed ${views.size} IPPools to judge reservations`);
   return views;
 }

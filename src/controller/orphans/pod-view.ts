@@ -1,5 +1,7 @@
 // The few facts about a pod that orphan cleanup needs, stripped from the full object (memory stays bounded
-// with tens of thousands of pods).
+// with tens of thousands of pods). The view is built compactly: every field in one object literal (no properties
+// added by spreads), the network-status addresses in one string rather than a Set, and the strings that repeat
+// across pods (phase, disruption reason) shared.
 import { formatIP, tryParseIP } from '../../ip/address.ts';
 import { recordOf } from '../../record.ts';
 
@@ -23,7 +25,23 @@ export interface PodView {
   /** The latest container finish or condition transition: for a terminal pod, about when it became terminal. */
   readonly lastChangeMs: number;
   /** IPs in the Multus network-status annotation (canonical text); undefined when the pod has none. */
-  readonly networkStatusIPs?: ReadonlySet<string>;
+  readonly networkStatusIPs?: AddressList;
+}
+
+/** What the rules ask of a set of addresses (a ReadonlySet<string> is one). */
+export interface AddressList {
+  has(ip: string): boolean;
+}
+
+/** A pod shows one or two addresses: they are kept as one string (" a b "), far smaller than a Set of strings. */
+class SmallAddressList implements AddressList {
+  readonly #text: string;
+  constructor(ips: Iterable<string>) {
+    this.#text = ['', ...ips, ''].join(' '); // one flat string, not a tree of concatenations
+  }
+  has(ip: string): boolean {
+    return ip !== '' && !ip.includes(' ') && this.#text.includes(` ${ip} `);
+  }
 }
 
 type Obj = Record<string, unknown>;
@@ -55,24 +73,32 @@ export function podView(item: unknown): PodView | undefined {
     ...containers.map((c) => time(recordOf(recordOf(c['state'])['terminated'])['finishedAt'])),
     ...conditions.map((c) => time(c['lastTransitionTime'])),
   ];
+  const reason = disruption?.['reason'];
   return {
     uid:
       typeof mirrorOf === 'string' && mirrorOf !== '' ? mirrorOf : typeof meta['uid'] === 'string' ? meta['uid'] : '',
-    phase: typeof status['phase'] === 'string' ? status['phase'] : 'Unknown',
+    phase: shared(typeof status['phase'] === 'string' ? status['phase'] : 'Unknown'),
     createdAtMs: time(meta['creationTimestamp']),
     terminating: meta['deletionTimestamp'] !== undefined && meta['deletionTimestamp'] !== null,
-    ...(deletionAtMs === 0 ? {} : { deletionAtMs }),
-    ...(disruption === undefined
-      ? {}
-      : { disruption: typeof disruption['reason'] === 'string' ? disruption['reason'] : '' }),
+    deletionAtMs: deletionAtMs === 0 ? undefined : deletionAtMs,
+    disruption: disruption === undefined ? undefined : shared(typeof reason === 'string' ? reason : ''),
     // A Running pod that reports no container at all is taken as running: nothing says its network is unused.
     containersRunning:
       containers.some((c) => recordOf(c['state'])['running'] !== undefined) ||
       (status['phase'] === 'Running' && containers.length === 0),
     sandboxGone: conditions.some((c) => SANDBOX_CONDITIONS.includes(String(c['type'])) && c['status'] === 'False'),
     lastChangeMs: Math.max(0, ...changes),
-    ...(networkStatusIPs === undefined ? {} : { networkStatusIPs }),
+    networkStatusIPs: networkStatusIPs === undefined ? undefined : new SmallAddressList(networkStatusIPs),
   };
+}
+
+/** One copy of each phase and reason string for all pods (a handful of values; the table is capped all the same). */
+const SHARED = new Map<string, string>();
+function shared(text: string): string {
+  const known = SHARED.get(text);
+  if (known !== undefined) return known;
+  if (SHARED.size < 256) SHARED.set(text, text);
+  return text;
 }
 
 /**

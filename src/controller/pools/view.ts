@@ -37,6 +37,9 @@ export interface PoolView {
   readonly problems: readonly string[];
 }
 
+/** IPPools per LIST page: a pool of a thousand allocations is ~100 KB of JSON, its decoded object several times that. */
+export const POOL_PAGE = 20;
+
 const NONE: ReadonlyMap<bigint, never> = new Map<bigint, never>();
 
 export function poolView(object: unknown): PoolView | undefined {

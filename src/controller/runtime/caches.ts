@@ -6,7 +6,7 @@ import { objectPath } from '../../store/kubernetes/objects.ts';
 import { Informer, type ChangeKind } from './informer.ts';
 import type { Log } from '../../log/json-log.ts';
 import { podView, type PodView } from '../orphans/pod-view.ts';
-import { poolView, type PoolView } from '../pools/view.ts';
+import { POOL_PAGE, poolView, type PoolView } from '../pools/view.ts';
 import {
   nadView,
   nodeSlicePoolView,
@@ -43,6 +43,7 @@ export class Caches {
       resource: 'ippools',
       path: objectPath(ns, 'ippools'),
       view: poolView,
+      pageSize: POOL_PAGE,
       log,
       ...on(handlers.pools),
     });

@@ -18,6 +18,8 @@ export interface InformerOptions<T> {
   readonly view: (object: unknown) => T | undefined;
   readonly onChange?: (kind: ChangeKind, key: string, current: T | undefined, previous: T | undefined) => void;
   readonly log: Log;
+  /** Items per LIST page (PAGE by default): fewer for big objects such as IPPools. */
+  readonly pageSize?: number;
 }
 
 /**
@@ -31,7 +33,10 @@ type Meta = { metadata?: { name?: unknown; namespace?: unknown; resourceVersion?
 export function keyOf(object: unknown): string | undefined {
   const meta = (object as Meta | null)?.metadata;
   if (typeof meta?.name !== 'string') return undefined;
-  return typeof meta.namespace === 'string' && meta.namespace !== '' ? `${meta.namespace}/${meta.name}` : meta.name;
+  // join() makes one flat string; a template literal would keep a tree of the parts (three strings per key).
+  return typeof meta.namespace === 'string' && meta.namespace !== ''
+    ? [meta.namespace, meta.name].join('/')
+    : meta.name;
 }
 
 export class Informer<T> {
@@ -84,7 +89,7 @@ export class Informer<T> {
     let token = '';
     try {
       do {
-        const query = `limit=${PAGE}${token === '' ? '' : `&continue=${encodeURIComponent(token)}`}`;
+        const query = `limit=${this.#o.pageSize ?? PAGE}${token === '' ? '' : `&continue=${encodeURIComponent(token)}`}`;
         const res = await this.#api.send({ method: 'GET', path: `${this.#o.path}?${query}` });
         if (res.status === 410 && token !== '') throw new Error('the list snapshot expired while paging');
         if (res.status === 404 && token === '') {

@@ -5,11 +5,11 @@ import type { Cidr } from '../../ip/cidr.ts';
 import { poolName } from '../../config/names.ts';
 import { messageOf } from '../../errors.ts';
 import type { ApiClient } from '../../kube/api.ts';
-import { listAll } from '../../kube/list.ts';
+import { listEach } from '../../kube/list.ts';
 import type { Log } from '../../log/json-log.ts';
 import { objectPath } from '../../store/kubernetes/objects.ts';
 import type { PoolWriter } from '../../store/kubernetes/writer.ts';
-import { cidrOrUndefined, poolView, type PoolView } from '../pools/view.ts';
+import { cidrOrUndefined, POOL_PAGE, poolView, type PoolView } from '../pools/view.ts';
 import type { NodeSlicePoolView } from '../runtime/views.ts';
 import type { SliceEntry } from './assign.ts';
 import { heldSlices } from './held.ts';
@@ -22,10 +22,15 @@ export function slicePoolName(network: { network: string; networkNamed: boolean 
 export async function listPoolViews(api: ApiClient, log: Log): Promise<ReadonlyMap<string, PoolView> | undefined> {
   try {
     const views = new Map<string, PoolView>();
-    for (const item of await listAll(api, objectPath(api.namespace, 'ippools'))) {
-      const view = poolView(item);
-      if (view !== undefined) views.set(`${api.namespace}/${view.name}`, view);
-    }
+    await listEach(
+      api,
+      objectPath(api.namespace, 'ippools'),
+      (item) => {
+        const view = poolView(item);
+        if (view !== undefined) views.set(`${api.namespace}/${view.name}`, view);
+      },
+      { pageSize: POOL_PAGE },
+    );
     return views;
   } catch (err) {
     log.warning(`node slices: cannot list the IPPools, no NodeSlicePool is written this pass: ${messageOf(err)}`);

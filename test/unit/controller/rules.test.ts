@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { withConditions } from '../../../src/controller/runtime/conditions.ts';
 import { parseControllerFlags } from '../../../src/cli/controller.ts';
 import { parseAddr } from '../../../src/controller/runtime/http.ts';
-import { parseNetworkStatus, podView } from '../../../src/controller/orphans/pod-view.ts';
+import { NETWORK_STATUS, parseNetworkStatus, podView } from '../../../src/controller/orphans/pod-view.ts';
 import { judgeReservation, reservedAddresses } from '../../../src/controller/reservations/orphaned.ts';
 import { groupByNetwork, networkNamesOf, sliceSpecOf } from '../../../src/controller/slices/spec.ts';
 import { reservationView } from '../../../src/controller/runtime/views.ts';
@@ -118,6 +118,22 @@ test('podView() takes a mirror pod UID from its config.mirror annotation', () =>
     status: { phase: 'Running' },
   });
   assert.equal(pod?.uid, 'static-uid');
+});
+
+test('podView() answers for exactly the network-status addresses (not a prefix or a part of one)', () => {
+  const annotation = JSON.stringify([
+    { name: 'cbr0', ips: ['10.244.0.10'] },
+    { name: 'd/macvlan', ips: ['10.0.0.10/24', 'FD00::5'] },
+  ]);
+  const pod = podView({
+    metadata: { name: 'web-0', namespace: 'd', annotations: { [NETWORK_STATUS]: annotation } },
+    status: { phase: 'Running' },
+  });
+  for (const ip of ['10.244.0.10', '10.0.0.10', 'fd00::5']) assert.equal(pod?.networkStatusIPs?.has(ip), true, ip);
+  for (const ip of ['10.0.0.1', '0.0.0.10', '10.0.0.10 10.244.0.10', '', ' ', 'FD00::5'])
+    assert.equal(pod?.networkStatusIPs?.has(ip), false, JSON.stringify(ip));
+  const none = podView({ metadata: { name: 'web-1', namespace: 'd' }, status: { phase: 'Running' } });
+  assert.equal(none?.networkStatusIPs, undefined);
 });
 
 test('parseNetworkStatus() canonicalises IPv6 spellings and drops prefix lengths', () => {
