@@ -1,18 +1,18 @@
 // One cleanup pass: orphaned allocations, then reservations (orphaned ones deleted, missing ones re-created).
 // Suspects come from the caches (cheap: no LIST); every pod a removal depends on is then read live, every pool write
 // is conditional on the version read, and whether an address is held is read from a fresh list of the pools.
+import { poolViewsNow } from '../pools/list.ts';
 import { monotonicMs } from '../../clock.ts';
 import { formatIP } from '../../ip/address.ts';
 import type { ApiClient } from '../../kube/api.ts';
-import { listEach } from '../../kube/list.ts';
-import { getObject, objectPath } from '../../store/kubernetes/objects.ts';
+import { getObject } from '../../store/kubernetes/objects.ts';
 import type { Log } from '../../log/json-log.ts';
 import { orphanReason, type CleanupPolicy } from './orphans.ts';
 import { eachLimited } from '../runtime/parallel.ts';
 import { readLivePods } from './pod-confirm.ts';
 import type { PodView } from './pod-view.ts';
 import { releaseFromPool, type Candidate, type Released } from './pool-release.ts';
-import { POOL_PAGE, poolView, type PoolView } from '../pools/view.ts';
+import type { PoolView } from '../pools/view.ts';
 import {
   missingReservations,
   recreateReservation,
@@ -164,18 +164,9 @@ export async function cleanupPass(api: ApiClient, input: CleanupInput): Promise<
   return { released, reservationsDeleted, reservationsRecreated, podsRead: suspectPods.size, timings };
 }
 
-/** Pool name -> its view, listed now (page by page: only views are kept). */
+/** Pool name -> its view, listed now. */
 async function poolsNow(api: ApiClient, log: Log): Promise<Map<string, PoolView>> {
-  const views = new Map<string, PoolView>();
-  await listEach(
-    api,
-    objectPath(api.namespace, 'ippools'),
-    (item) => {
-      const view = poolView(item);
-      if (view !== undefined) views.set(view.name, view);
-    },
-    { pageSize: POOL_PAGE },
-  );
+  const views = await poolViewsNow(api);
   log.debug(`listed ${views.size} IPPools to judge reservations`);
   return views;
 }

@@ -1,15 +1,14 @@
 // The slice IPPools as the slice pass needs them: read fresh from the API before a NodeSlicePool write (the cache
 // may lag behind a plugin's write), created empty before their slice is handed out (so that the pools record every
 // assignment), and judged in use or not for a network no NAD asks for any more.
+import { poolViewsNow } from '../pools/list.ts';
 import type { Cidr } from '../../ip/cidr.ts';
 import { poolName } from '../../config/names.ts';
 import { messageOf } from '../../errors.ts';
 import type { ApiClient } from '../../kube/api.ts';
-import { listEach } from '../../kube/list.ts';
 import type { Log } from '../../log/json-log.ts';
-import { objectPath } from '../../store/kubernetes/objects.ts';
 import type { PoolWriter } from '../../store/kubernetes/writer.ts';
-import { cidrOrUndefined, POOL_PAGE, poolView, type PoolView } from '../pools/view.ts';
+import { cidrOrUndefined, type PoolView } from '../pools/view.ts';
 import type { NodeSlicePoolView } from '../runtime/views.ts';
 import type { SliceEntry } from './assign.ts';
 import { heldSlices } from './held.ts';
@@ -21,17 +20,7 @@ export function slicePoolName(network: { network: string; networkNamed: boolean 
 /** Every IPPool of the namespace ("namespace/name" -> view), by a quorum LIST; undefined, logged, when that fails. */
 export async function listPoolViews(api: ApiClient, log: Log): Promise<ReadonlyMap<string, PoolView> | undefined> {
   try {
-    const views = new Map<string, PoolView>();
-    await listEach(
-      api,
-      objectPath(api.namespace, 'ippools'),
-      (item) => {
-        const view = poolView(item);
-        if (view !== undefined) views.set(`${api.namespace}/${view.name}`, view);
-      },
-      { pageSize: POOL_PAGE },
-    );
-    return views;
+    return await poolViewsNow(api, (view) => `${api.namespace}/${view.name}`);
   } catch (err) {
     log.warning(`node slices: cannot list the IPPools, no NodeSlicePool is written this pass: ${messageOf(err)}`);
     return undefined;
