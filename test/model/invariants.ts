@@ -58,6 +58,8 @@ export async function checkStep(cluster: Cluster): Promise<Violation[]> {
     if (cluster.whereaboutsWindow.has(windowKey(h.pool, h.ip, h.containerId, h.ifname))) continue;
     const owner = reservations.get(h.ip);
     if (owner === undefined && cluster.crashWindow.has(crashKey(h.containerId, h.ifname))) continue;
+    if (owner !== undefined) cluster.reconcilerDeleted.delete(h.ip);
+    else if (cluster.reconcilerDeleted.has(h.ip)) continue;
     if (owner === undefined)
       out.push({
         invariant: 'reservation',

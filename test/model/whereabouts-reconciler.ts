@@ -54,7 +54,10 @@ function markedForDeletion(pod: Obj): boolean {
   });
 }
 
-export async function whereaboutsReconcile(api: ApiClient): Promise<string> {
+export async function whereaboutsReconcile(
+  api: ApiClient,
+  onDeleted: (reservation: string) => void = () => undefined,
+): Promise<string> {
   const ns = api.namespace;
   const pools = (await listAll(api, objectPath(ns, 'ippools'))).map(obj);
   const pods = (await listAll(api, `/api/v1/namespaces/${encodeURIComponent(ns)}/pods`)).map(obj);
@@ -104,7 +107,9 @@ export async function whereaboutsReconcile(api: ApiClient): Promise<string> {
     if (res.status !== 200) return `released ${released}, then a pool write failed (HTTP ${res.status}): run stopped`;
     released += offsets.length;
   }
-  for (const name of orphanedReservations)
+  for (const name of orphanedReservations) {
     await api.send({ method: 'DELETE', path: objectPath(ns, 'overlappingrangeipreservations', name) });
+    onDeleted(name);
+  }
   return `released ${released}, reservations deleted ${orphanedReservations.length}`;
 }
