@@ -41,16 +41,25 @@ function lowestUnmarkedRank(
   blockedCount: number,
 ): bigint | undefined {
   const lastRank = BigInt(blockedCount) < allocatable.count - 1n ? BigInt(blockedCount) : allocatable.count - 1n;
-  const lastAddress = allocatable.addressAt(lastRank);
-  const marks = new Uint8Array(Number(lastRank) + 1);
-  const first = allocatable.span.first;
+  const free = blockedMarks(allocatable, { first: 0n, last: lastRank }, blocked).indexOf(0);
+  return free < 0 ? undefined : allocatable.addressAt(BigInt(free));
+}
+
+/** One byte per rank of `ranks` (inclusive), 1 where a blocked address has that rank. */
+export function blockedMarks(
+  allocatable: Allocatable,
+  ranks: { readonly first: bigint; readonly last: bigint },
+  blocked: readonly Iterable<bigint>[],
+): Uint8Array {
+  const lowest = allocatable.addressAt(ranks.first);
+  const highest = allocatable.addressAt(ranks.last);
+  const marks = new Uint8Array(Number(ranks.last - ranks.first) + 1);
   for (const values of blocked) {
     for (const value of values) {
-      if (value < first || value > lastAddress) continue;
+      if (value < lowest || value > highest) continue;
       const rank = allocatable.rankOf(value);
-      if (rank !== undefined) marks[Number(rank)] = 1;
+      if (rank !== undefined) marks[Number(rank - ranks.first)] = 1;
     }
   }
-  const free = marks.indexOf(0);
-  return free < 0 ? undefined : allocatable.addressAt(BigInt(free));
+  return marks;
 }

@@ -2,13 +2,23 @@
 import { allocatableOf } from '../allocator/allocatable.ts';
 import { firstFree } from '../allocator/first-free.ts';
 import { freeFrom } from '../allocator/free-from.ts';
+import { highestFree } from '../allocator/highest-free.ts';
 import { checkRequested } from '../allocator/check-requested.ts';
 import { ErrorKind, HereaboutsError } from '../errors.ts';
 import type { NetworkConfig, RangeConfig } from '../config/types.ts';
 import { formatIP, type IPAddress } from '../ip/address.ts';
 import { formatCidr } from '../ip/cidr.ts';
 import { describeValue } from '../ip/range.ts';
-import type { AllocationRecord, Allocations, Plan, Planned, PoolChange, PoolRef, Store } from '../store/store.ts';
+import type {
+  AllocationRecord,
+  Allocations,
+  Plan,
+  PlanHints,
+  Planned,
+  PoolChange,
+  PoolRef,
+  Store,
+} from '../store/store.ts';
 import { heldBy, isSameAttachment, isSameOwner, recordFor, type Attachment } from './attachment.ts';
 import { messageOf } from '../errors.ts';
 import { combineErrors } from './errors.ts';
@@ -127,16 +137,25 @@ export function planAssign(pool: PoolRef, attachment: Attachment, options: PlanA
       address = requested;
     } else {
       address =
-        preferredFree(pool.range, current, refused, hints?.reserved) ??
-        (hints?.spread === undefined
-          ? firstFree(pool.range, current, refused)
-          : freeFrom(pool.range, current, refused, hints.spread));
+        preferredFree(pool.range, current, refused, hints?.reserved) ?? chosenFree(pool.range, current, refused, hints);
       if (address === undefined) return { change: null, value: { kind: 'exhausted' } };
     }
     // A pod that asks for a new address gives up the one its earlier sandbox held here, once every range granted.
     const change: PoolChange = { claim: { address, record: recordFor(attachment, createdAt) } };
     return { change, value: { kind: 'assigned', address, claimed: true, gaveUp: owned } };
   };
+}
+
+/** A free address in the order the hints ask for: lowest first unless the pool is shared with Whereabouts or contended. */
+function chosenFree(
+  range: RangeConfig,
+  current: Allocations,
+  refused: ReadonlySet<bigint>,
+  hints: PlanHints | undefined,
+): bigint | undefined {
+  if (hints?.highestFirst === true) return highestFree(range, current, refused);
+  if (hints?.spread !== undefined) return freeFrom(range, current, refused, hints.spread);
+  return firstFree(range, current, refused);
 }
 
 /** The lowest address the store already reserved for this update that is still free and allocatable. */

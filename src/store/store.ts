@@ -74,6 +74,11 @@ export interface PlanHints {
    * address, so racing writers stop probing the same addresses.
    */
   readonly spread?: number;
+  /**
+   * A Whereabouts plugin writes this pool (a rolling switch): a plan free to choose takes the highest free address,
+   * away from the lowest-first picks of Whereabouts' ADDs (allocator/highest-free.ts). Wins over `spread`.
+   */
+  readonly highestFirst?: boolean;
 }
 
 /** Why pools are asked for: a store without a node slice refuses to allocate but lets a release succeed. */

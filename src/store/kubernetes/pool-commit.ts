@@ -127,6 +127,7 @@ export class PoolCommit<T> {
     const hints = {
       reserved: new Set([...this.created.keys(), ...this.adopted.keys()]),
       ...(this.spread === undefined ? {} : { spread: this.spread }),
+      ...((await this.#options.lease?.whereaboutsWrites()) === true ? { highestFirst: true } : {}),
     };
     const planned = this.#plan(state.allocations, this.refused, hints);
     if (planned.change === null) {

@@ -13,6 +13,10 @@
 // period while held) and handed back as soon as the pool write is done. With no Lease, or none that Whereabouts wrote
 // lately, nothing is written to it: one read from the API server's watch cache per pool update.
 //
+// The Lease has no fencing, and Whereabouts' update runs on after its process was deposed (a stall past the Lease's
+// 1 s): so while Whereabouts is detected, plans also take the highest free address (whereaboutsWrites()), away from
+// the lowest-first pick a deposed Whereabouts ADD may still be committing.
+//
 // The Lease is waited for before the node's pool lock is taken (pool-update.ts), never while holding it: the two never
 // deadlock, and a node's processes do not queue on its pool lock behind one that waits for Whereabouts. A commit that
 // finds it needs the Lease anyway (it was lost meanwhile) throws LeaseNeeded, and runs again once the Lease is back.
@@ -111,6 +115,16 @@ export class WhereaboutsLease {
     if (this.#held !== undefined) return this.#fresh();
     this.#verdict ??= await this.#detect();
     return this.#verdict === 'free';
+  }
+
+  /**
+   * Whether a Whereabouts plugin may be writing the pool now (read once per update; held: yes). Plans then take the
+   * highest free address: the Lease alone cannot keep a deposed Whereabouts ADD from going on with its pick.
+   */
+  async whereaboutsWrites(): Promise<boolean> {
+    if (this.#held !== undefined) return true;
+    this.#verdict ??= await this.#detect();
+    return this.#verdict === 'mixed';
   }
 
   /**
