@@ -11,9 +11,12 @@
 // node's cost per ADD is the sum of the two.
 // Node slices: Whereabouts' node-slice controller is not run (it needs Node and NetworkAttachmentDefinition
 // objects); both plugins get the same pre-created NodeSlicePool status, as the controller would write it.
+// With --rtt-ms R, both plugins (and the node agents) reach the API server through a TCP proxy on loopback that delays
+// each direction by R/2 (delay-proxy.ts): real control planes are across a network, and this kernel has no netem.
 // Usage: node scripts/bench/peer.ts [--no-build] [--single N] [--burst N] [--nodes N] [--concurrency N]
-//        [--cases single,slices,shared] (which parts to run; all by default)
+//        [--cases single,slices,shared] (which parts to run; all by default) [--rtt-ms R] (default 0: no proxy)
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { Agent as HttpsAgent, get as httpsGet } from 'node:https';
 import { cpus } from 'node:os';
 import {
   closeSync,
@@ -53,8 +56,11 @@ const { values: flags } = parseArgs({
     nodes: { type: 'string', default: '20' },
     concurrency: { type: 'string', default: '20' },
     cases: { type: 'string', default: 'single,slices,shared' },
+    'rtt-ms': { type: 'string', default: '0' },
   },
 });
+const rttMs = Number(flags['rtt-ms']);
+if (!(rttMs >= 0 && rttMs <= 100)) throw new RangeError(`--rtt-ms ${flags['rtt-ms']}: 0 to 100`);
 const parts = new Set(flags.cases.split(','));
 for (const c of parts)
   if (!['single', 'slices', 'shared'].includes(c))
@@ -594,6 +600,65 @@ async function duplicates(ns: Namespace): Promise<{ pools: number; addresses: nu
   return { pools: pools.length, addresses: seen.size, duplicates: dup };
 }
 
+// --- a network between the nodes and the API server (--rtt-ms)
+interface DelayProxy {
+  readonly url: string;
+  readonly pid: number;
+  /** Points a kubeconfig's server at the proxy. */
+  route(kubeconfig: string): void;
+  stop(): void;
+}
+
+async function startDelayProxy(cp: ControlPlane, delayMs: number): Promise<DelayProxy> {
+  const target = new URL(cp.url).host;
+  const child = spawn(
+    embeddedNode,
+    [join(repoRoot, 'scripts', 'bench', 'delay-proxy.ts'), '--target', target, '--delay-ms', String(delayMs)],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  const url = await new Promise<string>((resolve, reject) => {
+    let out = '';
+    child.stdout.on('data', (b: Buffer) => {
+      out += b.toString();
+      const listening = /^listening (\S+)$/m.exec(out);
+      if (listening !== null) resolve(`https://${listening[1] ?? ''}`);
+    });
+    child.on('exit', (code) => reject(new Error(`delay proxy exited (${String(code)}) before listening`)));
+  });
+  return {
+    url,
+    pid: child.pid ?? 0,
+    route(kubeconfig) {
+      const text = readFileSync(kubeconfig, 'utf8');
+      if (!text.includes(`server: ${cp.url}`)) throw new Error(`${kubeconfig} does not name ${cp.url}`);
+      writeFileSync(kubeconfig, text.replace(`server: ${cp.url}`, `server: ${url}`), { mode: 0o600 });
+    },
+    stop: () => void child.kill('SIGTERM'),
+  };
+}
+
+/** The median wall time of a GET /livez on one kept-alive connection to `base` (the proxy's cost included). */
+async function roundTripMs(cp: ControlPlane, base: string): Promise<number> {
+  const agent = new HttpsAgent({ keepAlive: true, maxSockets: 1, ca: readFileSync(cp.ca) });
+  const once = () =>
+    new Promise<number>((resolve, reject) => {
+      const began = performance.now();
+      const req = httpsGet(`${base}/livez`, { agent, headers: { authorization: `Bearer ${cp.token}` } }, (res) => {
+        res.resume();
+        res.on('end', () => resolve(performance.now() - began));
+      });
+      req.on('error', reject);
+    });
+  try {
+    await once(); // the TLS handshake
+    const times: number[] = [];
+    for (let i = 0; i < 50; i++) times.push(await once());
+    return quantile(times, 0.5);
+  } finally {
+    agent.destroy();
+  }
+}
+
 async function main(): Promise<void> {
   if (!flags['no-build']) {
     const built = spawnSync('npm', ['run', '--silent', 'build'], { cwd: repoRoot, stdio: 'inherit' });
@@ -617,11 +682,20 @@ async function main(): Promise<void> {
     `${version}; Whereabouts ${whereabouts.split('/').at(-2)?.replace('whereabouts-', '') ?? '?'} (built from its Go module)`,
   );
   const cp = await privateControlPlane({ auditLog });
+  let network: DelayProxy | undefined;
   try {
     const spaces = {
       hereabouts: await createNamespace(cp, 'peer-h'),
       whereabouts: await createNamespace(cp, 'peer-w'),
     };
+    if (rttMs > 0) {
+      network = await startDelayProxy(cp, rttMs / 2);
+      for (const ns of Object.values(spaces)) network.route(ns.kubeconfig);
+      const [direct, proxied] = [await roundTripMs(cp, cp.url), await roundTripMs(cp, network.url)];
+      console.log(
+        `network: both plugins reach the API server through a delaying proxy (${f(rttMs / 2)} ms each way); a GET /livez round trip p50 ${f(direct, 2)} ms direct, ${f(proxied, 2)} ms through it`,
+      );
+    }
     if (parts.has('single')) await single(tools, spaces);
     console.log(
       `\n### Bursts: ${burstSize} ADDs from ${burstNodes} simulated nodes, ${concurrency} in flight (reservations on; load average ${load()})\n`,
@@ -660,11 +734,13 @@ async function main(): Promise<void> {
       ['', 'pools', 'addresses', 'duplicates'],
       audits.map(([p, a]) => [p, String(a.pools), String(a.addresses), String(a.duplicates)]),
     );
+    if (network !== undefined) console.log(`\ndelay proxy CPU over the whole run: ${f(processCpuMs(network.pid))} ms`);
     console.log(`\nload average at end ${load()}`);
     if (audits.some(([, a]) => a.duplicates > 0)) process.exitCode = 1;
     for (const ns of Object.values(spaces)) await ns.cleanup();
   } finally {
     for (const agent of agents.values()) agent.kill();
+    network?.stop();
     stopControlPlane(cp);
   }
 }

@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { parseIP } from '../../../src/ip/address.ts';
+import { formatIP, parseIP } from '../../../src/ip/address.ts';
 import { reservationName } from '../../../src/config/names.ts';
 import { runCni, type CniOutcome } from '../../support/cni.ts';
 import { controlPlane, createNamespace, type Namespace } from '../../support/control-plane.ts';
@@ -177,6 +177,16 @@ async function rollingSwitch(t: TestContext, variant: Variant, whereabouts: stri
     }
   }
   const twice = [...holders].filter(([, names]) => names.length > 1).map(([ip, names]) => `${ip}: ${names.join(', ')}`);
+  // While Whereabouts writes the pool, hereabouts plans from the top down, away from Whereabouts' lowest-first picks
+  // (a deposed Whereabouts ADD goes on with its pick): no address of one lies between two of the other's.
+  const byBinary = (binary: Binary) =>
+    [...holders]
+      .filter(([, names]) => names.some((name) => name.startsWith(binary.slice(0, 2))))
+      .map(([ip]) => parseIP(ip).value);
+  const highestOfWhereabouts = byBinary('whereabouts').reduce((a, b) => (a > b ? a : b), 0n);
+  const interleaved = byBinary('hereabouts')
+    .filter((value) => value < highestOfWhereabouts)
+    .map((value) => formatIP({ family: variant.family === 'IPv4' ? 4 : 6, value }));
   // Every address handed out is recorded for its pod in the pool, and reserved.
   const pool = await poolView(ns, cluster.poolName);
   const reserved = new Set(await reservationNames(ns));
@@ -197,6 +207,7 @@ async function rollingSwitch(t: TestContext, variant: Variant, whereabouts: stri
     {
       failedAdds: { whereabouts: failures([...served, ...(added[0] ?? [])]), hereabouts: failures(added[1] ?? []) },
       duplicates: twice,
+      interleaved,
       unrecorded,
       failedDels: failures(deleted.flat()),
       leftRecords: [...(left?.allocations ?? [])].map(([ip, r]) => `${ip} ${String(r['podref'])}`),
@@ -205,6 +216,7 @@ async function rollingSwitch(t: TestContext, variant: Variant, whereabouts: stri
     {
       failedAdds: { whereabouts: [], hereabouts: [] },
       duplicates: [],
+      interleaved: [],
       unrecorded: [],
       failedDels: [],
       leftRecords: [],
