@@ -7,6 +7,8 @@ import { monotonicMs } from '../../clock.ts';
 
 /** How long a pool counts as contended after its last collision. */
 export const CONTENTION_MEMORY_MS = 60_000;
+/** How long a Lease this host may not read is not asked for again (an operator's grant is seen this much later). */
+export const FORBIDDEN_LEASE_MEMORY_MS = 30_000;
 /** Bounds the memory of a process that writes very many pools. */
 const MAX_POOLS = 1_024;
 
@@ -58,6 +60,8 @@ export class WriteMemory {
   readonly contention = new ContentionMemory();
   /** The shared pools on which this host recently lost a write or an address to another writer. */
   readonly busy = new ContentionMemory();
+  /** Whereabouts' Leases this host was refused a read of (whereabouts-lease.ts), by namespace/name. */
+  readonly forbiddenLeases = new ContentionMemory(FORBIDDEN_LEASE_MEMORY_MS);
 
   /**
    * Takes in what the node cache kept of earlier processes' contention (a time beyond the memory's span counts as a

@@ -49,6 +49,7 @@ export async function updatePool<T>(ctx: WriteContext, pool: PoolRef, plan: Plan
           node: ctx.node,
           cleanupTimeoutMs: ctx.cleanupTimeoutMs,
           log: ctx.log,
+          forbidden: ctx.memory.forbiddenLeases,
         })
       : undefined;
   try {

@@ -28,6 +28,7 @@ import type { ApiClient } from '../../kube/api.ts';
 import { ApiStatusError } from '../../kube/errors.ts';
 import { getLease, leaseBody, LeaseObservation, microTime, updateLease, type Lease } from '../../kube/lease.ts';
 import type { PoolRef } from '../store.ts';
+import type { ContentionMemory } from './contention.ts';
 import {
   MIXED_WINDOW_MS,
   SEEN_ANNOTATION,
@@ -60,6 +61,11 @@ export interface WhereaboutsLeaseOptions {
   readonly node: string | undefined;
   readonly cleanupTimeoutMs: number;
   readonly log: LeaseLog;
+  /**
+   * The Leases this host was lately refused a read of (403), kept by a long-lived host (the node agent) across its
+   * updates: not asked for again until the memory passes. Not reading a Lease is what a 403 makes an update do anyway.
+   */
+  readonly forbidden?: ContentionMemory;
 }
 
 /** A Lease read, and when its request was sent (monotonic): where an observation of its record starts. */
@@ -201,6 +207,8 @@ export class WhereaboutsLease {
   /** 'mixed' when a Whereabouts plugin wrote the Lease within the window, else 'free'. */
   async #detect(): Promise<'free' | 'mixed'> {
     const sentAt = monotonicMs();
+    const forbidden = this.#options.forbidden;
+    if (forbidden?.contended(this.#where(), sentAt) === true) return 'free';
     let lease: Lease | undefined;
     try {
       lease = await getLease(this.#api, this.#api.namespace, this.#name, { notOlderThan: '0' });
@@ -209,6 +217,7 @@ export class WhereaboutsLease {
       // deploy/ grants the node only Whereabouts' `whereabouts` Lease (of the shared pools), by name: a node-slice
       // pool's Lease needs an operator's grant (docs/migration.md).
       this.#options.log.debug(`cannot read Lease ${this.#where()} (forbidden): going on without it`);
+      forbidden?.mark(this.#where(), sentAt);
       return 'free';
     }
     if (lease === undefined) return 'free';

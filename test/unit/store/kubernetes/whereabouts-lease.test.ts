@@ -15,6 +15,8 @@ import {
   whereaboutsSeenAt,
 } from '../../../../src/store/kubernetes/whereabouts-seen.ts';
 import type { PoolRef } from '../../../../src/store/store.ts';
+import { ContentionMemory } from '../../../../src/store/kubernetes/contention.ts';
+import type { ApiRequest, ApiResponse } from '../../../../src/kube/api.ts';
 import { MemoryApiClient, MemoryApiServer } from '../../../support/memory-apiserver.ts';
 import { rangeOf } from '../../allocator/range-fixture.ts';
 
@@ -95,6 +97,40 @@ test('no Lease: the update goes on without one and writes nothing', async () => 
   await update.release();
   assert.equal(await getLease(api, NS, 'whereabouts'), undefined);
   assert.equal(api.server.counts['PUT'] ?? 0, 0);
+});
+
+test("a Lease the node may not read (403: deploy/'s RBAC names only `whereabouts`) is not asked for again by the same host for a while", async () => {
+  const api = setup();
+  const send = api.send.bind(api);
+  let leaseReads = 0;
+  api.send = async (req: ApiRequest): Promise<ApiResponse> => {
+    if (!req.path.includes('/leases/')) return send(req);
+    leaseReads++;
+    return { status: 403, body: { kind: 'Status', reason: 'Forbidden' } };
+  };
+  const forbidden = new ContentionMemory(200); // the node agent's memory, kept across the updates it serves
+  const update = () =>
+    new WhereaboutsLease(api, slice, {
+      timing: WHEREABOUTS_LEADER_TIMING,
+      node: 'node-a',
+      cleanupTimeoutMs: 1_000,
+      log: quiet,
+      forbidden,
+    });
+  for (let i = 0; i < 3; i++) {
+    const u = update();
+    await u.prepare();
+    assert.equal(u.held, false);
+    assert.equal(await u.mayWrite(), true, 'goes on without the Lease, as when it cannot read it');
+  }
+  assert.equal(leaseReads, 1, 'one read for three updates');
+  await sleep(250);
+  await update().prepare();
+  assert.equal(leaseReads, 2, 'asked again once the memory has passed (a grant may have come)');
+  // Without a host's memory (a plugin process of its own), every update asks.
+  await gate(api, slice).prepare();
+  await gate(api, slice).prepare();
+  assert.equal(leaseReads, 4);
 });
 
 test('a Lease Whereabouts last wrote longer ago than the window: no Whereabouts writer around, nothing written', async () => {
