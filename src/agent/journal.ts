@@ -156,7 +156,7 @@ const checksum = (json: string): string => crc32(json).toString(16).padStart(8, 
 function parseLine(line: string, where: string): JournalEntry {
   const corrupt = (why: string) =>
     new HereaboutsError(ErrorKind.Corrupt, `journal ${where}: ${why}`, {
-      details: 'the journal is damaged: warm hand-outs stay off until an operator looks (docs/safety.md)',
+      details: 'the journal is damaged: replaying a guess of it could hand an address out twice',
     });
   const json = line.slice(9);
   if (line[8] !== ' ' || checksum(json) !== line.slice(0, 8)) throw corrupt('checksum mismatch');
