@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { formatIP, parseIP } from '../../../src/ip/address.ts';
 import { reservationName } from '../../../src/config/names.ts';
 import { runCni, type CniOutcome } from '../../support/cni.ts';
-import { controlPlane, createNamespace, type Namespace } from '../../support/control-plane.ts';
+import { api, cacheHolds, controlPlane, createNamespace, type Namespace } from '../../support/control-plane.ts';
 import { repoRoot, requireBinary } from '../../support/paths.ts';
 import { limited, poolView, reservationNames } from './harness.ts';
 
@@ -156,6 +156,11 @@ async function rollingSwitch(t: TestContext, variant: Variant, whereabouts: stri
   const before: Pod = { name: `wh-${variant.family.toLowerCase()}-before`, node: NODES[0] ?? '', adder: 'whereabouts' };
   const served = await cluster.run('whereabouts', 'ADD', [before]);
   podsOf('whereabouts').push(before);
+  // As in a cluster Whereabouts served for a while, its Lease is in the API server's watch cache, where the plugin
+  // reads it (a Lease written moments ago may not be: docs/safety.md, "What is not covered").
+  const leasePath = `/apis/coordination.k8s.io/v1/namespaces/${ns.name}/leases/whereabouts`;
+  const lease = (await api(ns.cp, 'GET', leasePath)) as { metadata: { resourceVersion: string } };
+  await cacheHolds(ns.cp, leasePath, lease.metadata.resourceVersion);
 
   // Both binaries ADD at once.
   const added = await Promise.all(
