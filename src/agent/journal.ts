@@ -8,11 +8,12 @@
 // newline: dropped on replay (its append was never acknowledged). A complete line whose checksum or shape is wrong
 // is corruption, not a crash: replay refuses it rather than guess which hand-outs are pending. compact() rewrites the
 // file with only the pending hand-outs (write temp + fsync + rename).
-import { closeSync, constants, fdatasyncSync, fstatSync, ftruncateSync, openSync, readSync, writeSync } from 'node:fs';
+import { closeSync, constants, fdatasyncSync, fstatSync, ftruncateSync, openSync, readSync } from 'node:fs';
 import { join } from 'node:path';
 import { crc32 } from 'node:zlib';
 import { ErrorKind, HereaboutsError, messageOf } from '../errors.ts';
 import { writeFileAtomic } from '../fs/atomic-write.ts';
+import { writeFd } from '../fs/fd-write.ts';
 import { isRecord } from '../record.ts';
 
 export const JOURNAL_FILE = 'warm-journal';
@@ -84,9 +85,7 @@ export class Journal {
   /** Makes `entries` durable, in order, with one write and one fdatasync; only then does the journal reflect them. */
   append(entries: readonly JournalEntry[]): void {
     if (entries.length === 0) return;
-    const text = entries.map(lineOf).join('');
-    let buf = Buffer.from(text, 'utf8');
-    while (buf.length > 0) buf = buf.subarray(writeSync(this.#fd, buf));
+    writeFd(this.#fd, entries.map(lineOf).join(''));
     fdatasyncSync(this.#fd);
     for (const entry of entries) this.#apply(entry);
     this.#lines += entries.length;

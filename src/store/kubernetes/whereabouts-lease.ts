@@ -119,8 +119,7 @@ export class WhereaboutsLease {
   /** Whether the update may write now, without waiting (no Whereabouts writer around, or the Lease is ours). */
   async mayWrite(): Promise<boolean> {
     if (this.#held !== undefined) return this.#fresh();
-    this.#verdict ??= await this.#detect();
-    return this.#verdict === 'free';
+    return (await this.#verdictNow()) === 'free';
   }
 
   /**
@@ -129,8 +128,7 @@ export class WhereaboutsLease {
    */
   async whereaboutsWrites(): Promise<boolean> {
     if (this.#held !== undefined) return true;
-    this.#verdict ??= await this.#detect();
-    return this.#verdict === 'mixed';
+    return (await this.#verdictNow()) === 'mixed';
   }
 
   /**
@@ -139,8 +137,7 @@ export class WhereaboutsLease {
    * keep the Lease's holder waiting for the lock.
    */
   async prepare(): Promise<void> {
-    this.#verdict ??= await this.#detect();
-    if (this.#verdict === 'mixed') await this.acquire();
+    if ((await this.#verdictNow()) === 'mixed') await this.acquire();
   }
 
   /**
@@ -202,6 +199,12 @@ export class WhereaboutsLease {
       // It expires after its duration all the same.
       this.#options.log.warning(`could not hand back Lease ${this.#where()}: ${messageOf(err)}`);
     }
+  }
+
+  /** The update's verdict, read from the Lease once (and again after waitedForLock() forgot a 'free' one). */
+  async #verdictNow(): Promise<'free' | 'mixed'> {
+    this.#verdict ??= await this.#detect();
+    return this.#verdict;
   }
 
   /** 'mixed' when a Whereabouts plugin wrote the Lease within the window, else 'free'. */
