@@ -136,14 +136,26 @@ export function planAssign(pool: PoolRef, attachment: Attachment, options: PlanA
       }
       address = requested;
     } else {
-      address =
-        preferredFree(pool.range, current, refused, hints?.reserved) ?? chosenFree(pool.range, current, refused, hints);
+      address = chooseFree(pool.range, current, refused, hints);
       if (address === undefined) return { change: null, value: { kind: 'exhausted' } };
     }
     // A pod that asks for a new address gives up the one its earlier sandbox held here, once every range granted.
     const change: PoolChange = { claim: { address, record: recordFor(attachment, createdAt) } };
     return { change, value: { kind: 'assigned', address, claimed: true, gaveUp: owned } };
   };
+}
+
+/**
+ * The address a plan free to choose takes: one the store already reserved for it (or, in the node agent, holds warm),
+ * else the next free one in the order the hints ask for.
+ */
+export function chooseFree(
+  range: RangeConfig,
+  current: Allocations,
+  refused: ReadonlySet<bigint>,
+  hints: PlanHints | undefined,
+): bigint | undefined {
+  return preferredFree(range, current, refused, hints?.reserved) ?? chosenFree(range, current, refused, hints);
 }
 
 /** A free address in the order the hints ask for: lowest first unless the pool is shared with Whereabouts or contended. */

@@ -1,4 +1,5 @@
 // GC (CNI 1.1): release this node's allocations whose attachment is not in the runtime's valid list.
+import { warmHolder } from '../store/warm-record.ts';
 import type { NetworkConfig } from '../config/types.ts';
 import type { IPAddress } from '../ip/address.ts';
 import type { AllocationRecord, Plan, PoolRef, Store } from '../store/store.ts';
@@ -70,8 +71,12 @@ export function planCollect(
   node: string | undefined,
   spare: Spare,
 ): Plan<Array<[bigint, AllocationRecord]>> {
+  // A warm record is the node agent's, not an attachment's (DESIGN §11): never the runtime's to collect.
   const kept = (record: AllocationRecord): boolean =>
-    keep.attachments.has(attachmentKey(record)) || keep.containers.has(record.containerId) || isYoung(record, spare);
+    keep.attachments.has(attachmentKey(record)) ||
+    keep.containers.has(record.containerId) ||
+    isYoung(record, spare) ||
+    warmHolder(record) !== undefined;
   return (current) => {
     const gone = [...current].filter(([, record]) => record.node === node && !kept(record));
     return { change: gone.length === 0 ? null : { release: gone.map(([address]) => address) }, value: gone };

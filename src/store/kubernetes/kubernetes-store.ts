@@ -12,6 +12,7 @@ import { toStoreError } from './api-errors.ts';
 import type { WriteMemory } from './contention.ts';
 import { NoSliceError, nodeSlicePools } from './node-slices.ts';
 import { fetchPool, updatePool, type WriteContext } from './pool-update.ts';
+import type { WarmSets } from './warm/warm-sets.ts';
 
 export interface KubernetesStoreOptions {
   readonly api: ApiClient;
@@ -31,6 +32,8 @@ export interface KubernetesStoreOptions {
   readonly memory: WriteMemory;
   /** Whereabouts' leader timings: pool updates write as the holder of its Lease while it writes (pool-update.ts). */
   readonly whereaboutsLease?: LeaderTiming;
+  /** The node agent's warm sets (warm/warm-sets.ts); absent in a plugin process. */
+  readonly warm?: WarmSets;
 }
 
 export interface ResolveOptions {
@@ -56,9 +59,11 @@ export class KubernetesStore implements Store {
   readonly #fresh = new Map<string, Promise<Allocations>>();
   /** In-process queue per pool: the file lock excludes processes, this spares our own callers its polling. */
   readonly #queue = new KeyedQueue();
+  readonly #warm: WarmSets | undefined;
 
   constructor(options: KubernetesStoreOptions) {
     this.node = options.node;
+    this.#warm = options.warm;
     this.api = options.api;
     this.#write = {
       api: options.api,
@@ -99,20 +104,25 @@ export class KubernetesStore implements Store {
   update<T>(pool: PoolRef, plan: Plan<T>): Promise<T> {
     this.#fresh.delete(pool.name);
     // The file lock excludes other processes; this queue spares our own callers its polling.
-    return this.#queue.run(pool.name, () => updatePool(this.#write, pool, plan));
+    const sync = (): Promise<T> => this.#queue.run(pool.name, () => updatePool(this.#write, pool, plan));
+    return this.#warm === undefined ? sync() : this.#warm.update(this.#write, pool, plan, sync);
   }
 
   /** The pool as the API has it now (CHECK and STATUS must not trust the cache). */
   read(pool: PoolRef): Promise<Allocations> {
     let pending = this.#fresh.get(pool.name);
     if (pending === undefined) {
-      pending = fetchPool(this.#write, pool).then(
-        (state) => state.allocations,
-        (err: unknown) => {
-          this.#fresh.delete(pool.name);
-          throw toStoreError(err, `IPPool ${pool.name}`);
-        },
-      );
+      // In the agent, the hand-outs and releases it answered are written first: the pool then shows them.
+      const landed = this.#warm?.landed(this.#write, pool) ?? Promise.resolve();
+      pending = landed
+        .then(() => fetchPool(this.#write, pool))
+        .then(
+          (state) => state.allocations,
+          (err: unknown) => {
+            this.#fresh.delete(pool.name);
+            throw toStoreError(err, `IPPool ${pool.name}`);
+          },
+        );
       this.#fresh.set(pool.name, pending);
     }
     return pending;

@@ -19,6 +19,14 @@ export type Plural = 'ippools' | 'overlappingrangeipreservations' | 'nodeslicepo
  */
 export const TAKEN_AT_ANNOTATION = 'hereabouts.cni.cncf.io/taken-at';
 
+/**
+ * The Lease on which the controller says whether node agents may use warm sets (DESIGN §11; its annotation says
+ * WARM_ALLOWED, or why not): written by the controller, read by the agents (warm/warm-gate.ts).
+ */
+export const WARM_GATE_LEASE = 'hereabouts-warm-sets';
+export const WARM_GATE_ANNOTATION = 'hereabouts.cni.cncf.io/warm-sets';
+export const WARM_ALLOWED = 'allowed';
+
 export function objectPath(namespace: string, plural: Plural, name?: string): string {
   const base = `/apis/${GROUP}/${VERSION}/namespaces/${encodeURIComponent(namespace)}/${plural}`;
   return name === undefined ? base : `${base}/${encodeURIComponent(name)}`;

@@ -11,6 +11,10 @@ import { KubernetesStore, type KubernetesStoreOptions } from './kubernetes-store
 import { resolveNodeName } from './node-name.ts';
 import { mark } from '../../kube/timings.ts';
 import { TlsSessionStore } from '../../kube/tls-session.ts';
+import { WarmSets, type WarmOptions } from './warm/warm-sets.ts';
+
+export type { WarmSets, WarmOptions, WarmPolicy, WarmStats } from './warm/warm-sets.ts';
+export { DEFAULT_WARM_BOUNDS, warmBoundsProblem, type WarmBounds } from './warm/warm-target.ts';
 
 /** Per-request timeout of the API calls (Whereabouts uses 10 s as well). */
 export const REQUEST_TIMEOUT_MS = 10_000;
@@ -25,18 +29,30 @@ export interface StoreHost {
   readonly connections: ConnectionPool;
   /** What the host's commits saw of other writers on shared pools (contention.ts). */
   readonly memory: WriteMemory;
+  /** The node agent's warm sets (DESIGN §11); absent: every call runs the synchronous path. */
+  readonly warm?: WarmSets;
 }
 
-/** The host of a process that serves many calls (the node agent): connections kept, one memory, for its life. */
-export function longLivedHost(): StoreHost {
-  return { connections: new ConnectionPool({ keep: true }), memory: new WriteMemory() };
+/**
+ * The host of a process that serves many calls (the node agent): connections kept, one memory, and the warm sets when
+ * asked for, for its life.
+ */
+export function longLivedHost(warm?: WarmOptions): StoreHost {
+  return {
+    connections: new ConnectionPool({ keep: true }),
+    memory: new WriteMemory(),
+    ...(warm === undefined ? {} : { warm: new WarmSets(warm) }),
+  };
 }
 
 export interface OpenKubernetesOptions {
   readonly log: Logger;
   /** Overrides for tests and benchmarks (timeouts, lock timing, slice-cache TTL). */
   readonly tuning?: Partial<
-    Omit<KubernetesStoreOptions, 'api' | 'node' | 'cacheDir' | 'reservations' | 'log' | 'memory' | 'whereaboutsLease'>
+    Omit<
+      KubernetesStoreOptions,
+      'api' | 'node' | 'cacheDir' | 'reservations' | 'log' | 'memory' | 'whereaboutsLease' | 'warm'
+    >
   > & {
     readonly requestTimeoutMs?: number;
   };
@@ -84,6 +100,7 @@ export async function openKubernetesStore(
     reservations: config.ipam.enableOverlappingRanges,
     log: options.log,
     memory: host.memory,
+    ...(host.warm === undefined ? {} : { warm: host.warm }),
     whereaboutsLease: config.ipam.leaderTiming ?? WHEREABOUTS_LEADER_TIMING,
   });
 }

@@ -191,13 +191,16 @@ export async function releaseReservation(
   return result === 'conflict' ? 'kept' : result;
 }
 
-/** An idempotent re-ADD recorded a new container: the reservation follows, if it still names the same owner. */
+/**
+ * A pool record rewritten (an idempotent re-ADD's new container, a warm record renamed to its pod or back): the
+ * reservation follows, if it still names the same owner or exactly the attachment the record had before.
+ */
 export async function followRecord(
   api: ApiClient,
   pool: PoolRef,
   ip: IPAddress,
   record: AllocationRecord,
-  options: { readonly mayCreate?: () => Promise<boolean> } = {},
+  options: { readonly mayCreate?: () => Promise<boolean>; readonly previous?: AllocationRecord } = {},
 ): Promise<'updated' | 'unchanged' | 'repaired'> {
   const name = reservationNameOf(pool, ip);
   const existing = await getObject(api, PLURAL, name);
@@ -208,8 +211,14 @@ export async function followRecord(
     const repaired = await reserve(api, pool, ip, record);
     return repaired.kind === 'taken' ? 'unchanged' : 'repaired';
   }
-  // The pool record of this address is this pod's now (a re-created pod takes over its predecessor's record).
-  if (!isOwnedBy(existing, record, { anyUid: true, heldFor: true })) return 'unchanged';
+  // The pool record of this address is this pod's now (a re-created pod takes over its predecessor's record), or
+  // was the attachment's the reservation names until this write.
+  const previous = options.previous;
+  if (
+    !isOwnedBy(existing, record, { anyUid: true, heldFor: true }) &&
+    !(previous !== undefined && namesAttachment(existing, previous, { heldFor: true }))
+  )
+    return 'unchanged';
   const spec = isRecord(existing) && isRecord(existing['spec']) ? existing['spec'] : {};
   const want = specOf(record);
   if (Object.entries(want).every(([key, value]) => spec[key] === value)) return 'unchanged';

@@ -61,7 +61,9 @@ export async function settleWritten(
     try {
       // Tried again on a passing failure: an address this attachment holds without its reservation (a crash in
       // another writer's window) is open to an overlapping range until it has one.
-      await retryTransient(() => followRecord(ctx.api, pool, { family, value: address }, record, options), {
+      const previous = before.get(address);
+      const follow = { ...options, ...(previous === undefined ? {} : { previous }) };
+      await retryTransient(() => followRecord(ctx.api, pool, { family, value: address }, record, follow), {
         budgetMs: ctx.cleanupTimeoutMs,
       });
     } catch (err) {

@@ -7,6 +7,7 @@ import { poolRefs } from '../../../src/ipam/pools.ts';
 import type { AllocationRecord, Plan, PoolRef } from '../../../src/store/store.ts';
 import { MemoryStore, testNetwork, testRange } from '../../support/memory-store.ts';
 import { ErrorKind, HereaboutsError } from '../../../src/errors.ts';
+import { warmRecord } from '../../../src/store/warm-record.ts';
 
 const config = testNetwork([testRange('10.0.0.0/28')]);
 const [pool] = poolRefs(config);
@@ -73,6 +74,20 @@ test('collectGarbage() leaves records of other nodes and records without a node 
     ['mine'],
   );
   assert.equal((await store.read(pool)).size, 2);
+});
+
+test("collectGarbage() never collects the node agent's warm records: they are no attachment's", async () => {
+  const store = new MemoryStore({ node: 'node-a' });
+  store.seed(pool, [
+    [parseIP('10.0.0.1').value, { containerId: 'gone', ifname: 'eth0', podRef: 'ns/gone', node: 'node-a' }],
+    [parseIP('10.0.0.2').value, warmRecord('node-a', '2020-01-01T00:00:00Z')],
+  ]);
+  const report = await collectGarbage(store, config, []);
+  assert.deepEqual(
+    report.released.map((r) => r.record.containerId),
+    ['gone'],
+  );
+  assert.deepEqual([...(await store.read(pool)).keys()], [parseIP('10.0.0.2').value]);
 });
 
 test('collectGarbage() reports a failing pool and still collects the others', async () => {

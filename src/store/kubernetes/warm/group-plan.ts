@@ -1,0 +1,97 @@
+// The node agent's grouped write on one pool (DESIGN §11), as a plan: pure, so it runs again on every fresh view the
+// commit reads. In one IPPool write it renames every warm address handed out since the last write to its pod, gives
+// back to the agent every address a DEL released, returns warm addresses over the target, and claims one more when
+// the set is short. It only ever rewrites or releases records that name this node's agent or the attachment its own
+// journal names, so it cannot take over what another writer holds.
+import type { RangeConfig } from '../../../config/types.ts';
+import type { AllocationRecord, Allocations, Plan, PlanHints, PoolChange } from '../../store.ts';
+import { warmHolder, warmRecord } from '../../warm-record.ts';
+
+/** What the agent asked of an address and the pool does not show yet (journal.ts). */
+export type PendingWrite =
+  | { readonly kind: 'name'; readonly record: AllocationRecord }
+  | { readonly kind: 'warm'; readonly attachment: AllocationRecord };
+
+/** How the agent picks a free address and counts free ones: the allocator's, passed in from above the store. */
+export interface WarmPolicy {
+  choose(range: RangeConfig, current: Allocations, refused: ReadonlySet<bigint>, hints: PlanHints): bigint | undefined;
+  /** Free addresses of the range (capped: a /64 has more than a Number holds). */
+  free(range: RangeConfig, current: Allocations): number;
+}
+
+export interface GroupInput {
+  readonly node: string;
+  readonly range: RangeConfig;
+  readonly pending: ReadonlyMap<bigint, PendingWrite>;
+  /** Warm addresses to give back, at most (the agent does not hand these out meanwhile). */
+  readonly giveBack: readonly bigint[];
+  /** Claim one more warm address. */
+  readonly claim: boolean;
+  readonly policy: WarmPolicy;
+  readonly createdAt: string;
+}
+
+export interface GroupOutcome {
+  /** Pending writes done once this change is written (the lost ones included). */
+  readonly settled: readonly bigint[];
+  /** Hand-outs whose warm record was gone or someone else's: the pool does not hold them for their pod. */
+  readonly lost: ReadonlyArray<{ readonly address: bigint; readonly holder: AllocationRecord | undefined }>;
+  readonly released: readonly bigint[];
+  readonly claimed: bigint | undefined;
+  /** The node's warm records once this change is written (pending ones included). */
+  readonly warm: ReadonlySet<bigint>;
+  /** Free addresses once written, warm ones not counted. */
+  readonly free: number;
+  /** A Whereabouts plugin writes this pool (PlanHints.highestFirst): no warm set here. */
+  readonly mixed: boolean;
+}
+
+/** The record of the same CNI attachment (container id and interface). */
+const isSameAttachmentRecord = (a: AllocationRecord, b: AllocationRecord): boolean =>
+  a.containerId === b.containerId && a.ifname === b.ifname;
+
+export function groupPlan(input: GroupInput): Plan<GroupOutcome> {
+  const { node, range, pending, policy } = input;
+  return (current, refused, hints) => {
+    const mine = (record: AllocationRecord | undefined): boolean => record !== undefined && warmHolder(record) === node;
+    const warmBack = warmRecord(node, input.createdAt);
+    const update: Array<{ address: bigint; record: AllocationRecord }> = [];
+    const settled: bigint[] = [];
+    const lost: Array<{ address: bigint; holder: AllocationRecord | undefined }> = [];
+    for (const [address, write] of pending) {
+      const now = current.get(address);
+      if (write.kind === 'name') {
+        if (mine(now)) update.push({ address, record: write.record });
+        else if (now === undefined || !isSameAttachmentRecord(now, write.record)) lost.push({ address, holder: now });
+      } else if (now !== undefined && isSameAttachmentRecord(now, write.attachment)) {
+        update.push({ address, record: warmBack });
+      } // else: warm already, or released by someone else: nothing to write
+      settled.push(address); // once written, or lost: the agent deals with a lost one (warm-sets.ts)
+    }
+    const mixed = hints?.highestFirst === true;
+    const release = (mixed ? [...current.keys()] : input.giveBack).filter(
+      (a) => !pending.has(a) && mine(current.get(a)),
+    );
+    const claimed =
+      input.claim && !mixed ? policy.choose(range, current, refused, hints ?? { reserved: new Set() }) : undefined;
+    const change: PoolChange = {
+      ...(update.length === 0 ? {} : { update }),
+      ...(release.length === 0 ? {} : { release }),
+      ...(claimed === undefined ? {} : { claim: { address: claimed, record: warmBack } }),
+    };
+    const warm = new Set<bigint>();
+    for (const [address, record] of current) if (mine(record)) warm.add(address);
+    for (const { address, record } of update) {
+      if (mine(record)) warm.add(address);
+      else warm.delete(address); // renamed to its pod
+    }
+    for (const address of release) warm.delete(address);
+    if (claimed !== undefined) warm.add(claimed);
+    const free = Math.max(0, policy.free(range, current) - (claimed === undefined ? 0 : 1) + release.length);
+    const empty = update.length === 0 && release.length === 0 && claimed === undefined;
+    return {
+      change: empty ? null : change,
+      value: { settled, lost, released: release, claimed, warm, free, mixed },
+    };
+  };
+}

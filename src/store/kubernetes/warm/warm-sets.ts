@@ -1,0 +1,458 @@
+// Warm sets (DESIGN §11): the node agent answers an ADD from an address its node already holds cluster-wide, and a
+// DEL by giving the address back to the node, each made durable in the node-local journal before the answer; the
+// pool catches up in grouped writes off the call's path (group-plan.ts). Every call that is not a plain claim from
+// the warm set or a plain release runs the synchronous path, after this pool's pending writes have landed.
+//
+// Why nothing is handed out twice: a warm address is one whose warm record the pool held in a write this agent made
+// or read fresh; it leaves the set before the journal append that hands it out, and the journal is replayed before
+// the agent serves (its pending addresses never join a set). No other writer frees a warm record while its node
+// exists: hereabouts' controller releases it only when the node is gone, the Whereabouts reconciler would, so warm
+// sets are on only while the controller says no Whereabouts component runs (warm-gate.ts), and a pool a Whereabouts
+// plugin writes gives its warm records back.
+import { monotonicMs } from '../../../clock.ts';
+import { messageOf } from '../../../errors.ts';
+import { formatIP } from '../../../ip/address.ts';
+import { poolPaths } from '../../local/paths.ts';
+import type { AllocationRecord, Plan, PoolChange, PoolRef } from '../../store.ts';
+import { readCachedPool } from '../pool-cache.ts';
+import { updatePool, type WriteContext } from '../pool-update.ts';
+import { MIXED_WINDOW_MS } from '../whereabouts-seen.ts';
+import { groupPlan, type GroupOutcome, type PendingWrite, type WarmPolicy } from './group-plan.ts';
+import { Journal, type HandOut, type JournalAttachment, type JournalEntry } from './journal.ts';
+import { WarmGate } from './warm-gate.ts';
+import { warmTarget, type WarmBounds } from './warm-target.ts';
+
+export type { WarmPolicy } from './group-plan.ts';
+
+export interface WarmOptions {
+  /** The agent's own directory on the host (the journal lives there). */
+  readonly dir: string;
+  readonly bounds: WarmBounds;
+  readonly policy: WarmPolicy;
+  readonly log: (msg: string) => void;
+}
+
+/** What the agent's metrics show (counters since start, gauges now). */
+export interface WarmStats {
+  /** Warm addresses held, over every pool. */
+  readonly warm: number;
+  /** Hand-outs and releases the pools do not show yet. */
+  readonly pending: number;
+  readonly handedOut: number;
+  readonly released: number;
+  readonly groupWrites: number;
+  /** Pending writes settled by the grouped writes (divided by groupWrites: the batch size). */
+  readonly groupedEntries: number;
+  readonly groupWriteMs: number;
+  readonly groupWriteFailures: number;
+  /** Hand-outs the pool no longer held for the agent when their rename came (never expected; see docs/safety.md). */
+  readonly lost: number;
+  /** Calls that ran the synchronous path. */
+  readonly synchronous: number;
+}
+
+const RETRY_MS = [200, 1_000, 5_000];
+const TICK_MS = 5_000;
+/** Settled lines in the journal before it is compacted. */
+const COMPACT_AFTER = 4_096;
+
+interface Counters {
+  handedOut: number;
+  released: number;
+  groupWrites: number;
+  groupedEntries: number;
+  groupWriteMs: number;
+  groupWriteFailures: number;
+  lost: number;
+  synchronous: number;
+}
+
+/** One pool the agent serves: its warm set and what the pool does not show yet. */
+class WarmPool {
+  readonly key: string;
+  ctx: WriteContext;
+  ref: PoolRef;
+  warm = new Set<bigint>();
+  readonly pending = new Map<bigint, PendingWrite>();
+  /** Left the warm set, their journal append under way. */
+  readonly handing = new Set<bigint>();
+  /** The warm set was read from the pool (a grouped write planned on the API's view or its own write). */
+  adopted = false;
+  /** A Whereabouts plugin wrote the pool lately: no warm set until then (monotonic). */
+  mixedUntilMs = 0;
+  free = Number.MAX_SAFE_INTEGER;
+  readonly adds: number[] = [];
+  lastAddMs: number | undefined;
+  writing: Promise<void> | undefined;
+  again = false;
+  failures = 0;
+  retry: NodeJS.Timeout | undefined;
+
+  constructor(key: string, ctx: WriteContext, ref: PoolRef) {
+    this.key = key;
+    this.ctx = ctx;
+    this.ref = ref;
+  }
+}
+
+export class WarmSets {
+  readonly #options: WarmOptions;
+  /** Undefined when the journal could not be replayed: warm sets are off, and no warm record is ever adopted. */
+  readonly #journal: Journal | undefined;
+  readonly #replayed: readonly HandOut[];
+  readonly #pools = new Map<string, WarmPool>();
+  readonly #gates = new Map<string, WarmGate>();
+  readonly #counters: Counters = {
+    handedOut: 0,
+    released: 0,
+    groupWrites: 0,
+    groupedEntries: 0,
+    groupWriteMs: 0,
+    groupWriteFailures: 0,
+    lost: 0,
+    synchronous: 0,
+  };
+  /** Journal entries of the calls of this turn of the event loop: one fdatasync for all of them. */
+  #batch: { entries: JournalEntry[]; done: Promise<void> } | undefined;
+  readonly #tick: NodeJS.Timeout;
+
+  constructor(options: WarmOptions) {
+    this.#options = options;
+    let journal: Journal | undefined;
+    try {
+      journal = Journal.open(options.dir);
+    } catch (err) {
+      options.log(`warm sets off: ${messageOf(err)}`);
+    }
+    this.#journal = journal;
+    this.#replayed = journal?.pending() ?? [];
+    if (this.#replayed.length > 0)
+      options.log(`journal: ${this.#replayed.length} hand-out(s) and release(s) to write to their pools`);
+    this.#tick = setInterval(() => this.#onTick(), TICK_MS).unref();
+  }
+
+  stats(): WarmStats {
+    let warm = 0;
+    let pending = 0;
+    for (const pool of this.#pools.values()) {
+      warm += pool.warm.size;
+      pending += pool.pending.size;
+    }
+    pending += this.#replayed.filter((h) => !this.#pools.has(h.pool)).length;
+    return { warm, pending, ...this.#counters };
+  }
+
+  /** Why warm sets are on or off for the pools of `ctx`'s cluster and namespace. */
+  verdict(ctx: WriteContext): string {
+    if (this.#journal === undefined) return 'the journal could not be replayed';
+    return this.#gate(ctx).verdict;
+  }
+
+  /** Runs `plan` on `pool`: from the warm set when it is a plain claim or release, else through `sync`. */
+  async update<T>(ctx: WriteContext, pool: PoolRef, plan: Plan<T>, sync: () => Promise<T>): Promise<T> {
+    const wp = this.#pool(ctx, pool);
+    if (this.#serves(wp)) {
+      const fast = this.#fast(wp, plan);
+      if (fast !== undefined) return fast;
+    }
+    await this.#flush(wp);
+    this.#counters.synchronous++;
+    try {
+      return await sync();
+    } finally {
+      // Adopt or refill the set off the path, while warm sets are on.
+      if (this.#journal !== undefined && this.#gate(ctx).open(ctx.api)) this.#schedule(wp);
+    }
+  }
+
+  /** Once the pending writes of `pool` answered so far have landed (a read of the pool then shows them). */
+  async landed(ctx: WriteContext, pool: PoolRef): Promise<void> {
+    await this.#flush(this.#pool(ctx, pool));
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.#tick);
+    for (const pool of this.#pools.values()) {
+      clearTimeout(pool.retry);
+      await pool.writing;
+    }
+    await this.#batch?.done.catch(() => undefined);
+    this.#journal?.close();
+  }
+
+  #pool(ctx: WriteContext, ref: PoolRef): WarmPool {
+    const key = `${ctx.api.namespace}/${ref.name}`;
+    let wp = this.#pools.get(key);
+    if (wp === undefined) {
+      wp = new WarmPool(key, ctx, ref);
+      for (const entry of this.#replayed)
+        if (entry.pool === key) wp.pending.set(BigInt(entry.address), pendingOf(entry, ctx));
+      this.#pools.set(key, wp);
+    }
+    // The latest call's connection and pool (a slice pool's range is the same under its name).
+    wp.ctx = ctx;
+    wp.ref = ref;
+    return wp;
+  }
+
+  #gate(ctx: WriteContext): WarmGate {
+    const key = `${ctx.scope.server}|${ctx.api.namespace}`;
+    let gate = this.#gates.get(key);
+    if (gate === undefined) {
+      // Turned on: every pool of this cluster and namespace gets its set (adopted, filled) at once; turned off: the
+      // sets go back (#target is 0).
+      gate = new WarmGate(this.#options.log, () => {
+        for (const wp of this.#pools.values()) if (this.#gate(wp.ctx) === gate) this.#schedule(wp);
+      });
+      this.#gates.set(key, gate);
+    }
+    return gate;
+  }
+
+  #serves(wp: WarmPool): boolean {
+    return (
+      this.#journal !== undefined &&
+      wp.adopted &&
+      wp.mixedUntilMs <= monotonicMs() &&
+      this.#gate(wp.ctx).open(wp.ctx.api)
+    );
+  }
+
+  /** The call answered from node-local state, or undefined when it must take the synchronous path. */
+  #fast<T>(wp: WarmPool, plan: Plan<T>): Promise<T> | undefined {
+    const { ctx, ref } = wp;
+    const cached = readCachedPool(poolPaths(ctx.cacheDir, ref), ref, ctx.scope, (msg) => ctx.log.warning(msg));
+    if (cached === undefined || cached.retired !== undefined) return undefined;
+    // The pool as it will be once the pending writes land, with the warm addresses free to choose.
+    const view = new Map(cached.allocations);
+    for (const [address, write] of wp.pending) {
+      if (write.kind === 'name') view.set(address, write.record);
+      else view.delete(address);
+    }
+    for (const address of wp.warm) view.delete(address);
+    const planned = plan(view, new Set(), { reserved: wp.warm });
+    const change = planned.change;
+    if (change === null) return undefined;
+    const claimed = loneClaim(change);
+    if (claimed !== undefined && wp.warm.has(claimed.address)) {
+      const record: AllocationRecord = { ...claimed.record, node: ctx.node };
+      return this.#handOut(wp, claimed.address, record).then(() => planned.value);
+    }
+    const released = loneRelease(change);
+    if (released !== undefined && released.every((a) => view.has(a) && !wp.handing.has(a))) {
+      const records = released.map((a) => [a, view.get(a)] as [bigint, AllocationRecord]);
+      return this.#release(wp, records).then(() => planned.value);
+    }
+    return undefined;
+  }
+
+  async #handOut(wp: WarmPool, address: bigint, record: AllocationRecord): Promise<void> {
+    wp.warm.delete(address);
+    wp.handing.add(address);
+    try {
+      await this.#durable([{ op: 'handed-out', pool: wp.key, address: String(address), ...journaled(record) }]);
+    } catch (err) {
+      wp.handing.delete(address);
+      wp.warm.add(address); // never answered: still the node's
+      throw err;
+    }
+    wp.handing.delete(address);
+    wp.pending.set(address, { kind: 'name', record });
+    this.#counters.handedOut++;
+    const now = monotonicMs();
+    wp.adds.push(now);
+    wp.lastAddMs = now;
+    setImmediate(() => this.#schedule(wp)); // after the answer has gone out
+  }
+
+  async #release(wp: WarmPool, records: ReadonlyArray<readonly [bigint, AllocationRecord]>): Promise<void> {
+    await this.#durable(
+      records.map(([address, record]) => ({
+        op: 'released',
+        pool: wp.key,
+        address: String(address),
+        ...journaled(record),
+      })),
+    );
+    for (const [address, attachment] of records) wp.pending.set(address, { kind: 'warm', attachment });
+    this.#counters.released += records.length;
+    setImmediate(() => this.#schedule(wp));
+  }
+
+  /** Appends `entries` with the other calls of this turn: one write and one fdatasync for all of them. */
+  #durable(entries: readonly JournalEntry[]): Promise<void> {
+    const journal = this.#journal;
+    if (journal === undefined) return Promise.reject(new Error('warm sets are off: no journal'));
+    if (this.#batch === undefined) {
+      const batch: { entries: JournalEntry[]; done: Promise<void> } = { entries: [], done: Promise.resolve() };
+      batch.done = new Promise<void>((resolve, reject) =>
+        setImmediate(() => {
+          this.#batch = undefined;
+          try {
+            journal.append(batch.entries);
+            resolve();
+          } catch (err) {
+            reject(err instanceof Error ? err : new Error(String(err)));
+          }
+        }),
+      );
+      this.#batch = batch;
+    }
+    this.#batch.entries.push(...entries);
+    return this.#batch.done;
+  }
+
+  /** Waits until this pool's pending writes have landed (or a grouped write failed: the sync path reports that). */
+  async #flush(wp: WarmPool): Promise<void> {
+    while (wp.pending.size > 0 || wp.writing !== undefined) {
+      const failures = wp.failures;
+      if (wp.writing === undefined) this.#schedule(wp);
+      await wp.writing;
+      if (wp.failures > failures) return;
+    }
+  }
+
+  #schedule(wp: WarmPool): void {
+    if (wp.writing !== undefined) {
+      wp.again = true; // everything that arrives meanwhile goes in the next write
+      return;
+    }
+    clearTimeout(wp.retry);
+    wp.retry = undefined;
+    wp.writing = this.#writeLoop(wp).finally(() => (wp.writing = undefined));
+  }
+
+  async #writeLoop(wp: WarmPool): Promise<void> {
+    for (;;) {
+      wp.again = false;
+      const progress = await this.#groupWrite(wp);
+      if (!again(wp) && !(progress && this.#short(wp))) return;
+    }
+  }
+
+  /** The warm target of `wp` now (0 while warm sets are off for it). */
+  #target(wp: WarmPool): number {
+    const now = monotonicMs();
+    const { bounds } = this.#options;
+    while (wp.adds.length > 0 && (wp.adds[0] ?? now) < now - bounds.windowMs) wp.adds.shift();
+    if (this.#journal === undefined || wp.mixedUntilMs > now || !this.#gate(wp.ctx).open(wp.ctx.api)) return 0;
+    return warmTarget(bounds, {
+      addsInWindow: wp.adds.length,
+      sinceLastAddMs: wp.lastAddMs === undefined ? undefined : now - wp.lastAddMs,
+      free: wp.free,
+      warm: wp.warm.size,
+    });
+  }
+
+  #short(wp: WarmPool): boolean {
+    return wp.warm.size < this.#target(wp);
+  }
+
+  /** One grouped write; true when it changed the pool (so another may be worth making at once). */
+  async #groupWrite(wp: WarmPool): Promise<boolean> {
+    const pending = new Map(wp.pending);
+    const target = this.#target(wp);
+    const over = wp.adopted ? Math.max(0, wp.warm.size - target) : 0;
+    const giveBack = [...wp.warm].slice(0, over);
+    for (const address of giveBack) wp.warm.delete(address); // not handed out while it is given back
+    const started = monotonicMs();
+    let outcome: GroupOutcome;
+    try {
+      outcome = await updatePool(
+        wp.ctx,
+        wp.ref,
+        groupPlan({
+          node: wp.ctx.node,
+          range: wp.ref.range,
+          pending,
+          giveBack,
+          claim: wp.warm.size < target,
+          policy: this.#options.policy,
+          createdAt: new Date().toISOString(),
+        }),
+      );
+    } catch (err) {
+      for (const address of giveBack) wp.warm.add(address);
+      this.#counters.groupWriteFailures++;
+      const delay = RETRY_MS[Math.min(wp.failures, RETRY_MS.length - 1)] ?? 5_000;
+      wp.failures++;
+      this.#options.log(`IPPool ${wp.ref.name}: grouped write failed (again in ${delay} ms): ${messageOf(err)}`);
+      if (wp.pending.size > 0) wp.retry = setTimeout(() => this.#schedule(wp), delay).unref();
+      return false;
+    }
+    wp.failures = 0;
+    this.#counters.groupWrites++;
+    this.#counters.groupWriteMs += monotonicMs() - started;
+    const entries: JournalEntry[] = [];
+    for (const address of outcome.settled) {
+      // Only what this write planned: a DEL that came meanwhile is the next write's.
+      if (wp.pending.get(address) !== pending.get(address)) continue;
+      wp.pending.delete(address);
+      entries.push({ op: 'settled', pool: wp.key, address: String(address) });
+      this.#counters.groupedEntries++;
+    }
+    for (const { address, holder } of outcome.lost) this.#lost(wp, address, pending.get(address), holder);
+    wp.warm = new Set([...outcome.warm].filter((a) => !wp.pending.has(a) && !wp.handing.has(a)));
+    wp.free = outcome.free;
+    wp.adopted = true;
+    if (outcome.mixed) wp.mixedUntilMs = monotonicMs() + MIXED_WINDOW_MS;
+    try {
+      await this.#durable(entries);
+      const journal = this.#journal;
+      if (journal !== undefined && journal.lines > COMPACT_AFTER) journal.compact();
+    } catch (err) {
+      // Settled entries only spare work on replay: one not written is written again, harmlessly.
+      this.#options.log(`journal: cannot record settled writes: ${messageOf(err)}`);
+    }
+    return outcome.claimed !== undefined || outcome.released.length > 0;
+  }
+
+  #lost(wp: WarmPool, address: bigint, write: PendingWrite | undefined, holder: AllocationRecord | undefined): void {
+    this.#counters.lost++;
+    const ip = formatIP({ family: wp.ref.range.cidr.family, value: address });
+    const pod = write?.kind === 'name' ? write.record.podRef || write.record.containerId : '?';
+    const now = holder === undefined ? 'nobody' : `${holder.podRef || holder.containerId} (${holder.ifname})`;
+    this.#options.log(
+      `IPPool ${wp.ref.name}: ${ip}, handed out to ${pod}, was not held by this node's agent when its rename came: ` +
+        `the pool gives it to ${now}. Something freed a warm record (Whereabouts' reconciler, a manual edit); ` +
+        `the controller's cleanup and \`hereabouts check\` show the outcome`,
+    );
+  }
+
+  #onTick(): void {
+    for (const wp of this.#pools.values()) {
+      if (wp.writing !== undefined || wp.retry !== undefined) continue;
+      const target = this.#target(wp);
+      if (wp.pending.size > 0 || (wp.adopted && wp.warm.size !== target)) this.#schedule(wp);
+    }
+  }
+}
+
+/** Whether calls asked for another write while one ran (read through a call: it changes while a write awaits). */
+const again = (wp: WarmPool): boolean => wp.again;
+
+/** A plain claim of one address, nothing else. */
+function loneClaim(change: PoolChange): PoolChange['claim'] {
+  if (change.release !== undefined && change.release.length > 0) return undefined;
+  if (change.update !== undefined && change.update.length > 0) return undefined;
+  return change.claim;
+}
+
+/** A plain release of addresses, nothing else. */
+function loneRelease(change: PoolChange): readonly bigint[] | undefined {
+  if (change.claim !== undefined || (change.update !== undefined && change.update.length > 0)) return undefined;
+  return change.release !== undefined && change.release.length > 0 ? change.release : undefined;
+}
+
+function journaled(record: AllocationRecord): { attachment: JournalAttachment; at: string } {
+  const { containerId, ifname, podRef, podUid } = record;
+  return {
+    attachment: { containerId, ifname, podRef, ...(podUid === undefined ? {} : { podUid }) },
+    at: record.createdAt ?? new Date().toISOString(),
+  };
+}
+
+function pendingOf(entry: HandOut, ctx: WriteContext): PendingWrite {
+  const record: AllocationRecord = { ...entry.attachment, node: ctx.node, createdAt: entry.at };
+  return entry.op === 'handed-out' ? { kind: 'name', record } : { kind: 'warm', attachment: record };
+}

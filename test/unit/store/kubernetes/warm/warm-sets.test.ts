@@ -1,0 +1,290 @@
+// Warm sets in the node agent (src/store/kubernetes/warm/warm-sets.ts) on the in-memory API server: an ADD answered
+// from the set sends no request; the pool names the pod after a grouped write; a DEL gives the address back to the
+// node; a hand-out whose rename a stalled agent never made is renamed by the next agent, never handed out again;
+// warm sets stay off without the controller's word, and go back when Whereabouts writes the pool.
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test, type TestContext } from 'node:test';
+import { WARM_POLICY } from '../../../../../src/agent/warm-setting.ts';
+import { WHEREABOUTS_LEADER_TIMING } from '../../../../../src/config/leader-timing.ts';
+import { planAssign, type AssignOutcome } from '../../../../../src/ipam/assign.ts';
+import { planRelease } from '../../../../../src/ipam/release.ts';
+import type { ApiRequest, ApiResponse } from '../../../../../src/kube/api.ts';
+import { leasePath, microTime } from '../../../../../src/kube/lease.ts';
+import { WriteMemory } from '../../../../../src/store/kubernetes/contention.ts';
+import { KubernetesStore } from '../../../../../src/store/kubernetes/kubernetes-store.ts';
+import {
+  getObject,
+  WARM_ALLOWED,
+  WARM_GATE_ANNOTATION,
+  WARM_GATE_LEASE,
+} from '../../../../../src/store/kubernetes/objects.ts';
+import { decodeAllocations } from '../../../../../src/store/kubernetes/pool-object.ts';
+import { WarmSets } from '../../../../../src/store/kubernetes/warm/warm-sets.ts';
+import type { AllocationRecord, PoolRef } from '../../../../../src/store/store.ts';
+import { warmHolder } from '../../../../../src/store/warm-record.ts';
+import { MemoryApiClient, MemoryApiServer } from '../../../../support/memory-apiserver.ts';
+import { rangeOf } from '../../../allocator/range-fixture.ts';
+
+const quiet = { debug() {}, info() {}, warning() {}, error() {} };
+const NS = 'kube-system';
+const CIDR = '10.77.0.0/24';
+const pool: PoolRef = { name: '10.77.0.0-24', network: 'net', networkNamed: false, range: rangeOf(CIDR) };
+const BOUNDS = { minimum: 2, maximum: 8, maxShareOfFree: 0.5, windowMs: 10_000, idleAfterMs: 60_000 };
+type Obj = Record<string, unknown>;
+
+/** Agents are closed before their directories go (after() hooks run in the order they were added). */
+const closing = new WeakMap<TestContext, Array<() => Promise<void> | void>>();
+function cleanup(t: TestContext): Array<() => Promise<void> | void> {
+  let list = closing.get(t);
+  if (list === undefined) {
+    const steps: Array<() => Promise<void> | void> = [];
+    list = steps;
+    closing.set(t, steps);
+    t.after(async () => {
+      for (const step of steps) await step();
+    });
+  }
+  return list;
+}
+
+function tempDir(t: TestContext, name: string): string {
+  const dir = mkdtempSync(join(tmpdir(), `hereabouts-${name}-`));
+  cleanup(t).push(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+/** The controller's word on warm sets, as it writes it. */
+async function gate(api: MemoryApiClient, verdict: string): Promise<void> {
+  const now = microTime(new Date());
+  const body = {
+    apiVersion: 'coordination.k8s.io/v1',
+    kind: 'Lease',
+    metadata: { name: WARM_GATE_LEASE, annotations: { [WARM_GATE_ANNOTATION]: verdict } },
+    spec: { holderIdentity: 'controller-0', leaseDurationSeconds: 40, acquireTime: now, renewTime: now },
+  };
+  assert.equal((await api.send({ method: 'POST', path: leasePath(NS), body })).status, 201);
+}
+
+interface Agent {
+  readonly api: MemoryApiClient;
+  readonly warm: WarmSets;
+  readonly store: KubernetesStore;
+  /** While held, requests wait unanswered until release(). */
+  hold(): void;
+  release(): void;
+}
+
+function agent(
+  t: TestContext,
+  server: MemoryApiServer,
+  dirs: { journal: string; cache: string },
+  options: { closed?: boolean } = {},
+): Agent {
+  const api = new MemoryApiClient(server, { namespace: NS });
+  const send = api.send.bind(api);
+  let held: Array<() => void> | undefined;
+  api.send = async (req: ApiRequest): Promise<ApiResponse> => {
+    if (held !== undefined) await new Promise<void>((resolve) => held?.push(resolve));
+    return send(req);
+  };
+  const warm = new WarmSets({
+    dir: dirs.journal,
+    bounds: BOUNDS,
+    policy: WARM_POLICY,
+    log: () => undefined,
+  });
+  if (options.closed !== false) cleanup(t).unshift(() => warm.close());
+  const store = new KubernetesStore({
+    api,
+    node: 'node-a',
+    cacheDir: dirs.cache,
+    reservations: true,
+    log: quiet,
+    memory: new WriteMemory(),
+    warm,
+    whereaboutsLease: WHEREABOUTS_LEADER_TIMING,
+  });
+  return {
+    api,
+    warm,
+    store,
+    hold: () => void (held ??= []),
+    release: () => {
+      const waiting = held ?? [];
+      held = undefined;
+      for (const resume of waiting) resume();
+    },
+  };
+}
+
+const pod = (name: string) => ({ containerId: `c-${name}`, ifname: 'net1', podRef: `default/${name}` });
+const add = (store: KubernetesStore, name: string): Promise<AssignOutcome> =>
+  store.update(pool, planAssign(pool, pod(name), { createdAt: new Date().toISOString() }));
+const addressOf = (outcome: AssignOutcome): bigint => {
+  assert.equal(outcome.kind, 'assigned');
+  return outcome.address;
+};
+
+async function records(api: MemoryApiClient): Promise<Map<bigint, AllocationRecord>> {
+  const object = (await getObject(api, 'ippools', pool.name)) as Obj;
+  const spec = object['spec'] as Obj;
+  return decodeAllocations(spec['allocations'], pool.range.cidr, {
+    where: 'test',
+    warn: () => undefined,
+    strict: false,
+  });
+}
+
+const warmIn = (all: Map<bigint, AllocationRecord>): bigint[] =>
+  [...all].filter(([, r]) => warmHolder(r) === 'node-a').map(([a]) => a);
+
+async function until(what: string, check: () => Promise<boolean> | boolean, ms = 5_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+/** An agent whose warm set holds BOUNDS.minimum addresses (the first ADD ran the synchronous path). */
+async function warmedAgent(
+  t: TestContext,
+  server: MemoryApiServer,
+  dirs: { journal: string; cache: string },
+  options: { closed?: boolean } = {},
+) {
+  const a = agent(t, server, dirs, options);
+  await add(a.store, 'first');
+  await until('the warm set', async () => a.warm.stats().warm >= BOUNDS.minimum);
+  return a;
+}
+
+test('an ADD from the warm set is answered while the API server answers nothing; a grouped write then names the pod, and its reservation follows', async (t) => {
+  const server = new MemoryApiServer();
+  const admin = new MemoryApiClient(server, { namespace: NS });
+  await gate(admin, WARM_ALLOWED);
+  const a = await warmedAgent(t, server, { journal: tempDir(t, 'journal'), cache: tempDir(t, 'cache') });
+  const warmBefore = warmIn(await records(admin));
+  assert.equal(warmBefore.length, a.warm.stats().warm, 'every warm address the agent counts is a warm record');
+
+  a.hold();
+  const address = addressOf(await add(a.store, 'web'));
+  a.release();
+  assert.ok(warmBefore.includes(address), 'a warm address');
+  assert.equal(a.warm.stats().handedOut, 1);
+
+  await until('the rename', async () => (await records(admin)).get(address)?.podRef === 'default/web');
+  const renamed = (await records(admin)).get(address);
+  assert.equal(renamed?.containerId, 'c-web');
+  assert.equal(renamed.node, 'node-a');
+  const ip = `10.77.0.${Number(address & 0xffn)}`;
+  await until('the reservation to follow', async () => {
+    const reservation = (await getObject(admin, 'overlappingrangeipreservations', ip)) as Obj | undefined;
+    return (reservation?.['spec'] as Obj | undefined)?.['podref'] === 'default/web';
+  });
+});
+
+test('a burst of ADDs gets distinct addresses, renamed in fewer pool writes than ADDs', async (t) => {
+  const server = new MemoryApiServer();
+  const admin = new MemoryApiClient(server, { namespace: NS });
+  await gate(admin, WARM_ALLOWED);
+  const a = await warmedAgent(t, server, { journal: tempDir(t, 'journal'), cache: tempDir(t, 'cache') });
+  // Grow the set to its maximum with a few ADDs in the window.
+  for (let i = 0; i < 8; i++) await add(a.store, `warmup-${i}`);
+  await until('a larger set', async () => a.warm.stats().warm >= 6);
+  const writesBefore = a.warm.stats().groupWrites;
+  const outcomes = await Promise.all(Array.from({ length: 6 }, (_, i) => add(a.store, `burst-${i}`)));
+  const addresses = outcomes.map(addressOf);
+  assert.equal(new Set(addresses).size, addresses.length, 'no address twice');
+  await until('every rename', async () => {
+    const all = await records(admin);
+    return addresses.every((x, i) => all.get(x)?.podRef === `default/burst-${i}`);
+  });
+  const stats = a.warm.stats();
+  assert.ok(stats.groupWrites - writesBefore < 6, `grouped: ${stats.groupWrites - writesBefore} writes for 6 ADDs`);
+  // Each pod's address is held once in the pool, by that pod.
+  const all = await records(admin);
+  const byPod = new Map<string, bigint[]>();
+  for (const [x, r] of all) byPod.set(r.podRef, [...(byPod.get(r.podRef) ?? []), x]);
+  for (let i = 0; i < 6; i++) assert.deepEqual(byPod.get(`default/burst-${i}`), [addresses[i]]);
+});
+
+test('a DEL answered from the set gives the address back to the node: its record becomes warm again', async (t) => {
+  const server = new MemoryApiServer();
+  const admin = new MemoryApiClient(server, { namespace: NS });
+  await gate(admin, WARM_ALLOWED);
+  const a = await warmedAgent(t, server, { journal: tempDir(t, 'journal'), cache: tempDir(t, 'cache') });
+  const address = addressOf(await add(a.store, 'web'));
+  await until('the rename', async () => (await records(admin)).get(address)?.podRef === 'default/web');
+  a.hold();
+  const released = await a.store.update(pool, planRelease(pod('web')));
+  a.release();
+  assert.deepEqual(released, [address], 'answered while the API server answers nothing');
+  await until('the record back to the node', async () => {
+    const record = (await records(admin)).get(address);
+    return record !== undefined && warmHolder(record) === 'node-a';
+  });
+  // A DEL of the same attachment again finds nothing.
+  assert.deepEqual(await a.store.update(pool, planRelease(pod('web'))), []);
+});
+
+test('an agent stalled between hand-out and rename: the next agent replays its journal, renames, and never hands the address out again', async (t) => {
+  const server = new MemoryApiServer();
+  const admin = new MemoryApiClient(server, { namespace: NS });
+  await gate(admin, WARM_ALLOWED);
+  const dirs = { journal: tempDir(t, 'journal'), cache: tempDir(t, 'cache') };
+  const first = await warmedAgent(t, server, dirs, { closed: false }); // killed: never closed
+  // From now on the first agent's pool writes never come back (a stall, then SIGKILL).
+  const send = first.api.send.bind(first.api);
+  first.api.send = (req: ApiRequest): Promise<ApiResponse> =>
+    req.method === 'GET' ? send(req) : new Promise<ApiResponse>(() => undefined);
+  const handed = addressOf(await add(first.store, 'web'));
+  assert.ok(warmHolder((await records(admin)).get(handed) ?? { containerId: '', ifname: '', podRef: 'x' }));
+
+  // The next agent on the node: the same journal; a cache directory of its own, since the stalled one still holds
+  // the pool's file lock in this process (a killed process's lock is found stale by its pid: fs/lock.ts).
+  const second = agent(t, server, { journal: dirs.journal, cache: tempDir(t, 'cache') });
+  assert.equal(second.warm.stats().pending, 1, 'the hand-out is pending after replay');
+  // Its first call on the pool writes the pending rename before anything else.
+  const other = addressOf(await add(second.store, 'db'));
+  assert.notEqual(other, handed);
+  assert.equal((await records(admin)).get(handed)?.podRef, 'default/web');
+  for (let i = 0; i < 10; i++) assert.notEqual(addressOf(await add(second.store, `more-${i}`)), handed);
+});
+
+test('without the controller word, or with its "off", no warm record is made; calls run the synchronous path', async (t) => {
+  for (const verdict of [
+    undefined,
+    'Whereabouts runs (kube-system/whereabouts-x): its reconciler would free warm records',
+  ]) {
+    const server = new MemoryApiServer();
+    const admin = new MemoryApiClient(server, { namespace: NS });
+    if (verdict !== undefined) await gate(admin, verdict);
+    const a = agent(t, server, { journal: tempDir(t, 'journal'), cache: tempDir(t, 'cache') });
+    for (let i = 0; i < 4; i++) await add(a.store, `p-${i}`);
+    await new Promise((r) => setTimeout(r, 100));
+    assert.deepEqual(warmIn(await records(admin)), [], String(verdict));
+    assert.equal(a.warm.stats().handedOut, 0);
+  }
+});
+
+test('a pool a Whereabouts plugin writes gives its warm records back', async (t) => {
+  const server = new MemoryApiServer();
+  const admin = new MemoryApiClient(server, { namespace: NS });
+  await gate(admin, WARM_ALLOWED);
+  const a = await warmedAgent(t, server, { journal: tempDir(t, 'journal'), cache: tempDir(t, 'cache') });
+  assert.ok(warmIn(await records(admin)).length > 0);
+  // Whereabouts' Lease, just written by a Whereabouts plugin (its leaseTransitions bumped) and handed back.
+  const now = microTime(new Date());
+  const spec = { holderIdentity: '', leaseDurationSeconds: 1, acquireTime: now, renewTime: now, leaseTransitions: 3 };
+  const lease = { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: 'whereabouts' }, spec };
+  assert.equal((await admin.send({ method: 'POST', path: leasePath(NS), body: lease })).status, 201);
+  await add(a.store, 'web'); // handed out from the set; its grouped write meets the Lease
+  await until('the warm records to go back', async () => warmIn(await records(admin)).length === 0);
+  const before = a.warm.stats().handedOut;
+  await add(a.store, 'db');
+  assert.equal(a.warm.stats().handedOut, before, 'the next ADD ran the synchronous path');
+});
