@@ -1,5 +1,6 @@
 // `hereabouts pool <name>`: every allocation of one IPPool with its pod, node, age, reservation and the controller's
 // verdict (pure).
+import { warmHolder } from '../store/warm-record.ts';
 import { formatCidr } from '../ip/cidr.ts';
 import { formatIP } from '../ip/address.ts';
 import type { OrphanReason } from '../controller/orphans/orphans.ts';
@@ -20,6 +21,8 @@ export interface AllocationRow {
   readonly address: string;
   readonly podRef: string;
   readonly containerId: string;
+  /** A warm record (DESIGN §11): the node whose agent holds the address, not handed to a pod yet. */
+  readonly warm?: string;
   readonly ifname: string;
   readonly node?: string;
   readonly pod: PodState;
@@ -39,6 +42,8 @@ export interface PoolReport {
   readonly node?: string;
   readonly capacity: bigint;
   readonly used: number;
+  /** Of `used`: warm records, held by node agents for their next ADDs. */
+  readonly warm: number;
   readonly free: bigint;
   readonly allocations: readonly AllocationRow[];
   readonly problems: readonly string[];
@@ -53,6 +58,7 @@ export function poolReport(inv: Inventory, pool: PoolInfo, judging: Judging): Po
       const ip = { family: range.family, value: address };
       const allocatedAt = pool.view.allocatedAt.get(address);
       const node = record.node ?? podOf(inv, record)?.node;
+      const warm = warmHolder(record);
       const reservation = reservationState(inv, pool, ip, record);
       const verdict = allocationVerdict(inv, pool, address, record, judging.policy);
       const orphan =
@@ -65,6 +71,7 @@ export function poolReport(inv: Inventory, pool: PoolInfo, judging: Judging): Po
         address: formatIP(ip),
         podRef: record.podRef,
         containerId: record.containerId,
+        ...(warm === undefined ? {} : { warm }),
         ifname: record.ifname,
         ...(node === undefined ? {} : { node }),
         pod: podState(inv, record.podRef, record.podUid),
@@ -87,6 +94,7 @@ export function poolReport(inv: Inventory, pool: PoolInfo, judging: Judging): Po
     ...(pool.node === undefined ? {} : { node: pool.node }),
     capacity: pool.view.capacity,
     used: pool.view.allocations.size,
+    warm: rows.filter((r) => r.warm !== undefined).length,
     free: pool.view.free,
     allocations: rows,
     problems: pool.view.problems,
@@ -97,7 +105,7 @@ export function formatPool(report: PoolReport, nowMs: number): string {
   const network = report.network === null ? '?' : report.network === '' ? '(unnamed)' : report.network;
   let out =
     `IPPool ${report.name}: range ${report.range}, network ${network}${report.node === undefined ? '' : `, node slice of ${report.node}`}; ` +
-    `${report.used} used of ${report.capacity}, ${report.free} free\n`;
+    `${report.used} used of ${report.capacity}${report.warm === 0 ? '' : ` (${report.warm} warm)`}, ${report.free} free\n`;
   const short = (id: string): string => (id.length > 12 ? id.slice(0, 12) : id === '' ? '-' : id);
   const orphan = (r: AllocationRow): string =>
     r.orphan === undefined
@@ -110,7 +118,7 @@ export function formatPool(report: PoolReport, nowMs: number): string {
       ['ADDRESS', 'POD', 'POD STATE', 'NODE', 'AGE', 'CONTAINER', 'IFNAME', 'RESERVATION', 'ORPHAN'],
       ...report.allocations.map((r) => [
         r.address,
-        r.podRef === '' ? '-' : r.podRef,
+        r.warm !== undefined ? '(warm)' : r.podRef === '' ? '-' : r.podRef,
         r.pod.state,
         r.node ?? '-',
         age(r.since === undefined ? undefined : Date.parse(r.since), nowMs),

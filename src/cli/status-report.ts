@@ -1,5 +1,6 @@
 // `hereabouts status`: what the pools look like, decided from listed objects only (pure). Counts are bigints: JSON
 // prints them as numbers, or as decimal strings where an IPv6 range makes them exceed 2^53 - 1 (connect.ts toJson).
+import { warmHolder } from '../store/warm-record.ts';
 import { capacity, freeCount } from '../allocator/capacity.ts';
 import { HereaboutsError } from '../errors.ts';
 import { DEFAULT_POLICY, orphanReason, type CleanupPolicy } from '../controller/orphans/orphans.ts';
@@ -29,6 +30,8 @@ export interface PoolRow {
   /** Addresses the range can hand out (its usable span: exclusions and gateways live in the NADs, not the pool). */
   readonly capacity: bigint | null;
   readonly used: number;
+  /** Of `used`: warm addresses node agents hold, not handed to a pod yet (DESIGN §11). */
+  readonly warm: number;
   readonly free: bigint | null;
   /** Allocations the controller (default flags) would release now; null when pods could not be listed. */
   readonly orphans: number | null;
@@ -116,6 +119,7 @@ function poolRow(item: unknown, pods: LivePods, owners: ReadonlyMap<string, stri
       range: rangeText,
       capacity: null,
       used: 0,
+      warm: 0,
       free: null,
       orphans: null,
       problems: [`IPPool ${name}: spec.range ${JSON.stringify(rangeText)} is not a CIDR`],
@@ -136,6 +140,7 @@ function poolRow(item: unknown, pods: LivePods, owners: ReadonlyMap<string, stri
       range: formatCidr(cidr),
       capacity: null,
       used: 0,
+      warm: 0,
       free: null,
       orphans: null,
       problems: [err.message],
@@ -161,6 +166,7 @@ function poolRow(item: unknown, pods: LivePods, owners: ReadonlyMap<string, stri
     range: formatCidr(cidr),
     capacity: capacity(range),
     used: allocations.size,
+    warm: [...allocations.values()].filter((record) => warmHolder(record) !== undefined).length,
     free: freeCount(range, allocations),
     orphans,
     problems,
@@ -170,12 +176,13 @@ function poolRow(item: unknown, pods: LivePods, owners: ReadonlyMap<string, stri
 /** Aligned columns: the pools, then the node-slice pools, then warnings. */
 export function formatTable(report: StatusReport): string {
   const rows = [
-    ['POOL', 'RANGE', 'CAPACITY', 'USED', 'FREE', 'ORPHANS', 'NODE'],
+    ['POOL', 'RANGE', 'CAPACITY', 'USED', 'WARM', 'FREE', 'ORPHANS', 'NODE'],
     ...report.pools.map((p) => [
       p.name,
       p.range,
       p.capacity?.toString() ?? '?',
       String(p.used),
+      String(p.warm),
       p.free?.toString() ?? '?',
       p.orphans === null ? '?' : String(p.orphans),
       p.node ?? '-',

@@ -12,6 +12,7 @@ import { messageOf } from '../errors.ts';
 import type { Log } from '../log/json-log.ts';
 import { ControllerMetrics } from './runtime/metrics.ts';
 import { NodeSlices, sliceCounts } from './slices/node-slices.ts';
+import { RENEW_MS as WARM_GATE_RENEW_MS, WarmGatePublisher, warmVerdict } from './runtime/warm-gate.ts';
 import { podReleaseReason } from './orphans/orphans.ts';
 import type { PodView } from './orphans/pod-view.ts';
 import { reportExhausted } from './pools/exhaustion-events.ts';
@@ -43,6 +44,8 @@ export class Controller {
   /** Records seen missing their reservation, and since when (monotonic). */
   readonly #firstMissing = new Map<string, number>();
   #timer: NodeJS.Timeout | undefined;
+  readonly #warmGate: WarmGatePublisher;
+  #warmGateTimer: NodeJS.Timeout | undefined;
   #queue: Promise<void> = Promise.resolve();
   #stopping = false;
   #scheduled = true;
@@ -82,10 +85,15 @@ export class Controller {
       renewDeadlineMs: flags.leader.renewDeadlineMs,
       retryPeriodMs: flags.leader.retryPeriodMs,
       log,
-      onChange: (leading) => leading && this.request('full', 0),
+      onChange: (leading) => {
+        if (!leading) return;
+        this.request('full', 0);
+        void this.#publishWarmGate();
+      },
     });
     this.#events = new EventRecorder(this.#api, { identity: flags.leader.identity, log });
     this.#slices = new NodeSlices(this.#api, { drainGraceMs: flags.sliceDrainGraceMs });
+    this.#warmGate = new WarmGatePublisher(this.#api, flags.leader.identity, log);
     this.metrics = new ControllerMetrics({
       pools: () => this.caches.pools.items.values(),
       nodeSlicePools: () => this.caches.nodeSlicePools.items.values(),
@@ -107,14 +115,26 @@ export class Controller {
     this.caches.start();
     this.#elector.start();
     // A leader elected before its caches synced skipped its first pass: run it as soon as they are.
-    void Promise.all(this.caches.all.map((i) => i.whenSynced())).then(() => this.request('full', 0));
+    void Promise.all(this.caches.all.map((i) => i.whenSynced())).then(() => {
+      this.request('full', 0);
+      void this.#publishWarmGate();
+    });
     if (options.scheduled) this.#timer = setInterval(() => this.request('full', 0), this.#flags.reconcileIntervalMs);
+    this.#warmGateTimer = setInterval(() => void this.#publishWarmGate(), WARM_GATE_RENEW_MS);
+  }
+
+  /** The leader's word on warm sets, renewed (warm-gate.ts). */
+  async #publishWarmGate(): Promise<void> {
+    if (!this.leading) return;
+    const pods = this.caches.pods;
+    await this.#warmGate.publish(warmVerdict(pods.items, pods.synced));
   }
 
   /** Stops acting at once, lets a running pass see it, hands the lease back and closes the watches. */
   async stop(): Promise<void> {
     this.#stopping = true;
     if (this.#timer !== undefined) clearInterval(this.#timer);
+    clearInterval(this.#warmGateTimer);
     for (const timer of this.#delayed.values()) clearTimeout(timer);
     await this.#queue;
     await this.#elector.stop();
@@ -216,6 +236,7 @@ export class Controller {
     if (kind !== 'slices') {
       const result = await cleanupPass(this.#api, {
         pods: c.pods.items,
+        nodes: c.nodes.items,
         pools: c.pools.items,
         reservations: c.reservations.items,
         networkNames: c.networkNames(),

@@ -100,6 +100,7 @@ export async function controllerPass(
   for (const nad of c.nads.values()) for (const n of nad.networkNames) networkNames.add(n);
   const result = await cleanupPass(api, {
     pods: c.pods,
+    nodes: c.nodes,
     pools: c.pools,
     reservations: c.reservations,
     networkNames,

@@ -7,9 +7,10 @@ import { formatIP } from '../../ip/address.ts';
 import type { ApiClient } from '../../kube/api.ts';
 import { getObject } from '../../store/kubernetes/objects.ts';
 import type { Log } from '../../log/json-log.ts';
-import { orphanReason, type CleanupPolicy } from './orphans.ts';
+import { orphanReason, type CleanupPolicy, type OrphanReason } from './orphans.ts';
 import { eachLimited } from '../runtime/parallel.ts';
-import { readLivePods } from './pod-confirm.ts';
+import { readGoneNodes, readLivePods } from './pod-confirm.ts';
+import { warmHolder } from '../../store/warm-record.ts';
 import type { PodView } from './pod-view.ts';
 import { releaseFromPool, type Candidate, type Released } from './pool-release.ts';
 import type { PoolView } from '../pools/view.ts';
@@ -31,6 +32,8 @@ import { reservationView, type ReservationView } from '../runtime/views.ts';
 
 export interface CleanupInput {
   readonly pods: ReadonlyMap<string, PodView>;
+  /** The nodes the cache holds (its keys): a warm record of a node not among them is a suspect. */
+  readonly nodes: ReadonlyMap<string, unknown>;
   readonly pools: ReadonlyMap<string, PoolView>;
   readonly reservations: ReadonlyMap<string, ReservationView>;
   readonly networkNames: ReadonlySet<string>;
@@ -72,7 +75,7 @@ export function heldAddresses(pools: Iterable<PoolView>, except: ReadonlySet<str
 
 export async function cleanupPass(api: ApiClient, input: CleanupInput): Promise<CleanupResult> {
   const now = Date.now();
-  const { byPool, suspectPods, releasing, reservedBy } = orphanSuspects(input, now);
+  const { byPool, suspectPods, suspectNodes, releasing, reservedBy } = orphanSuspects(input, now);
   const judge = { networkNames: input.networkNames, policy: input.policy, graceMs: input.reservationGraceMs, now };
   // Judged as if the suspected allocations were gone already: the reservation of a released address goes too.
   const suspects = reservationSuspects(
@@ -95,13 +98,16 @@ export async function cleanupPass(api: ApiClient, input: CleanupInput): Promise<
     podsRead: 0,
     timings: { readMs: 0, releaseMs: 0, reservationsMs: 0 },
   };
-  if ((suspectPods.size === 0 && missing.length === 0) || !input.leading()) return nothing;
+  if ((suspectPods.size === 0 && suspectNodes.size === 0 && missing.length === 0) || !input.leading()) return nothing;
 
   const t0 = performance.now();
   const live = await readLivePods(api, suspectPods, { log: input.log });
+  const goneNodes = await readGoneNodes(api, suspectNodes, { log: input.log });
   const reservedAt = await readLiveReservations(api, reservedBy, suspectPods);
   const t1 = performance.now();
-  const judgeRecord = (record: Candidate['record'], ip: string) => {
+  const judgeRecord = (record: Candidate['record'], ip: string): OrphanReason | undefined => {
+    const holder = warmHolder(record);
+    if (holder !== undefined) return goneNodes.has(holder) ? 'node-gone' : undefined;
     const pod = live.get(record.podRef);
     if (pod === undefined) return undefined;
     return orphanReason(
@@ -178,6 +184,8 @@ interface OrphanSuspects {
   readonly suspectPods: Set<string>;
   /** "pool|address" of the suspected allocations. */
   readonly releasing: Set<string>;
+  /** Nodes of warm records the node cache does not hold: read live before a release. */
+  readonly suspectNodes: Set<string>;
   /**
    * Uid-less records (Whereabouts'): "ip|podref" -> the reservation naming that pod, which tells whether the address
    * was taken before the pod of that name was created (orphanReason). From the cache here, read live before a release.
@@ -189,6 +197,7 @@ function orphanSuspects(input: CleanupInput, now: number): OrphanSuspects {
   const out: OrphanSuspects = {
     byPool: new Map(),
     suspectPods: new Set(),
+    suspectNodes: new Set(),
     releasing: new Set(),
     reservedBy: new Map(),
   };
@@ -197,6 +206,17 @@ function orphanSuspects(input: CleanupInput, now: number): OrphanSuspects {
     const range = pool.range;
     if (range === undefined) continue;
     for (const [address, record] of pool.allocations) {
+      const holder = warmHolder(record);
+      if (holder !== undefined) {
+        // A warm record is held while its node exists, whatever the pods (DESIGN §11).
+        if (input.nodes.has(holder)) continue;
+        const list = out.byPool.get(pool) ?? [];
+        if (list.length === 0) out.byPool.set(pool, list);
+        list.push({ address, record });
+        out.suspectNodes.add(holder);
+        out.releasing.add(`${pool.name}|${address}`);
+        continue;
+      }
       const ip = formatIP({ family: range.family, value: address });
       const reservation =
         (record.podUid ?? '') === ''

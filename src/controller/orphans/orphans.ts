@@ -37,7 +37,8 @@ export type PodReleaseReason = 'pod-terminating' | 'pod-disrupted' | 'pod-termin
  */
 export const CLOCK_SLACK_MS = 2_000;
 
-export type OrphanReason = 'pod-gone' | 'pod-recreated' | PodReleaseReason | 'not-in-network-status';
+/** node-gone: a warm record (DESIGN §11) whose node no longer exists; every other reason is about a pod. */
+export type OrphanReason = 'pod-gone' | 'pod-recreated' | PodReleaseReason | 'not-in-network-status' | 'node-gone';
 
 /** The reason the taint manager gives when it deletes a pod from a NoExecute-tainted (e.g. unreachable) node. */
 export const TAINT_MANAGER = 'DeletionByTaintManager';

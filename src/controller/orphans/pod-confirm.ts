@@ -34,3 +34,27 @@ export async function readLivePods(
   });
   return out;
 }
+
+/**
+ * The nodes of `names` the API server says do not exist now (404). A warm record is released only for these: its
+ * node's agent may hand the address out at any moment while the node exists (DESIGN §11).
+ */
+export async function readGoneNodes(
+  api: ApiClient,
+  names: Iterable<string>,
+  options: { log: Log },
+): Promise<Set<string>> {
+  const gone = new Set<string>();
+  await eachLimited([...new Set(names)], 8, async (name) => {
+    try {
+      const res = await api.send({ method: 'GET', path: `/api/v1/nodes/${encodeURIComponent(name)}` });
+      if (res.status === 404) gone.add(name);
+      else if (res.status !== 200)
+        options.log.warning(`cannot read node ${name}: ${statusText(res)}; its warm records wait for the next pass`);
+    } catch (err) {
+      if (!(err instanceof ApiUnreachableError)) throw err;
+      options.log.warning(`cannot read node ${name}: ${messageOf(err)}; its warm records wait for the next pass`);
+    }
+  });
+  return gone;
+}

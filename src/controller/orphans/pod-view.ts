@@ -26,6 +26,8 @@ export interface PodView {
   readonly lastChangeMs: number;
   /** IPs in the Multus network-status annotation (canonical text); undefined when the pod has none. */
   readonly networkStatusIPs?: AddressList;
+  /** The pod runs a Whereabouts component (its daemon, its ip-reconciler): warm sets stay off (DESIGN §11). */
+  readonly whereabouts: boolean;
 }
 
 /** What the rules ask of a set of addresses (a ReadonlySet<string> is one). */
@@ -89,8 +91,32 @@ export function podView(item: unknown): PodView | undefined {
     sandboxGone: conditions.some((c) => SANDBOX_CONDITIONS.includes(String(c['type'])) && c['status'] === 'False'),
     lastChangeMs: Math.max(0, ...changes),
     networkStatusIPs: networkStatusIPs === undefined ? undefined : new SmallAddressList(networkStatusIPs),
+    whereabouts: runsWhereabouts(recordOf(recordOf(item)['spec'])),
   };
 }
+
+/** Programs of Whereabouts that free allocations whose pod they cannot find (its reconciler, in or out of its daemon). */
+const WHEREABOUTS_PROGRAMS = new Set(['ip-control-loop', 'ip-reconciler', 'whereabouts']);
+
+/**
+ * Whether a pod spec runs a Whereabouts component: an image whose name says whereabouts (never hereabouts' own), or
+ * a container that starts one of its programs, whatever the image.
+ */
+export function runsWhereabouts(spec: Record<string, unknown>): boolean {
+  return [...list(spec['initContainers']), ...list(spec['containers'])].some((c) => {
+    const image = typeof c['image'] === 'string' ? c['image'].toLowerCase() : '';
+    const name =
+      image
+        .replace(/[@:][^/]*$/, '')
+        .split('/')
+        .pop() ?? '';
+    if (name.includes('whereabouts')) return true;
+    const argv = [c['command'], c['args']].flatMap((v): unknown[] => (Array.isArray(v) ? (v as unknown[]) : []));
+    return argv.some((arg) => typeof arg === 'string' && arg.split(/\s+/).some(isWhereaboutsProgram));
+  });
+}
+
+const isWhereaboutsProgram = (word: string): boolean => WHEREABOUTS_PROGRAMS.has(word.split('/').pop() ?? '');
 
 /** One copy of each phase and reason string for all pods (a handful of values; the table is capped all the same). */
 const SHARED = new Map<string, string>();

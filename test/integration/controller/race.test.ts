@@ -48,6 +48,7 @@ describe('controller removals never race a fresh allocation', () => {
   };
   const input = async (pods: Map<string, PodView>): Promise<CleanupInput> => ({
     pods,
+    nodes: new Map(),
     pools: await pools(),
     reservations: new Map(),
     networkNames: new Set(),

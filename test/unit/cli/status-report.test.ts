@@ -23,6 +23,7 @@ test('buildReport() counts an allocation of a pod that no longer exists as an or
     range: '10.0.0.0/30',
     capacity: 2,
     used: 1,
+    warm: 0,
     free: 1,
     orphans: 1,
     problems: [],

@@ -17,6 +17,7 @@ const now = Date.parse('2026-11-22T10:00:00Z');
 const record = { containerId: 'c', ifname: 'net1', podRef: 'ns/web', podUid: 'u1' };
 const running: PodView = {
   uid: 'u1',
+  whereabouts: false,
   phase: 'Running',
   createdAtMs: now - 3_600_000,
   terminating: false,

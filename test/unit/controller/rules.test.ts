@@ -27,6 +27,7 @@ const view = (name: string) => ({
 });
 const running = {
   uid: 'u1',
+  whereabouts: false,
   phase: 'Running',
   createdAtMs: now - 3_600_000,
   terminating: false,
