@@ -1,17 +1,21 @@
 // `hereabouts agent --socket PATH`: the node agent on its own (tests, benchmarks, or a node that runs it outside the
 // installer). `hereabouts install` runs the same agent in the DaemonSet (its --agent-socket flag).
 import { startAgent, type RunningAgent } from './server.ts';
+import { warmOptions, type WarmSetting } from './warm-setting.ts';
 
 export interface AgentRun {
   readonly socketPath: string;
   readonly maxConcurrent: number;
   readonly deadlineMs: number;
+  readonly warm: WarmSetting;
 }
 
 /** Serves until SIGTERM or SIGINT (exit 0); throws when it cannot serve the socket. */
 export async function runAgent(options: AgentRun): Promise<number> {
   const log = (msg: string): void => void process.stderr.write(`${new Date().toISOString()} agent: ${msg}\n`);
-  const agent = await serveNodeAgent({ ...options, log });
+  const { warm, ...rest } = options;
+  const warmed = warmOptions(warm, log);
+  const agent = await serveNodeAgent({ ...rest, log, ...(warmed === undefined ? {} : { warm: warmed }) });
   await untilSignal(log);
   await agent.close();
   return 0;

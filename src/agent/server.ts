@@ -9,6 +9,7 @@ import { writeError } from '../cni/output.ts';
 import { runPlugin } from '../cni/plugin.ts';
 import { monotonicMs } from '../clock.ts';
 import type { StoreHost } from '../store/open.ts';
+import type { WarmOptions, WarmStats } from '../store/kubernetes/open.ts';
 import {
   decodeRequestFrame,
   encodeAnswer,
@@ -34,6 +35,8 @@ export interface AgentOptions {
   readonly log: (msg: string) => void;
   /** Told how each request ended (the installer counts them on its /metrics). */
   readonly observe?: (result: AgentCallResult) => void;
+  /** Warm sets (DESIGN §11); absent: every call runs the synchronous path. */
+  readonly warm?: WarmOptions;
 }
 
 /**
@@ -44,6 +47,8 @@ export type AgentCallResult = 'answered' | 'deadline' | 'dropped' | 'refused';
 
 export interface RunningAgent {
   readonly socketPath: string;
+  /** The warm sets' figures (undefined: warm sets are off). */
+  warmStats(): WarmStats | undefined;
   close(): Promise<void>;
 }
 
@@ -52,7 +57,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   // Loaded here, not with this module: the store's modules read the environment when they load (timings.ts), and
   // serveNodeAgent() turns the per-process timing report off first.
   const { longLivedHost } = await import('../store/kubernetes/open.ts');
-  const host = longLivedHost();
+  const host = longLivedHost(options.warm);
   const slots = new Slots(options.maxConcurrent ?? 16);
   const gate = new PidNamespaceGate(options.log);
   const server = createServer({ allowHalfOpen: false }, (socket) => serve(socket, { slots, host, gate }, options));
@@ -61,10 +66,13 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   options.log(`listening on ${options.socketPath}`);
   return {
     socketPath: options.socketPath,
-    close: () => {
+    warmStats: () => host.warm?.stats(),
+    close: async () => {
       // While still listening: the path is ours until we remove it (socket-file.ts).
       removeOwnSocket(bound);
-      return new Promise((resolve) => server.close(() => resolve()));
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      // The calls answered from warm sets have their grouped writes made before the agent goes.
+      await host.warm?.close();
     },
   };
 }

@@ -3,6 +3,7 @@
 import { DEFAULT_AGENT_SOCKET } from '../agent/default-socket.ts';
 import { runSubcommand } from './command.ts';
 import { UsageError } from './flags.ts';
+import { WARM_FLAGS, WARM_HELP, warmSettingOf } from './warm-flags.ts';
 
 const usage = `Usage: hereabouts agent [flags]
   Serves CNI calls of this node on a unix socket; the plugin forwards to it when the socket exists (else it runs
@@ -10,7 +11,7 @@ const usage = `Usage: hereabouts agent [flags]
   --socket PATH          the socket (default ${DEFAULT_AGENT_SOCKET}; its directory is created 0700)
   --max-concurrent N     calls served at once (default 16)
   --deadline-seconds N   a call not finished by then is answered with CNI code 11 (default 110)
-  -h, --help             this text
+${WARM_HELP}  -h, --help             this text
   No --kubeconfig, --context or --namespace: each call's network configuration names its kubeconfig.
 `;
 
@@ -18,6 +19,7 @@ const FLAGS = {
   socket: { type: 'string', default: DEFAULT_AGENT_SOCKET },
   'max-concurrent': { type: 'string', default: '16' },
   'deadline-seconds': { type: 'string', default: '110' },
+  ...WARM_FLAGS,
 } as const;
 
 export function runAgentCommand(argv: readonly string[]): Promise<number> {
@@ -30,7 +32,8 @@ export function runAgentCommand(argv: readonly string[]): Promise<number> {
       throw new UsageError(
         `--deadline-seconds ${JSON.stringify(values['deadline-seconds'])} must be a positive number`,
       );
+    const warm = warmSettingOf(values);
     const { runAgent } = await import('../agent/main.ts');
-    return runAgent({ socketPath: values.socket, maxConcurrent, deadlineMs: deadlineSeconds * 1000 });
+    return runAgent({ socketPath: values.socket, maxConcurrent, deadlineMs: deadlineSeconds * 1000, warm });
   });
 }

@@ -3,6 +3,7 @@
 // from its ServiceAccount and never connects to the API server itself, so --kubeconfig and --context mean nothing to it.
 import { basename, join } from 'node:path';
 import { DEFAULT_AGENT_SOCKET } from '../agent/default-socket.ts';
+import { WARM_FLAGS, WARM_HELP, warmSettingOf } from './warm-flags.ts';
 import { isDnsSubdomain } from '../config/names.ts';
 import { HereaboutsError, messageOf } from '../errors.ts';
 import { checkFlatConfig } from '../install/config-files.ts';
@@ -38,7 +39,7 @@ const usage = `Usage: hereabouts install [flags]
   --poll-interval SECONDS    how often to check the token, the CA and the installed files (default 10)
   --agent-socket PATH        serve the node's CNI calls on this unix socket, mounted at the same path as on the host
                              (default /run/hereabouts/agent.sock; "" for none): the plugin forwards to it
-  --once                     install, write the files and exit
+${WARM_HELP}  --once                     install, write the files and exit
   -h, --help                 this text
   A flag without a value (--once, --whereabouts-name) means true; --flag=false and --flag false turn it off.
   No --kubeconfig or --context: the installer writes the plugin's kubeconfig from its ServiceAccount.
@@ -65,6 +66,7 @@ const FLAGS = {
   'metrics-max-networks': { type: 'string', default: '100' },
   'poll-interval': { type: 'string', default: '10' },
   'agent-socket': { type: 'string', default: DEFAULT_AGENT_SOCKET },
+  ...WARM_FLAGS,
   once: { type: 'boolean' },
 } as const;
 
@@ -140,6 +142,7 @@ function planOf(values: Values, env: NodeJS.ProcessEnv): Plan {
     intervalMs: intervalSeconds * 1000,
     once: values.once,
     agentSocket: values['agent-socket'],
+    warm: warmSettingOf(values),
     warnings: nodeName === '' ? ['NODENAME is not set: no nodename file; the plugin falls back to the host name'] : [],
     nodeSide: {
       statsDir: values['stats-dir'],

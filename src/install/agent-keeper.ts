@@ -1,6 +1,8 @@
 // The node agent inside the long-running installer (--agent-socket): started once the socket is free, retried at
 // every check until then.
 import type { AgentCallResult, RunningAgent } from '../agent/server.ts';
+import { warmOptions, type WarmSetting } from '../agent/warm-setting.ts';
+import type { WarmStats } from '../store/kubernetes/open.ts';
 import { messageOf } from '../errors.ts';
 import { RetryLog } from './retry-log.ts';
 
@@ -16,8 +18,11 @@ export class AgentKeeper {
   #agent: RunningAgent | undefined;
   #starting = false;
 
-  constructor(socketPath: string, log: (msg: string) => void, observer?: AgentObserver) {
+  readonly #warm: WarmSetting | undefined;
+
+  constructor(socketPath: string, log: (msg: string) => void, observer?: AgentObserver, warm?: WarmSetting) {
     this.#socketPath = socketPath;
+    this.#warm = warm;
     this.#log = log;
     this.#failures = new RetryLog(log);
     this.#observer = observer;
@@ -31,12 +36,17 @@ export class AgentKeeper {
       const { serveNodeAgent } = await import('../agent/main.ts');
       const observe =
         this.#observer === undefined ? {} : { observe: (result: AgentCallResult) => this.#observer?.agentCall(result) };
-      this.#agent = await serveNodeAgent({
+      const log = (msg: string): void => this.#log(`agent: ${msg}`);
+      const warm = this.#warm === undefined ? undefined : warmOptions(this.#warm, log);
+      const agent = await serveNodeAgent({
         socketPath: this.#socketPath,
-        log: (msg) => this.#log(`agent: ${msg}`),
+        log,
         ...observe,
+        ...(warm === undefined ? {} : { warm }),
       });
+      this.#agent = agent;
       this.#observer?.agentUp(true);
+      this.#observer?.warmFrom(() => agent.warmStats());
       this.#failures.succeeded();
     } catch (err) {
       this.#failures.failed(`no node agent yet (the plugin runs each call itself; retrying): ${messageOf(err)}`);
@@ -55,4 +65,5 @@ export class AgentKeeper {
 export interface AgentObserver {
   agentUp(up: boolean): void;
   agentCall(result: AgentCallResult): void;
+  warmFrom(source: () => WarmStats | undefined): void;
 }

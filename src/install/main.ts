@@ -5,6 +5,7 @@ import { basename, dirname } from 'node:path';
 import { jsonLog } from '../log/json-log.ts';
 import { messageOf } from '../errors.ts';
 import { AgentKeeper } from './agent-keeper.ts';
+import type { WarmSetting } from '../agent/warm-setting.ts';
 import { RetryLog } from './retry-log.ts';
 import { binaryChanged, installBinary, linkBinary, sweepTemps, type InstalledBinary } from './binary.ts';
 import { readServiceAccount, syncFiles } from './config-files.ts';
@@ -26,6 +27,8 @@ export interface Plan {
   readonly once: boolean;
   /** The node agent's socket; "" for none. */
   readonly agentSocket: string;
+  /** The node agent's warm sets. */
+  readonly warm: WarmSetting;
   /** Said once at start (a missing NODENAME). */
   readonly warnings: readonly string[];
   readonly nodeSide: Omit<NodeSideOptions, 'intervalMs' | 'log'>;
@@ -61,7 +64,7 @@ export async function runInstall(plan: Plan): Promise<number> {
     intervalMs: plan.intervalMs,
     log: (level, msg) => logger[level](msg),
   });
-  const agent = new AgentKeeper(plan.agentSocket, log, nodeSide.metrics);
+  const agent = new AgentKeeper(plan.agentSocket, log, nodeSide.metrics, plan.warm);
   await agent.ensure();
   const code = await keep({
     intervalMs: plan.intervalMs,

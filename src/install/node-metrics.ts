@@ -4,6 +4,7 @@
 // network names, so a value never needs escaping.
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { AgentCallResult } from '../agent/server.ts';
+import type { WarmStats } from '../store/kubernetes/open.ts';
 import type { CallRecord } from '../cni/call-record.ts';
 
 export const OTHER_NETWORK = '_other';
@@ -19,6 +20,8 @@ export class NodeMetrics {
   readonly #agentCalls: Counter<'result'>;
   readonly #networks = new Set<string>();
   readonly #maxNetworks: number;
+  /** The node agent's warm-set figures, read at each scrape (undefined: no agent, or warm sets off). */
+  #warm: () => WarmStats | undefined = () => undefined;
 
   constructor(options: { maxNetworks: number }) {
     this.#maxNetworks = options.maxNetworks;
@@ -59,7 +62,81 @@ export class NodeMetrics {
       registers,
     });
     for (const result of ['answered', 'deadline', 'dropped', 'refused'] as const) this.#agentCalls.inc({ result }, 0);
+    this.#warmMetrics(registers);
     collectDefaultMetrics({ register: this.registry });
+  }
+
+  /** Where the warm-set figures come from (the agent, once it runs). */
+  warmFrom(source: () => WarmStats | undefined): void {
+    this.#warm = source;
+  }
+
+  #warmMetrics(registers: Registry[]): void {
+    const read = (pick: (stats: WarmStats) => number): number => {
+      const stats = this.#warm();
+      return stats === undefined ? 0 : pick(stats);
+    };
+    const gauge = (name: string, help: string, pick: (stats: WarmStats) => number): Gauge =>
+      new Gauge({
+        name,
+        help,
+        registers,
+        collect() {
+          this.set(read(pick));
+        },
+      });
+    // The agent counts since it started; a counter here follows it (a restarted agent starts a new series).
+    const counter = (name: string, help: string, pick: (stats: WarmStats) => number): Counter => {
+      let seen = 0;
+      return new Counter({
+        name,
+        help,
+        registers,
+        collect() {
+          const now = read(pick);
+          if (now >= seen) this.inc(now - seen);
+          seen = now;
+        },
+      });
+    };
+    gauge(
+      'hereabouts_node_warm_addresses',
+      'Warm addresses the node agent holds (claimed, not handed out)',
+      (s) => s.warm,
+    );
+    gauge(
+      'hereabouts_node_warm_pending_writes',
+      'Hand-outs and releases answered from warm sets whose pool write has not landed yet',
+      (s) => s.pending,
+    );
+    counter('hereabouts_node_warm_handed_out_total', 'ADDs answered from a warm set', (s) => s.handedOut);
+    counter('hereabouts_node_warm_released_total', 'Addresses a DEL gave back to a warm set', (s) => s.released);
+    counter('hereabouts_node_warm_group_writes_total', 'Grouped pool writes of the node agent', (s) => s.groupWrites);
+    counter(
+      'hereabouts_node_warm_group_entries_total',
+      'Hand-outs and releases the grouped writes settled (over group_writes_total: the batch size)',
+      (s) => s.groupedEntries,
+    );
+    counter(
+      'hereabouts_node_warm_group_write_seconds_total',
+      'Time spent in grouped pool writes',
+      (s) => s.groupWriteMs / 1000,
+    );
+    counter(
+      'hereabouts_node_warm_group_write_failures_total',
+      'Grouped pool writes that failed (tried again)',
+      (s) => s.groupWriteFailures,
+    );
+    counter(
+      'hereabouts_node_warm_lost_total',
+      'Hand-outs whose warm record something else had freed before their rename (never expected)',
+      (s) => s.lost,
+    );
+    counter(
+      'hereabouts_node_agent_synchronous_calls_total',
+      'Pool updates the agent ran on the synchronous path (not a plain claim from, or release to, a warm set)',
+      (s) => s.synchronous,
+    );
   }
 
   record(r: CallRecord): void {
