@@ -57,22 +57,30 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   // Loaded here, not with this module: the store's modules read the environment when they load (timings.ts), and
   // serveNodeAgent() turns the per-process timing report off first.
   const { longLivedHost } = await import('../store/kubernetes/open.ts');
-  const host = longLivedHost(options.warm);
+  const made: { host?: StoreHost } = {};
   const slots = new Slots(options.maxConcurrent ?? 16);
   const gate = new PidNamespaceGate(options.log);
-  const server = createServer({ allowHalfOpen: false }, (socket) => serve(socket, { slots, host, gate }, options));
+  const server = createServer({ allowHalfOpen: false }, (socket) => {
+    const host = made.host;
+    if (host === undefined) return void socket.destroy(); // never: the host is made before any connection event
+    serve(socket, { slots, host, gate }, options);
+  });
   server.maxConnections = options.maxConnections ?? 256;
   const bound = await listenAt(server, options.socketPath);
+  // Only once the socket is ours (an agent that still serves it keeps its journal to itself), and before the first
+  // connection is handled: the warm sets' journal is replayed here.
+  const held = longLivedHost(options.warm);
+  made.host = held;
   options.log(`listening on ${options.socketPath}`);
   return {
     socketPath: options.socketPath,
-    warmStats: () => host.warm?.stats(),
+    warmStats: () => held.warm?.stats(),
     close: async () => {
       // While still listening: the path is ours until we remove it (socket-file.ts).
       removeOwnSocket(bound);
       await new Promise<void>((resolve) => server.close(() => resolve()));
       // The calls answered from warm sets have their grouped writes made before the agent goes.
-      await host.warm?.close();
+      await held.warm?.close();
     },
   };
 }

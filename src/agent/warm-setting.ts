@@ -2,7 +2,8 @@
 // store decides when to claim or give back, the allocator which address.
 import { freeCount } from '../allocator/capacity.ts';
 import { chooseFree } from '../ipam/assign.ts';
-import type { WarmBounds, WarmOptions, WarmPolicy } from '../store/kubernetes/open.ts';
+import type { WarmOptions, WarmPolicy } from '../store/kubernetes/open.ts';
+import type { WarmBounds } from '../store/warm-target.ts';
 
 /** Off: every call runs the synchronous path. On: warm sets while the controller allows them. */
 export interface WarmSetting {

@@ -1,6 +1,6 @@
 // The node agent's warm-set flags, shared by `hereabouts agent` and `hereabouts install` (which hosts the agent).
 import { DEFAULT_WARM_DIR, type WarmSetting } from '../agent/warm-setting.ts';
-import { DEFAULT_WARM_BOUNDS, warmBoundsProblem } from '../store/kubernetes/open.ts';
+import { DEFAULT_WARM_BOUNDS, warmBoundsProblem } from '../store/warm-target.ts';
 import { duration, UsageError, type FlagValues } from './flags.ts';
 
 export const WARM_FLAGS = {

@@ -17,6 +17,7 @@ import {
   inNetns,
   kubectl,
   kubectlAsync,
+  kubectlWatch,
   networkStatus,
   nodeTokenStatus,
   podReady,
@@ -182,6 +183,61 @@ describe('a real single-node cluster', () => {
       assert.deepEqual(held.map((x) => x.ip).sort(), reported, JSON.stringify(held));
       assert.equal(held.filter((x) => x.pool === '10.235.1.0-24').length, 1, JSON.stringify(held));
     }
+  });
+
+  test("the node agent's warm sets: a new pod's address is in its IPPool record under its name within a second of its ADD", async () => {
+    const warmId = `hereabouts-warm:${c.nodeName}`;
+    const macvlanPool = '10.235.1.0-24';
+    // Pods a and b were served: the agent holds warm addresses in the macvlan pool once the controller allows them
+    // (no Whereabouts component runs here).
+    await until('a warm record in the macvlan pool', 60_000, () =>
+      allocations(c).find((x) => x.pool === macvlanPool && x.id === warmId),
+    );
+    const warmBefore = new Set(
+      allocations(c)
+        .filter((x) => x.pool === macvlanPool && x.id === warmId)
+        .map((x) => x.ip),
+    );
+    const pool = kubectlWatch(
+      c,
+      ['-n', 'kube-system', 'ippools.whereabouts.cni.cncf.io', macvlanPool],
+      '{.spec.allocations}',
+    );
+    const status = kubectlWatch(
+      c,
+      ['-n', NS, 'pod', 'w'],
+      '{.metadata.annotations.k8s\\.v1\\.cni\\.cncf\\.io/network-status}',
+    );
+    try {
+      apply(c, [workload('w')]);
+      const ip = ipsOn(await readyPod('w'), 'mvl')[0];
+      assert.ok(ip !== undefined);
+      const offset = ip.split('.')[3] ?? '';
+      const names = (text: string): boolean => {
+        try {
+          return (JSON.parse(text) as Record<string, { podref?: string }>)[offset]?.podref === `${NS}/w`;
+        } catch {
+          return false; // not a whole allocations map
+        }
+      };
+      // Multus writes the pod's network-status right after the ADDs answered: the ADD's time, as seen from here.
+      const statusAt = await until(
+        'the network-status with the address',
+        10_000,
+        () => status.lines.find((l) => l.text.includes(`"${ip}"`))?.at,
+      );
+      const recordAt = await until(
+        'the record under the pod name',
+        10_000,
+        () => pool.lines.find((l) => names(l.text))?.at,
+      );
+      assert.ok(recordAt - statusAt <= 1_000, `the record named the pod ${recordAt - statusAt} ms after the ADD`);
+      assert.ok(warmBefore.has(ip), `${ip} was one of the warm addresses ${[...warmBefore].join(', ')}`);
+    } finally {
+      pool.stop();
+      status.stop();
+    }
+    kubectl(c, ['-n', NS, 'delete', 'pod', 'w', '--wait=true', '--timeout=120s']);
   });
 
   test('a killed sandbox is re-created without a second allocation', async () => {

@@ -2,7 +2,7 @@
 // starts one and exports HEREABOUTS_CLUSTER=<dir>; run alone, a test file starts its own and stops it on exit.
 // Helpers drive it the way an operator does: kubectl, and for what only the node can show, the node's own files,
 // containerd's task list and nsenter into a pod's network namespace.
-import { execFile, execFileSync, spawnSync } from 'node:child_process';
+import { execFile, execFileSync, spawn, spawnSync } from 'node:child_process';
 import { request } from 'node:https';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -84,6 +84,31 @@ export function kubectlAsync(c: Cluster, args: readonly string[]): Promise<strin
       },
     );
   });
+}
+
+/**
+ * `kubectl get ... --watch -o jsonpath=<template>{"\n"}`: every event's line, with the time it arrived here (ms since
+ * the epoch). stop() ends the watch.
+ */
+export function kubectlWatch(
+  c: Cluster,
+  args: readonly string[],
+  template: string,
+): { readonly lines: Array<{ readonly at: number; readonly text: string }>; stop(): void } {
+  const child = spawn(
+    c.kubectlBin,
+    ['--kubeconfig', c.kubeconfig, ...args, '--watch', '-o', `jsonpath=${template}{"\n"}`],
+    { stdio: ['ignore', 'pipe', 'ignore'] },
+  );
+  const lines: Array<{ at: number; text: string }> = [];
+  let partial = '';
+  child.stdout.on('data', (chunk: Buffer) => {
+    const at = Date.now();
+    const parts = (partial + chunk.toString()).split('\n');
+    partial = parts.pop() ?? '';
+    for (const text of parts) lines.push({ at, text });
+  });
+  return { lines, stop: () => void child.kill() };
 }
 
 /**

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { runCni, type CniOutcome } from '../support/cni.ts';
 import { holdPoolLock, until } from '../support/agent.ts';
 import { requireBinary } from '../support/paths.ts';
@@ -31,7 +31,18 @@ test(
 
     const agent = spawn(
       'unshare',
-      ['--pid', '--fork', '--mount-proc', '--kill-child', bin, 'agent', '--socket', socket],
+      [
+        '--pid',
+        '--fork',
+        '--mount-proc',
+        '--kill-child',
+        bin,
+        'agent',
+        '--socket',
+        socket,
+        '--warm-dir',
+        join(dirname(socket), 'warm'),
+      ],
       {
         env: { PATH: '/usr/bin:/bin' },
         stdio: ['ignore', 'ignore', 'pipe'],

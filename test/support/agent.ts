@@ -1,6 +1,6 @@
 // A node agent (`hereabouts agent --socket PATH`) for tests, and a pool-lock holder to stall a call inside it.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { embeddedNode, repoRoot } from './paths.ts';
 
@@ -32,7 +32,11 @@ export function spawnAgent(
   extraArgs: readonly string[] = [],
   env: Record<string, string> = {},
 ): AgentProcess {
-  const child = spawn(bin, ['agent', '--socket', socketPath, ...extraArgs], {
+  // Each agent its own journal beside its socket, never the host's default directory.
+  const warmDir = extraArgs.some((a) => a.startsWith('--warm-dir'))
+    ? []
+    : ['--warm-dir', join(dirname(socketPath), 'warm')];
+  const child = spawn(bin, ['agent', '--socket', socketPath, ...warmDir, ...extraArgs], {
     env: { PATH: '/usr/bin:/bin', ...env },
     stdio: ['ignore', 'ignore', 'pipe'],
   });

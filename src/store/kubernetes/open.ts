@@ -14,7 +14,6 @@ import { TlsSessionStore } from '../../kube/tls-session.ts';
 import { WarmSets, type WarmOptions } from './warm/warm-sets.ts';
 
 export type { WarmSets, WarmOptions, WarmPolicy, WarmStats } from './warm/warm-sets.ts';
-export { DEFAULT_WARM_BOUNDS, warmBoundsProblem, type WarmBounds } from './warm/warm-target.ts';
 
 /** Per-request timeout of the API calls (Whereabouts uses 10 s as well). */
 export const REQUEST_TIMEOUT_MS = 10_000;

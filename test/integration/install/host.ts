@@ -63,6 +63,10 @@ export function installArgs(
     ...(options.extra?.includes('--agent-socket') === true
       ? []
       : ['--agent-socket', join(node.root, 'run', 'agent.sock')]),
+    // The agent's journal in the node's root, never the host's default directory.
+    ...(options.extra?.some((a) => a.startsWith('--warm-dir')) === true
+      ? []
+      : ['--warm-dir', join(node.root, 'var', 'lib', 'cni', 'hereabouts', 'agent')]),
     ...(options.extra ?? []),
   ];
 }

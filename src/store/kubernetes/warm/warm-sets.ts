@@ -9,7 +9,10 @@
 // exists: hereabouts' controller releases it only when the node is gone, the Whereabouts reconciler would, so warm
 // sets are on only while the controller says no Whereabouts component runs (warm-gate.ts), and a pool a Whereabouts
 // plugin writes gives its warm records back.
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { monotonicMs } from '../../../clock.ts';
+import { DEFAULT_LOCK_TIMING, tryAcquireLock, type HeldLock } from '../../../fs/lock.ts';
 import { messageOf } from '../../../errors.ts';
 import { formatIP } from '../../../ip/address.ts';
 import { poolPaths } from '../../local/paths.ts';
@@ -18,9 +21,9 @@ import { readCachedPool } from '../pool-cache.ts';
 import { updatePool, type WriteContext } from '../pool-update.ts';
 import { MIXED_WINDOW_MS } from '../whereabouts-seen.ts';
 import { groupPlan, type GroupOutcome, type PendingWrite, type WarmPolicy } from './group-plan.ts';
-import { Journal, type HandOut, type JournalAttachment, type JournalEntry } from './journal.ts';
+import { Journal, JOURNAL_FILE, type HandOut, type JournalAttachment, type JournalEntry } from './journal.ts';
 import { WarmGate } from './warm-gate.ts';
-import { warmTarget, type WarmBounds } from './warm-target.ts';
+import { warmTarget, type WarmBounds } from '../../warm-target.ts';
 
 export type { WarmPolicy } from './group-plan.ts';
 
@@ -30,6 +33,11 @@ export interface WarmOptions {
   readonly bounds: WarmBounds;
   readonly policy: WarmPolicy;
   readonly log: (msg: string) => void;
+  /**
+   * Hold the journal's lock for the agent's life (default true): a second agent on the same directory gets no warm
+   * sets. Off only for tests that play two agents of one node in one process (the lock is judged by pid).
+   */
+  readonly exclusive?: boolean;
 }
 
 /** What the agent's metrics show (counters since start, gauges now). */
@@ -115,14 +123,22 @@ export class WarmSets {
   /** Journal entries of the calls of this turn of the event loop: one fdatasync for all of them. */
   #batch: { entries: JournalEntry[]; done: Promise<void> } | undefined;
   readonly #tick: NodeJS.Timeout;
+  #lock: HeldLock | undefined;
 
   constructor(options: WarmOptions) {
     this.#options = options;
     let journal: Journal | undefined;
     try {
+      mkdirSync(options.dir, { recursive: true, mode: 0o700 });
+      if (options.exclusive !== false) {
+        const lock = join(options.dir, `${JOURNAL_FILE}.lock`);
+        this.#lock = tryAcquireLock({ lock }, DEFAULT_LOCK_TIMING);
+        if (this.#lock === undefined) throw new Error(`another agent on this node holds ${lock}`);
+      }
       journal = Journal.open(options.dir);
     } catch (err) {
       options.log(`warm sets off: ${messageOf(err)}`);
+      void this.#lock?.release();
     }
     this.#journal = journal;
     this.#replayed = journal?.pending() ?? [];
@@ -178,6 +194,7 @@ export class WarmSets {
     }
     await this.#batch?.done.catch(() => undefined);
     this.#journal?.close();
+    await this.#lock?.release();
   }
 
   #pool(ctx: WriteContext, ref: PoolRef): WarmPool {

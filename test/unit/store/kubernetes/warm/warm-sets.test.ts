@@ -95,6 +95,9 @@ function agent(
     bounds: BOUNDS,
     policy: WARM_POLICY,
     log: () => undefined,
+    // Two agents of one node in this one process (the stalled one and the next): the journal's lock, judged by pid,
+    // would keep the second off.
+    exclusive: false,
   });
   if (options.closed !== false) cleanup(t).unshift(() => warm.close());
   const store = new KubernetesStore({

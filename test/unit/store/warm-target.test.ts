@@ -1,4 +1,4 @@
-// How many addresses the node agent keeps warm in a pool (src/store/kubernetes/warm/warm-target.ts): its bounds checked on every
+// How many addresses the node agent keeps warm in a pool (src/store/warm-target.ts): its bounds checked on every
 // combination of a grid, and the cases an operator reads about (a /28 slice, a burst, an idle node).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -9,7 +9,7 @@ import {
   warmTarget,
   type PoolDemand,
   type WarmBounds,
-} from '../../../../../src/store/kubernetes/warm/warm-target.ts';
+} from '../../../src/store/warm-target.ts';
 
 const bounds: WarmBounds = DEFAULT_WARM_BOUNDS;
 const active = (adds: number, free: number, warm = 0): PoolDemand => ({
