@@ -186,8 +186,8 @@ describe('a real single-node cluster', () => {
   });
 
   test("the node agent's warm sets: a new pod's address is in its IPPool record under its name within a second of its ADD", async () => {
-    const warmId = `hereabouts-warm:${c.nodeName}`;
     const macvlanPool = '10.235.1.0-24';
+    const warmId = `hereabouts-warm:${c.nodeName}/${macvlanPool}`;
     // Pods a and b were served: the agent holds warm addresses in the macvlan pool once the controller allows them
     // (no Whereabouts component runs here).
     await until('a warm record in the macvlan pool', 60_000, () =>

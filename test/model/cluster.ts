@@ -3,7 +3,12 @@
 // NADs (networks.ts), hereabouts' controller and Whereabouts' reconciler, against one API (in-memory or a real
 // control plane). Beside it, the reference model: which sandbox of which pod was given which address on which
 // interface. Steps whose preconditions no longer hold (after shrinking) are skipped.
-import { rmSync } from 'node:fs';
+import { existsSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { WarmGatePublisher } from '../../src/controller/runtime/warm-gate.ts';
+import { jsonLog } from '../../src/log/json-log.ts';
+import { WARM_ALLOWED } from '../../src/store/kubernetes/objects.ts';
+import { Journal, JOURNAL_FILE, type HandOut } from '../../src/store/kubernetes/warm/journal.ts';
 import { NodeSlices } from '../../src/controller/slices/node-slices.ts';
 import type { ApiClient } from '../../src/kube/api.ts';
 import {
@@ -29,6 +34,8 @@ import { advanceClock } from './virtual-clock.ts';
 import { whereaboutsReconcile } from './whereabouts-reconciler.ts';
 
 export type { Attachment, Sandbox } from './attach.ts';
+
+const silentLog = jsonLog({ level: 'error', write: () => undefined });
 
 export interface PodModel {
   readonly name: string;
@@ -81,10 +88,12 @@ export class Cluster {
   /**
    * Reservations Whereabouts' reconciler deleted (by name): it judges a live pod's fresh reservation by a snapshot
    * taken before that pod's ADD. Not covered (docs/safety.md: remove the reconciler before a switch); the record is
-   * exempt from the reservation check until the reservation exists again (the controller's repair), never from the
-   * duplicate check.
+   * exempt from the reservation check until the reservation exists again (the controller's repair), and from the
+   * duplicate check only against a record of an overlapping pool (an ADD there found the address unreserved).
    */
   readonly reconcilerDeleted = new Set<string>();
+  /** Addresses two overlapping pools came to hold after the reconciler deleted the reservation (see above). */
+  readonly reconcilerShared = new Set<string>();
   /** Attachments whose hereabouts ADD was killed ("container|ifname"): see AttachContext.crashWindow. */
   readonly crashWindow = new Set<string>();
   /** What the model saw happen that the API cannot show (a lock taken from a live holder): for the next check. */
@@ -146,8 +155,46 @@ export class Cluster {
     return `${this.ns}/${pod}`;
   }
 
+  /** Node agents with warm sets serve the nodes' hereabouts calls (set before setup(); no Whereabouts runs then). */
+  useAgents(backgroundFaultRate: number): void {
+    this.#processes.useAgents(backgroundFaultRate);
+  }
+
+  get agents(): boolean {
+    return this.#processes.agents;
+  }
+
+  /** The sequence is over: the agents stop. */
+  closeAgents(): Promise<void> {
+    return this.#processes.closeAgents();
+  }
+
+  /** Until the agents' grouped writes are done (what keeps failing stays pending, in their journals). */
+  settleAgents(): Promise<void> {
+    return this.#processes.settleAgents();
+  }
+
+  /** The hand-outs the node's journal holds as pending (read from its file, as a new agent would replay it). */
+  pendingHandOuts(short: string): HandOut[] {
+    const dir = this.#processes.journalDir(short);
+    if (!existsSync(join(dir, JOURNAL_FILE))) return [];
+    const journal = Journal.open(dir);
+    try {
+      return journal.pending();
+    } finally {
+      journal.close();
+    }
+  }
+
+  /** The controller's word on warm sets, renewed as the controller does on every pass. */
+  async #renewWarmGate(api: ApiClient): Promise<void> {
+    if (!this.#processes.agents) return;
+    await new WarmGatePublisher(api, 'model-controller', silentLog).publish(WARM_ALLOWED);
+  }
+
   /** NADs for every network, the first nodes, and a pass that gives them slices. */
   async setup(initialNodes: readonly string[]): Promise<void> {
+    await this.#renewWarmGate(this.api);
     for (const net of Object.values(NETS)) await this.networks.create(net.id);
     for (const node of initialNodes) await this.run({ op: 'node-join', node, wipe: true });
     await this.pass(NO_FAULTS, []);
@@ -213,7 +260,12 @@ export class Cluster {
       case 'node-join': {
         const node = this.nodes.get(step.node);
         if (node === undefined || node.up) return 'skip';
-        if (step.wipe) rmSync(this.#processes.cacheDir(step.node), { recursive: true, force: true });
+        if (step.wipe) {
+          // A new machine: no cache, no journal.
+          this.#processes.killAgent(step.node);
+          rmSync(this.#processes.cacheDir(step.node), { recursive: true, force: true });
+          rmSync(this.#processes.journalDir(step.node), { recursive: true, force: true });
+        }
         await this.#write('POST', '/api/v1/nodes', { apiVersion: 'v1', kind: 'Node', metadata: { name: node.name } });
         node.up = true;
         return 'joined';
@@ -223,6 +275,7 @@ export class Cluster {
         if (node === undefined || !node.up) return 'skip';
         node.up = false;
         node.pendingDels.length = 0;
+        this.#processes.killAgent(step.node); // its machine is gone; its disk may come back (node-join)
         await this.#write('DELETE', `/api/v1/nodes/${node.name}`);
         for (const pod of this.pods.values()) {
           if (pod.node !== step.node || !pod.exists) continue;
@@ -488,6 +541,7 @@ export class Cluster {
   async pass(faults: FaultSpec, stale: readonly Resource[]): Promise<string> {
     const api = this.#processes.faulty(faults);
     try {
+      await this.#renewWarmGate(this.#o.api);
       const caches = await this.#informers.refresh(this.#o.api, new Set(stale));
       const result = await controllerPass(api, caches, this.#flags, this.#slices, this.#firstMissing);
       return `released ${result.released}, reservations deleted ${result.reservationsDeleted}`;
@@ -510,6 +564,8 @@ export class Cluster {
         }
       }
     }
+    // The agents' grouped writes land once the API answers again.
+    await this.#processes.settleAgents(0);
     advanceClock(2 * 3600_000);
     this.epoch++;
     await this.pass(NO_FAULTS, []);

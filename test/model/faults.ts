@@ -30,10 +30,17 @@ export interface FaultCounts {
   injected: number;
   kills: number;
   byKind: Record<string, number>;
+  /** Sequences whose nodes ran node agents with warm sets, and what their agents did. */
+  warm: { sequences: number; handedOut: number; released: number; groupWrites: number; agentsKilled: number };
 }
 
 export function newFaultCounts(): FaultCounts {
-  return { injected: 0, kills: 0, byKind: {} };
+  return {
+    injected: 0,
+    kills: 0,
+    byKind: {},
+    warm: { sequences: 0, handedOut: 0, released: 0, groupWrites: 0, agentsKilled: 0 },
+  };
 }
 
 const status = (code: number, reason: string, message: string): ApiResponse => ({

@@ -18,7 +18,16 @@ const PAIRS: ReadonlyArray<readonly NetId[]> = [
 ];
 
 /** Groups of steps that HEREABOUTS_MODEL_OFF may switch off. */
-export const FEATURES = ['whereabouts', 'networks', 'tenant', 'legacy', 'multi', 'interleave', 'pidns'] as const;
+export const FEATURES = [
+  'whereabouts',
+  'networks',
+  'tenant',
+  'legacy',
+  'multi',
+  'interleave',
+  'pidns',
+  'warm',
+] as const;
 export type Feature = (typeof FEATURES)[number];
 
 export interface GenerateOptions {

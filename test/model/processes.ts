@@ -3,11 +3,14 @@
 // nothing to its files afterwards: the node's cache directory is restored as it was at the kill.
 import { cpSync, mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import type { ApiClient } from '../../src/kube/api.ts';
+import { WARM_POLICY } from '../../src/agent/warm-setting.ts';
+import { ApiClient, type ApiRequest, type ApiResponse } from '../../src/kube/api.ts';
+import { WarmSets } from '../../src/store/kubernetes/warm/warm-sets.ts';
+import { DEFAULT_WARM_BOUNDS } from '../../src/store/warm-target.ts';
 import type { Logger } from '../../src/log/logger.ts';
 import { WriteMemory } from '../../src/store/kubernetes/contention.ts';
 import { KubernetesStore } from '../../src/store/kubernetes/kubernetes-store.ts';
-import { FaultyApi, type FaultCounts, type FaultSpec, type RequestHooks } from './faults.ts';
+import { FaultyApi, Killed, type FaultCounts, type FaultSpec, type RequestHooks } from './faults.ts';
 import { HEREABOUTS_LEASE_TIMING } from './whereabouts-lease.ts';
 
 export type Outcome<T> = { ok: true; value: T } | { ok: false; error: unknown; killed: boolean };
@@ -24,6 +27,40 @@ export function warningsTo(lines: string[]): Logger {
   return { ...quiet, warning: (msg: string) => void lines.push(msg) };
 }
 
+/**
+ * A node's agent with warm sets (DESIGN §11): the hereabouts calls of its node run in it. Its grouped writes go on
+ * after the calls that caused them, through `background` (faults, no kills); a call killed in it kills the agent:
+ * nothing of it runs any more, and the node's next call starts a new agent on the same journal.
+ */
+export interface NodeAgent {
+  readonly warm: WarmSets;
+  dead: boolean;
+  background: FaultyApi;
+}
+
+/** A call's API in an agent: the call's process until it ends, then the agent's background writes; none once dead. */
+class AgentApi extends ApiClient {
+  readonly #agent: NodeAgent;
+  readonly #call: FaultyApi;
+  finished = false;
+
+  constructor(agent: NodeAgent, call: FaultyApi) {
+    super(call.endpoint, { timeoutMs: 10_000 });
+    this.#agent = agent;
+    this.#call = call;
+  }
+
+  override async send(req: ApiRequest, options: { timeoutMs?: number } = {}): Promise<ApiResponse> {
+    if (this.#agent.dead) throw new Killed(`${req.method} ${req.path} (its agent was killed)`);
+    const target = this.finished ? this.#agent.background : this.#call;
+    try {
+      return await target.send(req, options);
+    } finally {
+      if (target.dead) this.#agent.dead = true;
+    }
+  }
+}
+
 export interface ProcessesOptions {
   readonly api: ApiClient;
   readonly workDir: string;
@@ -35,9 +72,83 @@ export interface ProcessesOptions {
 export class Processes {
   readonly #o: ProcessesOptions;
   #seq = 0;
+  /** Set: every node's hereabouts calls run in its agent, with warm sets; the fault rate of its background writes. */
+  #warmRate: number | undefined;
+  readonly #agents = new Map<string, NodeAgent>();
 
   constructor(options: ProcessesOptions) {
     this.#o = options;
+  }
+
+  /** From now on the nodes' hereabouts calls run in node agents with warm sets. */
+  useAgents(backgroundFaultRate: number): void {
+    this.#warmRate = backgroundFaultRate;
+    this.#o.counts.warm.sequences++;
+  }
+
+  /** The end of the sequence: every agent stops (its figures counted). */
+  async closeAgents(): Promise<void> {
+    for (const short of [...this.#agents.keys()]) this.killAgent(short, false);
+  }
+
+  get agents(): boolean {
+    return this.#warmRate !== undefined;
+  }
+
+  /** The agents' journal directory of a node (its disk: it survives the agent, not a wiped machine). */
+  journalDir(short: string): string {
+    return join(this.#o.workDir, 'agents', short);
+  }
+
+  /** The node's agent is gone (its node left, or its machine was wiped): the next call starts another. */
+  killAgent(short: string, killed = true): void {
+    const agent = this.#agents.get(short);
+    if (agent === undefined) return;
+    agent.dead = true;
+    this.#agents.delete(short);
+    const stats = agent.warm.stats();
+    const counts = this.#o.counts.warm;
+    counts.handedOut += stats.handedOut;
+    counts.released += stats.released;
+    counts.groupWrites += stats.groupWrites;
+    if (killed) counts.agentsKilled++;
+    void agent.warm.close();
+  }
+
+  /** Until the live agents' grouped writes are done (each pool tried a few times; what fails stays pending). */
+  async settleAgents(backgroundFaultRate?: number): Promise<void> {
+    for (const agent of this.#agents.values()) {
+      if (backgroundFaultRate !== undefined) agent.background = this.#background(backgroundFaultRate);
+      if (!agent.dead) await agent.warm.settle();
+    }
+  }
+
+  #background(rate: number): FaultyApi {
+    return this.faulty({ seed: this.#seq++, rate });
+  }
+
+  #agent(short: string): NodeAgent {
+    const known = this.#agents.get(short);
+    if (known !== undefined && !known.dead) return known;
+    if (known !== undefined) this.killAgent(short); // killed in a background write
+    const agent: NodeAgent = {
+      warm: new WarmSets({
+        dir: this.journalDir(short),
+        bounds: DEFAULT_WARM_BOUNDS,
+        policy: WARM_POLICY,
+        log:
+          process.env['HEREABOUTS_MODEL_AGENT_LOG'] === '1'
+            ? (msg) => console.error(`agent ${short}: ${msg}`)
+            : () => undefined,
+        // Every agent of the model runs in this one process: the journal's lock, judged by pid, would keep a node's
+        // next agent off while its killed one is still referenced here.
+        exclusive: false,
+      }),
+      dead: false,
+      background: this.#background(this.#warmRate ?? 0),
+    };
+    this.#agents.set(short, agent);
+    return agent;
   }
 
   cacheDir(node: string): string {
@@ -70,8 +181,10 @@ export class Processes {
         filter: (src) => !src.endsWith('.lock') && !src.includes('.lock/') && !src.endsWith('.reclaim'),
       }),
     );
+    const agent = this.#warmRate === undefined ? undefined : this.#agent(where.short);
+    const callApi = agent === undefined ? api : new AgentApi(agent, api);
     const store = new KubernetesStore({
-      api,
+      api: callApi,
       node: where.node,
       cacheDir: dir,
       reservations: options.reservations,
@@ -81,12 +194,16 @@ export class Processes {
       memory: new WriteMemory(),
       // The leader_* keys of the networks' configs, the same as the model's Whereabouts plugins run with.
       whereaboutsLease: HEREABOUTS_LEASE_TIMING,
+      ...(agent === undefined ? {} : { warm: agent.warm }),
     });
     try {
       return { ok: true, value: await fn(store) };
     } catch (error) {
-      return { ok: false, error, killed: api.dead };
+      // A call in an agent another call's kill took down was killed with it.
+      return { ok: false, error, killed: api.dead || agent?.dead === true };
     } finally {
+      if (callApi instanceof AgentApi) callApi.finished = true;
+      if (api.dead && agent !== undefined) this.killAgent(where.short); // the agent was the process killed
       if (api.dead) {
         // The process died at the kill: whatever it did to its files afterwards never happened.
         rmSync(dir, { recursive: true, force: true });

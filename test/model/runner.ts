@@ -81,12 +81,23 @@ export async function execute(
   try {
     return await withSeededRandom(seed, async () => {
       const prng = new Prng(seed);
+      const gen = Array.isArray(given) ? undefined : (given as { gen: GenerateOptions }).gen;
+      // Half the sequences run every node's calls in a node agent with warm sets; no Whereabouts component runs
+      // in those (the controller would turn warm sets off), so their steps are not generated. From the seed alone,
+      // so that a printed sequence replays alike.
+      const whereaboutsRuns = Array.isArray(given) && /"op":"(switch|wb-reconcile)"/.test(JSON.stringify(given));
+      const warm = gen?.off?.has('warm') !== true && !whereaboutsRuns && new Prng(seed ^ 0x5a17).chance(0.5);
+      // The agents' background writes meet the faults the steps meet (a replay: the highest rate its steps name).
+      const rates = Array.isArray(given)
+        ? [...JSON.stringify(given).matchAll(/"rate":([0-9.]+)/g)].map((m) => Number(m[1]))
+        : [];
+      if (warm) cluster.useAgents(gen?.faultRate ?? Math.max(0, ...rates));
+      const genOptions: GenerateOptions | undefined =
+        gen === undefined || !warm ? gen : { ...gen, off: new Set([...(gen.off ?? []), 'whereabouts']) };
       await cluster.setup(['n1', 'n2']);
       const length = Array.isArray(given) ? given.length : (given as { length: number }).length;
       for (let i = 0; i < length; i++) {
-        const step = Array.isArray(given)
-          ? (given[i] as Step)
-          : generateStep(prng, cluster, (given as { gen: GenerateOptions }).gen);
+        const step = Array.isArray(given) ? (given[i] as Step) : generateStep(prng, cluster, genOptions!);
         steps.push(step);
         let outcome: string;
         try {
@@ -96,6 +107,8 @@ export async function execute(
           outcomes.push(outcome);
           throw err;
         }
+        // The agents' grouped writes of this step land before the next one (what fails stays in their journals).
+        if (cluster.agents) await cluster.settleAgents();
         outcomes.push(outcome);
         checks++;
         // A broken invariant stays broken: later steps report only what is new, so one bug does not hide others.
@@ -115,6 +128,7 @@ export async function execute(
       return { steps, outcomes, violations, checks };
     });
   } finally {
+    await cluster.closeAgents();
     await dispose();
   }
 }
@@ -200,10 +214,11 @@ export function formatFailure(f: Failure, index: number): string {
 }
 
 export function formatTotals(t: Totals, ms: number): string {
+  const w = t.faults.warm;
   const kinds = Object.entries(t.faults.byKind)
     .map(([k, v]) => `${k} ${v}`)
     .join(', ');
-  return `model totals: ${t.sequences} sequences, ${t.steps} steps, ${t.checks} invariant checks, ${t.faults.injected} faults injected (${kinds}), ${t.faults.kills} process kills, ${t.shrinkRuns} shrink replays, ${t.failures.length} distinct failures, ${(ms / 1000).toFixed(1)} s (${((ms - t.shrinkMs) / 1000).toFixed(1)} s of sequences)`;
+  return `model totals: ${t.sequences} sequences, ${t.steps} steps, ${t.checks} invariant checks, ${t.faults.injected} faults injected (${kinds}), ${t.faults.kills} process kills, ${w.sequences} sequences with node agents (warm sets: ${w.handedOut} ADDs and ${w.released} DELs answered from them, ${w.groupWrites} grouped writes, ${w.agentsKilled} agents killed), ${t.shrinkRuns} shrink replays, ${t.failures.length} distinct failures, ${(ms / 1000).toFixed(1)} s (${((ms - t.shrinkMs) / 1000).toFixed(1)} s of sequences)`;
 }
 
 export { NODES };

@@ -1,5 +1,6 @@
 // The stripped views of OverlappingRangeIPReservations, NodeSlicePools, NetworkAttachmentDefinitions and Nodes:
 // only what the cleanup and the slice assignment read. (Pods: pod-view.ts; IPPools: pool-view.ts.)
+import { warmHolder } from '../../store/warm-record.ts';
 import { messageOf } from '../../errors.ts';
 import type { DrainingEntry, SliceEntry } from '../slices/assign.ts';
 import { networkNamesOf, rangePoolNamesOf, sliceSpecOf, type SliceSpec } from '../slices/spec.ts';
@@ -27,6 +28,8 @@ function refOf(meta: Obj): ObjectRef {
 
 export interface ReservationView extends ObjectRef {
   readonly podRef: string;
+  /** It names a node agent's warm record (DESIGN §11), not a pod. */
+  readonly warm?: boolean;
   readonly createdAtMs: number;
   /**
    * When a writer last took it (created it, or adopted it for a retry): the latest of its creation, its taken-at
@@ -39,9 +42,16 @@ export function reservationView(object: unknown): ReservationView {
   const meta = recordOf(recordOf(object)['metadata']);
   const createdAtMs = Date.parse(str(meta['creationTimestamp'])) || 0;
   const updates = Array.isArray(meta['managedFields']) ? meta['managedFields'] : [];
+  const spec = recordOf(recordOf(object)['spec']);
   return {
     ...refOf(meta),
-    podRef: str(recordOf(recordOf(object)['spec'])['podref']),
+    podRef: str(spec['podref']),
+    warm:
+      warmHolder({
+        containerId: str(spec['containerid']),
+        ifname: str(spec['ifname']),
+        podRef: str(spec['podref']),
+      }) !== undefined,
     createdAtMs,
     takenAtMs: Math.max(
       createdAtMs,

@@ -73,6 +73,8 @@ export interface CommitOptions {
    * was lost), or onSettled threw. The caller drops its cache.
    */
   readonly onUncertain?: () => void;
+  /** Told of a rewritten record whose reservation the commit could not bring in step (settle-reservations.ts). */
+  readonly unfollowed?: (address: bigint) => void;
   /**
    * Whereabouts' Lease of the pool (whereabouts-lease.ts): the commit writes only when it allows, else it throws
    * LeaseNeeded for the caller to wait for the Lease outside its pool lock and run it again.

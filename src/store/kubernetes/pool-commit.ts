@@ -278,6 +278,7 @@ export class PoolCommit<T> {
       if (this.#ctx.reservations && settled.written !== undefined)
         await settleWritten(this.#ctx, this.#pool, settled.written.change, settled.written.before, {
           ...(lease === undefined ? {} : { mayCreate: () => lease.mayWrite() }),
+          ...(this.#options.unfollowed === undefined ? {} : { unfollowed: this.#options.unfollowed }),
         });
     } finally {
       await lease?.release();

@@ -33,7 +33,18 @@ export interface WriteContext extends CommitContext {
 
 const DIR_MODE = 0o700;
 
-export async function updatePool<T>(ctx: WriteContext, pool: PoolRef, plan: Plan<T>): Promise<T> {
+/** What a caller may ask of an update beyond its plan. */
+export interface UpdateHooks {
+  /** Told of a rewritten record whose reservation could not be brought in step. */
+  readonly unfollowed?: (address: bigint) => void;
+}
+
+export async function updatePool<T>(
+  ctx: WriteContext,
+  pool: PoolRef,
+  plan: Plan<T>,
+  hooks: UpdateHooks = {},
+): Promise<T> {
   const paths = poolPaths(ctx.cacheDir, pool);
   try {
     mkdirSync(paths.networkDir, { recursive: true, mode: DIR_MODE });
@@ -58,7 +69,7 @@ export async function updatePool<T>(ctx: WriteContext, pool: PoolRef, plan: Plan
     await leaseStep(pool, () => lease?.prepare());
     for (;;) {
       try {
-        return await updateLocked(ctx, pool, plan, { paths, ...(lease === undefined ? {} : { lease }) });
+        return await updateLocked(ctx, pool, plan, { paths, hooks, ...(lease === undefined ? {} : { lease }) });
       } catch (err) {
         if (!(err instanceof LeaseNeeded) || lease === undefined) throw err;
       }
@@ -83,9 +94,9 @@ async function updateLocked<T>(
   ctx: WriteContext,
   pool: PoolRef,
   plan: Plan<T>,
-  options: { readonly paths: PoolPaths; readonly lease?: WhereaboutsLease },
+  options: { readonly paths: PoolPaths; readonly hooks: UpdateHooks; readonly lease?: WhereaboutsLease },
 ): Promise<T> {
-  const { paths, lease } = options;
+  const { paths, lease, hooks } = options;
   const waited = async (): Promise<HeldLock> => {
     const held = await acquireLock(paths, ctx.lockTiming, { log: ctx.log });
     lease?.waitedForLock();
@@ -107,6 +118,7 @@ async function updateLocked<T>(
       // from a quorum read, not from a version older than its own write.
       onUncertain: () => forget(paths, ctx.log),
       ...(lease === undefined ? {} : { lease }),
+      ...(hooks.unfollowed === undefined ? {} : { unfollowed: hooks.unfollowed }),
     });
   } finally {
     await lock.release();

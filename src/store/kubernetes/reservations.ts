@@ -193,7 +193,7 @@ export async function releaseReservation(
 
 /**
  * A pool record rewritten (an idempotent re-ADD's new container, a warm record renamed to its pod or back): the
- * reservation follows, if it still names the same owner or exactly the attachment the record had before.
+ * reservation follows, if it names the new record's owner or the owner of the record this write replaced.
  */
 export async function followRecord(
   api: ApiClient,
@@ -203,27 +203,37 @@ export async function followRecord(
   options: { readonly mayCreate?: () => Promise<boolean>; readonly previous?: AllocationRecord } = {},
 ): Promise<'updated' | 'unchanged' | 'repaired'> {
   const name = reservationNameOf(pool, ip);
-  const existing = await getObject(api, PLURAL, name);
-  if (existing === undefined) {
-    // The pool holds the address without its reservation (an earlier crash, or a writer that does not reserve).
-    // While Whereabouts writes and the Lease is not ours, the controller repairs it later instead.
-    if (options.mayCreate !== undefined && !(await options.mayCreate())) return 'unchanged';
-    const repaired = await reserve(api, pool, ip, record);
-    return repaired.kind === 'taken' ? 'unchanged' : 'repaired';
-  }
-  // The pool record of this address is this pod's now (a re-created pod takes over its predecessor's record), or
-  // was the attachment's the reservation names until this write.
-  const previous = options.previous;
-  if (
-    !isOwnedBy(existing, record, { anyUid: true, heldFor: true }) &&
-    !(previous !== undefined && namesAttachment(existing, previous, { heldFor: true }))
-  )
-    return 'unchanged';
-  const spec = isRecord(existing) && isRecord(existing['spec']) ? existing['spec'] : {};
-  const want = specOf(record);
-  if (Object.entries(want).every(([key, value]) => spec[key] === value)) return 'unchanged';
-  const result = await replaceObject(api, PLURAL, name, withSpec(existing, record));
-  return result.kind === 'patched' ? 'updated' : 'unchanged';
+  // A reservation that changed between its read and the update is read again: a follow given up on a conflict
+  // would leave it naming what the pool no longer holds there.
+  const outcome = await retryOnConflict<'updated' | 'unchanged' | 'repaired'>(
+    async () => {
+      const existing = await getObject(api, PLURAL, name);
+      if (existing === undefined) {
+        // The pool holds the address without its reservation (an earlier crash, or a writer that does not reserve).
+        // While Whereabouts writes and the Lease is not ours, the controller repairs it later instead.
+        if (options.mayCreate !== undefined && !(await options.mayCreate())) return 'unchanged';
+        const repaired = await reserve(api, pool, ip, record);
+        return repaired.kind === 'taken' ? 'unchanged' : 'repaired';
+      }
+      // The pool record of this address is this pod's now (a re-created pod takes over its predecessor's record),
+      // or was the attachment's the reservation names until this write.
+      const previous = options.previous;
+      if (
+        !isOwnedBy(existing, record, { anyUid: true, heldFor: true }) &&
+        !(previous !== undefined && isOwnedBy(existing, previous, { anyUid: true, heldFor: true }))
+      )
+        return 'unchanged';
+      const spec = isRecord(existing) && isRecord(existing['spec']) ? existing['spec'] : {};
+      const want = specOf(record);
+      if (Object.entries(want).every(([key, value]) => spec[key] === value)) return 'unchanged';
+      const result = await replaceObject(api, PLURAL, name, withSpec(existing, record));
+      return result.kind === 'patched' ? 'updated' : CONFLICT;
+    },
+    { attempts: ADOPT_ATTEMPTS, baseMs: 5, capMs: 50 },
+  );
+  if (outcome.kind !== 'done')
+    throw new Error(`OverlappingRangeIPReservation ${name} kept changing while its record's owner was written to it`);
+  return outcome.value;
 }
 
 /** How the reservation a committed claim relied on was found after the pool write (confirmReservation). */

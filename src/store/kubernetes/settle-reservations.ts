@@ -38,7 +38,11 @@ export async function settleWritten(
   pool: PoolRef,
   change: PoolChange,
   before: Allocations,
-  options: { readonly mayCreate?: () => Promise<boolean> } = {},
+  options: {
+    readonly mayCreate?: () => Promise<boolean>;
+    /** Told of a rewritten record whose reservation could not be brought in step (the caller may try again). */
+    readonly unfollowed?: (address: bigint) => void;
+  } = {},
 ): Promise<void> {
   const family = pool.range.cidr.family;
   for (const value of change.release ?? []) {
@@ -62,11 +66,15 @@ export async function settleWritten(
       // Tried again on a passing failure: an address this attachment holds without its reservation (a crash in
       // another writer's window) is open to an overlapping range until it has one.
       const previous = before.get(address);
-      const follow = { ...options, ...(previous === undefined ? {} : { previous }) };
+      const follow = {
+        ...(options.mayCreate === undefined ? {} : { mayCreate: options.mayCreate }),
+        ...(previous === undefined ? {} : { previous }),
+      };
       await retryTransient(() => followRecord(ctx.api, pool, { family, value: address }, record, follow), {
         budgetMs: ctx.cleanupTimeoutMs,
       });
     } catch (err) {
+      options.unfollowed?.(address);
       ctx.log.warning(
         `IPPool ${pool.name}: could not bring the reservation of ${formatIP({ family, value: address })} in step: ${messageOf(err)}`,
       );

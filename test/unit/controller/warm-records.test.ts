@@ -11,7 +11,7 @@ import { createObject } from '../../../src/store/kubernetes/resources.ts';
 import { MemoryApiClient, MemoryApiServer } from '../../support/memory-apiserver.ts';
 
 const NS = 'kube-system';
-const warm = (node: string) => ({ id: `hereabouts-warm:${node}`, podref: '', ifname: 'warm', node });
+const warm = (node: string) => ({ id: `hereabouts-warm:${node}/10.9.0.0-24`, podref: '', ifname: 'warm', node });
 
 test('a warm record is released only once its node is gone, read live; a node missing from the cache alone is not enough', async () => {
   const server = new MemoryApiServer();

@@ -1,7 +1,7 @@
 // The node agent's grouped write on one pool (DESIGN §11), as a plan: pure, so it runs again on every fresh view the
-// commit reads. In one IPPool write it renames every warm address handed out since the last write to its pod, gives
-// back to the agent every address a DEL released, returns warm addresses over the target, and claims one more when
-// the set is short. It only ever rewrites or releases records that name this node's agent or the attachment its own
+// commit reads. In one IPPool write it renames every warm address handed out since the last write to its pod,
+// releases every address a DEL answered from the agent released, returns warm addresses over the target, and claims
+// one more when the set is short. It only ever rewrites or releases records that name this node's agent or the attachment its own
 // journal names, so it cannot take over what another writer holds.
 import type { RangeConfig } from '../../../config/types.ts';
 import type { AllocationRecord, Allocations, Plan, PlanHints, PoolChange } from '../../store.ts';
@@ -21,6 +21,8 @@ export interface WarmPolicy {
 
 export interface GroupInput {
   readonly node: string;
+  /** The pool's name: in the warm records' id (warm-record.ts). */
+  readonly pool: string;
   readonly range: RangeConfig;
   readonly pending: ReadonlyMap<bigint, PendingWrite>;
   /** Warm addresses to give back, at most (the agent does not hand these out meanwhile). */
@@ -38,6 +40,15 @@ export interface GroupOutcome {
   readonly lost: ReadonlyArray<{ readonly address: bigint; readonly holder: AllocationRecord | undefined }>;
   readonly released: readonly bigint[];
   readonly claimed: bigint | undefined;
+  /**
+   * Pending writes the pool held already (an earlier write landed; its agent died before it settled): their
+   * reservations may still name what the record named before, and are brought in step (`previous` -> `record`).
+   */
+  readonly landed: ReadonlyArray<{
+    readonly address: bigint;
+    readonly record: AllocationRecord;
+    readonly previous: AllocationRecord;
+  }>;
   /** The node's warm records once this change is written (pending ones included). */
   readonly warm: ReadonlySet<bigint>;
   /** Free addresses once written, warm ones not counted. */
@@ -51,27 +62,36 @@ const isSameAttachmentRecord = (a: AllocationRecord, b: AllocationRecord): boole
   a.containerId === b.containerId && a.ifname === b.ifname;
 
 export function groupPlan(input: GroupInput): Plan<GroupOutcome> {
-  const { node, range, pending, policy } = input;
+  const { node, pool, range, pending, policy } = input;
   return (current, refused, hints) => {
     const mine = (record: AllocationRecord | undefined): boolean => record !== undefined && warmHolder(record) === node;
-    const warmBack = warmRecord(node, input.createdAt);
+    const warmBack = warmRecord(node, pool, input.createdAt);
     const update: Array<{ address: bigint; record: AllocationRecord }> = [];
     const settled: bigint[] = [];
     const lost: Array<{ address: bigint; holder: AllocationRecord | undefined }> = [];
+    const landed: Array<{ address: bigint; record: AllocationRecord; previous: AllocationRecord }> = [];
+    const releasedByDel: bigint[] = [];
     for (const [address, write] of pending) {
       const now = current.get(address);
       if (write.kind === 'name') {
         if (mine(now)) update.push({ address, record: write.record });
         else if (now === undefined || !isSameAttachmentRecord(now, write.record)) lost.push({ address, holder: now });
-      } else if (now !== undefined && isSameAttachmentRecord(now, write.attachment)) {
-        update.push({ address, record: warmBack });
-      } // else: warm already, or released by someone else: nothing to write
+        else landed.push({ address, record: now, previous: warmBack });
+      } else if (now !== undefined && now.containerId === write.attachment.containerId) {
+        // By the sandbox alone: the DEL was answered from the node's last view, and the record at this address may
+        // have been rewritten since without an interface (as Whereabouts before 0.7 wrote them); a new sandbox of the
+        // pod that took the address over has another container id.
+        // Released, not turned back into a warm record: a warm address is only ever one whose reservation the
+        // agent's own claim took (a reservation still naming the pod could be adopted by it in an overlapping range).
+        releasedByDel.push(address);
+      } // else: released by someone else: nothing to write
       settled.push(address); // once written, or lost: the agent deals with a lost one (warm-sets.ts)
     }
     const mixed = hints?.highestFirst === true;
-    const release = (mixed ? [...current.keys()] : input.giveBack).filter(
-      (a) => !pending.has(a) && mine(current.get(a)),
-    );
+    const release = [
+      ...releasedByDel,
+      ...(mixed ? [...current.keys()] : input.giveBack).filter((a) => !pending.has(a) && mine(current.get(a))),
+    ];
     const claimed =
       input.claim && !mixed ? policy.choose(range, current, refused, hints ?? { reserved: new Set() }) : undefined;
     const change: PoolChange = {
@@ -91,7 +111,7 @@ export function groupPlan(input: GroupInput): Plan<GroupOutcome> {
     const empty = update.length === 0 && release.length === 0 && claimed === undefined;
     return {
       change: empty ? null : change,
-      value: { settled, lost, released: release, claimed, warm, free, mixed },
+      value: { settled, lost, landed, released: release, claimed, warm, free, mixed },
     };
   };
 }

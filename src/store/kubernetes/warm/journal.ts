@@ -32,7 +32,7 @@ export interface JournalAttachment {
 
 /**
  * handed-out: a warm address answered an ADD for `attachment` (its record is to name the pod); released: a DEL of
- * `attachment` was answered (its record is to go back to the agent); settled: the pool holds what the entry before
+ * `attachment` was answered (its record is to be released); settled: the pool holds what the entry before
  * asked for. Entries are keyed by pool and address: the latest one of a key is what is pending.
  */
 export type JournalEntry =
@@ -42,6 +42,8 @@ export type JournalEntry =
       readonly address: string;
       readonly attachment: JournalAttachment;
       readonly at: string;
+      /** The pool itself (pool-ref-json.ts): a new agent finishes the write before any call names the pool. */
+      readonly ref?: Readonly<Record<string, unknown>>;
     }
   | { readonly op: 'settled'; readonly pool: string; readonly address: string };
 
@@ -183,11 +185,14 @@ function entryOf(value: unknown): JournalEntry | undefined {
   const { containerId, ifname, podRef, podUid } = attachment;
   if (typeof containerId !== 'string' || typeof ifname !== 'string' || typeof podRef !== 'string') return undefined;
   if (podUid !== undefined && typeof podUid !== 'string') return undefined;
+  const ref = value['ref'];
+  if (ref !== undefined && !isRecord(ref)) return undefined;
   return {
     op,
     pool,
     address,
     at: value['at'],
     attachment: { containerId, ifname, podRef, ...(podUid === undefined ? {} : { podUid }) },
+    ...(ref === undefined ? {} : { ref }),
   };
 }

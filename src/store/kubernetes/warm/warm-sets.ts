@@ -1,6 +1,6 @@
 // Warm sets (DESIGN §11): the node agent answers an ADD from an address its node already holds cluster-wide, and a
-// DEL by giving the address back to the node, each made durable in the node-local journal before the answer; the
-// pool catches up in grouped writes off the call's path (group-plan.ts). Every call that is not a plain claim from
+// plain DEL at once, each made durable in the node-local journal before the answer; the pool catches up in grouped
+// writes off the call's path (group-plan.ts). Every call that is not a plain claim from
 // the warm set or a plain release runs the synchronous path, after this pool's pending writes have landed.
 //
 // Why nothing is handed out twice: a warm address is one whose warm record the pool held in a write this agent made
@@ -18,11 +18,13 @@ import { formatIP } from '../../../ip/address.ts';
 import { poolPaths } from '../../local/paths.ts';
 import type { AllocationRecord, Plan, PoolChange, PoolRef } from '../../store.ts';
 import { readCachedPool } from '../pool-cache.ts';
+import { followRecord } from '../reservations.ts';
 import { updatePool, type WriteContext } from '../pool-update.ts';
 import { MIXED_WINDOW_MS } from '../whereabouts-seen.ts';
 import { groupPlan, type GroupOutcome, type PendingWrite, type WarmPolicy } from './group-plan.ts';
 import { Journal, JOURNAL_FILE, type HandOut, type JournalAttachment, type JournalEntry } from './journal.ts';
 import { WarmGate } from './warm-gate.ts';
+import { decodePoolRef, encodePoolRef } from './pool-ref-json.ts';
 import { warmTarget, type WarmBounds } from '../../warm-target.ts';
 
 export type { WarmPolicy } from './group-plan.ts';
@@ -109,6 +111,8 @@ export class WarmSets {
   readonly #journal: Journal | undefined;
   readonly #replayed: readonly HandOut[];
   readonly #pools = new Map<string, WarmPool>();
+  /** Namespaces whose replayed writes were started (#resume). */
+  readonly #resumed = new Set<string>();
   readonly #gates = new Map<string, WarmGate>();
   readonly #counters: Counters = {
     handedOut: 0,
@@ -166,6 +170,7 @@ export class WarmSets {
 
   /** Runs `plan` on `pool`: from the warm set when it is a plain claim or release, else through `sync`. */
   async update<T>(ctx: WriteContext, pool: PoolRef, plan: Plan<T>, sync: () => Promise<T>): Promise<T> {
+    this.#resume(ctx);
     const wp = this.#pool(ctx, pool);
     if (this.#serves(wp)) {
       const fast = this.#fast(wp, plan);
@@ -178,6 +183,21 @@ export class WarmSets {
     } finally {
       // Adopt or refill the set off the path, while warm sets are on.
       if (this.#journal !== undefined && this.#gate(ctx).open(ctx.api)) this.#schedule(wp);
+    }
+  }
+
+  /**
+   * Until no pool has a pending write or a write under way, trying each pool at most `rounds` times (a failing API
+   * leaves the rest pending, as it would be). For a caller that must see the pools at rest (tests, shutdown).
+   */
+  async settle(rounds = 5): Promise<void> {
+    for (let round = 0; round < rounds; round++) {
+      const busy = [...this.#pools.values()].filter((wp) => wp.pending.size > 0 || wp.writing !== undefined);
+      if (busy.length === 0) return;
+      for (const wp of busy) {
+        if (wp.writing === undefined) this.#schedule(wp);
+        await wp.writing;
+      }
     }
   }
 
@@ -210,6 +230,21 @@ export class WarmSets {
     wp.ctx = ctx;
     wp.ref = ref;
     return wp;
+  }
+
+  /**
+   * The first call with a connection to a namespace starts the pending writes the journal holds for its pools, each
+   * from the pool the journal recorded: a pool no call names again is not left showing the agent's record.
+   */
+  #resume(ctx: WriteContext): void {
+    if (this.#resumed.has(ctx.api.namespace)) return;
+    this.#resumed.add(ctx.api.namespace);
+    for (const entry of this.#replayed) {
+      if (!entry.pool.startsWith(`${ctx.api.namespace}/`) || this.#pools.has(entry.pool)) continue;
+      const recorded = decodePoolRef(entry.ref);
+      if (recorded === undefined || `${ctx.api.namespace}/${recorded.ref.name}` !== entry.pool) continue;
+      this.#schedule(this.#pool({ ...ctx, ...recorded.settings }, recorded.ref));
+    }
   }
 
   #gate(ctx: WriteContext): WarmGate {
@@ -267,7 +302,15 @@ export class WarmSets {
     wp.warm.delete(address);
     wp.handing.add(address);
     try {
-      await this.#durable([{ op: 'handed-out', pool: wp.key, address: String(address), ...journaled(record) }]);
+      await this.#durable([
+        {
+          op: 'handed-out',
+          pool: wp.key,
+          address: String(address),
+          ...journaled(record),
+          ref: encodePoolRef(wp.ref, wp.ctx),
+        },
+      ]);
     } catch (err) {
       wp.handing.delete(address);
       wp.warm.add(address); // never answered: still the node's
@@ -289,6 +332,7 @@ export class WarmSets {
         pool: wp.key,
         address: String(address),
         ...journaled(record),
+        ref: encodePoolRef(wp.ref, wp.ctx),
       })),
     );
     for (const [address, attachment] of records) wp.pending.set(address, { kind: 'warm', attachment });
@@ -374,12 +418,15 @@ export class WarmSets {
     for (const address of giveBack) wp.warm.delete(address); // not handed out while it is given back
     const started = monotonicMs();
     let outcome: GroupOutcome;
+    // Renames whose reservation did not follow stay pending: the next write brings it in step (`landed`).
+    const unfollowed = new Set<bigint>();
     try {
       outcome = await updatePool(
         wp.ctx,
         wp.ref,
         groupPlan({
           node: wp.ctx.node,
+          pool: wp.ref.name,
           range: wp.ref.range,
           pending,
           giveBack,
@@ -387,6 +434,7 @@ export class WarmSets {
           policy: this.#options.policy,
           createdAt: new Date().toISOString(),
         }),
+        { unfollowed: (address) => unfollowed.add(address) },
       );
     } catch (err) {
       for (const address of giveBack) wp.warm.add(address);
@@ -400,10 +448,11 @@ export class WarmSets {
     wp.failures = 0;
     this.#counters.groupWrites++;
     this.#counters.groupWriteMs += monotonicMs() - started;
+    for (const address of await this.#followLanded(wp, outcome.landed)) unfollowed.add(address);
     const entries: JournalEntry[] = [];
     for (const address of outcome.settled) {
       // Only what this write planned: a DEL that came meanwhile is the next write's.
-      if (wp.pending.get(address) !== pending.get(address)) continue;
+      if (wp.pending.get(address) !== pending.get(address) || unfollowed.has(address)) continue;
       wp.pending.delete(address);
       entries.push({ op: 'settled', pool: wp.key, address: String(address) });
       this.#counters.groupedEntries++;
@@ -422,6 +471,27 @@ export class WarmSets {
       this.#options.log(`journal: cannot record settled writes: ${messageOf(err)}`);
     }
     return outcome.claimed !== undefined || outcome.released.length > 0;
+  }
+
+  /**
+   * Reservations of renames an earlier write landed without bringing them in step (it failed, or its agent died):
+   * the addresses whose reservation still does not follow.
+   */
+  async #followLanded(wp: WarmPool, landed: GroupOutcome['landed']): Promise<bigint[]> {
+    if (!wp.ctx.reservations) return [];
+    const family = wp.ref.range.cidr.family;
+    const failed: bigint[] = [];
+    for (const { address, record, previous } of landed) {
+      try {
+        await followRecord(wp.ctx.api, wp.ref, { family, value: address }, record, { previous });
+      } catch (err) {
+        failed.push(address);
+        this.#options.log(
+          `IPPool ${wp.ref.name}: cannot bring the reservation of ${formatIP({ family, value: address })} in step: ${messageOf(err)}`,
+        );
+      }
+    }
+    return failed;
   }
 
   #lost(wp: WarmPool, address: bigint, write: PendingWrite | undefined, holder: AllocationRecord | undefined): void {

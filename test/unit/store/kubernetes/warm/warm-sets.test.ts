@@ -1,6 +1,6 @@
 // Warm sets in the node agent (src/store/kubernetes/warm/warm-sets.ts) on the in-memory API server: an ADD answered
-// from the set sends no request; the pool names the pod after a grouped write; a DEL gives the address back to the
-// node; a hand-out whose rename a stalled agent never made is renamed by the next agent, never handed out again;
+// from the set sends no request; the pool names the pod after a grouped write; a DEL is answered first and released
+// after; a hand-out whose rename a stalled agent never made is renamed by the next agent, never handed out again;
 // warm sets stay off without the controller's word, and go back when Whereabouts writes the pool.
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -22,6 +22,7 @@ import {
   WARM_GATE_LEASE,
 } from '../../../../../src/store/kubernetes/objects.ts';
 import { decodeAllocations } from '../../../../../src/store/kubernetes/pool-object.ts';
+import { createObject } from '../../../../../src/store/kubernetes/resources.ts';
 import { WarmSets } from '../../../../../src/store/kubernetes/warm/warm-sets.ts';
 import type { AllocationRecord, PoolRef } from '../../../../../src/store/store.ts';
 import { warmHolder } from '../../../../../src/store/warm-record.ts';
@@ -215,7 +216,7 @@ test('a burst of ADDs gets distinct addresses, renamed in fewer pool writes than
   for (let i = 0; i < 6; i++) assert.deepEqual(byPod.get(`default/burst-${i}`), [addresses[i]]);
 });
 
-test('a DEL answered from the set gives the address back to the node: its record becomes warm again', async (t) => {
+test('a DEL answered by the agent is made durable first, then its address is released in a grouped write', async (t) => {
   const server = new MemoryApiServer();
   const admin = new MemoryApiClient(server, { namespace: NS });
   await gate(admin, WARM_ALLOWED);
@@ -226,10 +227,12 @@ test('a DEL answered from the set gives the address back to the node: its record
   const released = await a.store.update(pool, planRelease(pod('web')));
   a.release();
   assert.deepEqual(released, [address], 'answered while the API server answers nothing');
-  await until('the record back to the node', async () => {
-    const record = (await records(admin)).get(address);
-    return record !== undefined && warmHolder(record) === 'node-a';
-  });
+  await until('the address released', async () => !(await records(admin)).has(address));
+  const ip = `10.77.0.${Number(address & 0xffn)}`;
+  await until(
+    'its reservation gone',
+    async () => (await getObject(admin, 'overlappingrangeipreservations', ip)) === undefined,
+  );
   // A DEL of the same attachment again finds nothing.
   assert.deepEqual(await a.store.update(pool, planRelease(pod('web'))), []);
 });
@@ -290,4 +293,41 @@ test('a pool a Whereabouts plugin writes gives its warm records back', async (t)
   const before = a.warm.stats().handedOut;
   await add(a.store, 'db');
   assert.equal(a.warm.stats().handedOut, before, 'the next ADD ran the synchronous path');
+});
+
+test("one node's warm addresses in two overlapping ranges are never the same address (each pool's warm record is an attachment of its own)", async (t) => {
+  const server = new MemoryApiServer();
+  const admin = new MemoryApiClient(server, { namespace: NS });
+  await gate(admin, WARM_ALLOWED);
+  const a = await warmedAgent(t, server, { journal: tempDir(t, 'journal'), cache: tempDir(t, 'cache') });
+  const outerWarm = warmIn(await records(admin));
+  assert.ok(outerWarm.length >= 2);
+  // A /29 inside the /24 (the same addresses, another IPPool) whose only free addresses are the outer pool's warm
+  // ones: its own warm claim can only try them, and must find them reserved.
+  const inner: PoolRef = { name: '10.77.0.0-29', network: 'net', networkNamed: false, range: rangeOf('10.77.0.0/29') };
+  const base = 0x0a4d0000n; // 10.77.0.0
+  const others: Record<string, unknown> = {};
+  for (let offset = 1n; offset <= 6n; offset++)
+    if (!outerWarm.includes(base + offset))
+      others[String(offset)] = { id: `c-other-${offset}`, podref: `default/o${offset}`, ifname: 'net1' };
+  await createObject(admin, 'ippools', {
+    metadata: { name: inner.name },
+    spec: { range: '10.77.0.0/29', allocations: others },
+  } as { metadata: { name: string } });
+  // A first call on the inner pool: the agent reads it, then tries to fill its warm set there.
+  await a.store.update(inner, planRelease(pod('nobody')));
+  await a.warm.settle();
+  const object = (await getObject(admin, 'ippools', inner.name)) as Obj;
+  const innerRecords = decodeAllocations((object['spec'] as Obj)['allocations'], inner.range.cidr, {
+    where: 't',
+    warn: () => undefined,
+    strict: false,
+  });
+  const outer = await records(admin);
+  // (The seeded records may overlap the outer pool's pods: only what the agent claimed is judged.)
+  assert.deepEqual(
+    warmIn(innerRecords).filter((x) => outer.has(x)),
+    [],
+    'no warm address held in both pools',
+  );
 });
