@@ -203,19 +203,20 @@ describe('a real single-node cluster', () => {
       ['-n', 'kube-system', 'ippools.whereabouts.cni.cncf.io', macvlanPool],
       '{.spec.allocations}',
     );
+    // By field selector: the watch starts before the pod exists.
     const status = kubectlWatch(
       c,
-      ['-n', NS, 'pod', 'w'],
+      ['-n', NS, 'pods', '--field-selector', 'metadata.name=warm-a'],
       '{.metadata.annotations.k8s\\.v1\\.cni\\.cncf\\.io/network-status}',
     );
     try {
-      apply(c, [workload('w')]);
-      const ip = ipsOn(await readyPod('w'), 'mvl')[0];
+      apply(c, [workload('warm-a')]);
+      const ip = ipsOn(await readyPod('warm-a'), 'mvl')[0];
       assert.ok(ip !== undefined);
       const offset = ip.split('.')[3] ?? '';
       const names = (text: string): boolean => {
         try {
-          return (JSON.parse(text) as Record<string, { podref?: string }>)[offset]?.podref === `${NS}/w`;
+          return (JSON.parse(text) as Record<string, { podref?: string }>)[offset]?.podref === `${NS}/warm-a`;
         } catch {
           return false; // not a whole allocations map
         }
@@ -236,8 +237,8 @@ describe('a real single-node cluster', () => {
     } finally {
       pool.stop();
       status.stop();
+      kubectl(c, ['-n', NS, 'delete', 'pod', 'warm-a', '--ignore-not-found', '--wait=true', '--timeout=120s']);
     }
-    kubectl(c, ['-n', NS, 'delete', 'pod', 'w', '--wait=true', '--timeout=120s']);
   });
 
   test('a killed sandbox is re-created without a second allocation', async () => {

@@ -123,8 +123,9 @@ export class Processes {
     }
   }
 
+  /** The agent's own requests: faults, but no kill and no interleaving hooks (no step waits on them). */
   #background(rate: number): FaultyApi {
-    return this.faulty({ seed: this.#seq++, rate });
+    return new FaultyApi(this.#o.api, { seed: this.#seq++, rate }, { counts: this.#o.counts });
   }
 
   #agent(short: string): NodeAgent {
