@@ -97,7 +97,7 @@ export function kubectlWatch(
 ): { readonly lines: Array<{ readonly at: number; readonly text: string }>; stop(): void } {
   const child = spawn(
     c.kubectlBin,
-    ['--kubeconfig', c.kubeconfig, ...args, '--watch', '-o', `jsonpath=${template}{"\n"}`],
+    ['--kubeconfig', c.kubeconfig, 'get', ...args, '--watch', '-o', `jsonpath=${template}{"\\n"}`],
     { stdio: ['ignore', 'pipe', 'ignore'] },
   );
   const lines: Array<{ at: number; text: string }> = [];

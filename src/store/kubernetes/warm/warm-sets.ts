@@ -92,6 +92,8 @@ class WarmPool {
   mixedUntilMs = 0;
   free = Number.MAX_SAFE_INTEGER;
   readonly adds: number[] = [];
+  /** Pods (and interfaces) whose DEL this agent answered, and when (monotonic): see recentlyDeleted(). */
+  readonly recentDels = new Map<string, number>();
   lastAddMs: number | undefined;
   writing: Promise<void> | undefined;
   again = false;
@@ -160,12 +162,6 @@ export class WarmSets {
     }
     pending += this.#replayed.filter((h) => !this.#pools.has(h.pool)).length;
     return { warm, pending, ...this.#counters };
-  }
-
-  /** Why warm sets are on or off for the pools of `ctx`'s cluster and namespace. */
-  verdict(ctx: WriteContext): string {
-    if (this.#journal === undefined) return 'the journal could not be replayed';
-    return this.#gate(ctx).verdict;
   }
 
   /** Runs `plan` on `pool`: from the warm set when it is a plain claim or release, else through `sync`. */
@@ -285,6 +281,10 @@ export class WarmSets {
     const change = planned.change;
     if (change === null) return undefined;
     const claimed = loneClaim(change);
+    // A new sandbox of a pod whose DEL this agent answered a moment ago (its sandbox died and is being re-created):
+    // the synchronous path, which gives it the lowest free address, most often the one it just had, as without
+    // warm sets.
+    if (claimed !== undefined && recentlyDeleted(wp, claimed.record)) return undefined;
     if (claimed !== undefined && wp.warm.has(claimed.address)) {
       const record: AllocationRecord = { ...claimed.record, node: ctx.node };
       return this.#handOut(wp, claimed.address, record).then(() => planned.value);
@@ -334,7 +334,11 @@ export class WarmSets {
         ref: encodePoolRef(wp.ref, wp.ctx),
       })),
     );
-    for (const [address, attachment] of records) wp.pending.set(address, { kind: 'warm', attachment });
+    const now = monotonicMs();
+    for (const [address, attachment] of records) {
+      wp.pending.set(address, { kind: 'warm', attachment });
+      if (attachment.podRef !== '') wp.recentDels.set(ownerKey(attachment), now);
+    }
     this.#counters.released += records.length;
     setImmediate(() => this.#schedule(wp));
   }
@@ -512,6 +516,18 @@ export class WarmSets {
       if (wp.pending.size > 0 || (wp.adopted && wp.warm.size !== target)) this.#schedule(wp);
     }
   }
+}
+
+/** How long a pod's DEL keeps its next ADD in the pool off the warm set. */
+const RECENT_DEL_MS = 60_000;
+
+const ownerKey = (record: AllocationRecord): string => `${record.podRef}\u0000${record.ifname}`;
+
+function recentlyDeleted(wp: WarmPool, record: AllocationRecord): boolean {
+  if (record.podRef === '') return false;
+  const now = monotonicMs();
+  for (const [key, at] of wp.recentDels) if (now - at > RECENT_DEL_MS) wp.recentDels.delete(key);
+  return wp.recentDels.has(ownerKey(record));
 }
 
 /** Whether calls asked for another write while one ran (read through a call: it changes while a write awaits). */

@@ -331,3 +331,22 @@ test("one node's warm addresses in two overlapping ranges are never the same add
     'no warm address held in both pools',
   );
 });
+
+test("a pod's new sandbox right after its DEL does not take a warm address: the synchronous path gives it the lowest free one, its own", async (t) => {
+  const server = new MemoryApiServer();
+  const admin = new MemoryApiClient(server, { namespace: NS });
+  await gate(admin, WARM_ALLOWED);
+  const a = await warmedAgent(t, server, { journal: tempDir(t, 'journal'), cache: tempDir(t, 'cache') });
+  const first = (await records(admin)).keys().next().value; // 'first', the lowest address
+  assert.equal((await records(admin)).get(first ?? 0n)?.containerId, 'c-first');
+  // The sandbox dies: DEL, then ADD of a new container of the same pod.
+  await a.store.update(pool, planRelease(pod('first')));
+  await a.warm.settle();
+  assert.ok(!(await records(admin)).has(first ?? 0n), 'released');
+  const again = await a.store.update(
+    pool,
+    planAssign(pool, { ...pod('first'), containerId: 'c-first-2' }, { createdAt: new Date().toISOString() }),
+  );
+  assert.equal(addressOf(again), first, 'the address it had');
+  assert.ok(warmIn(await records(admin)).length > 0, 'the warm set is still there');
+});
