@@ -77,21 +77,21 @@ export async function checkStep(cluster: Cluster): Promise<Violation[]> {
     if (list === undefined) journals.set(short, (list = cluster.agents ? cluster.pendingHandOuts(short) : []));
     return list;
   };
+  /** The node's journal holds a hand-out of `ip` in `pool` to this attachment that its pool does not show settled. */
+  const journalHandsOut = (short: string, pool: string, ip: string, containerId: string, ifname: string): boolean =>
+    pendingOf(short).some(
+      (e) =>
+        e.op === 'handed-out' &&
+        e.pool === `${cluster.ns}/${pool}` &&
+        e.address === String(parseIP(ip).value) &&
+        e.attachment.containerId === containerId &&
+        e.attachment.ifname === ifname,
+    );
   // A hand-out its node's journal still holds (its rename landed, its agent died before the reservation followed):
   // the next agent of the node brings the reservation in step before anything else on that pool.
   const pendingHandOut = (h: Held): boolean => {
     const pod = [...cluster.pods.values()].find((p) => cluster.podRef(p.name) === h.podRef);
-    return (
-      pod !== undefined &&
-      pendingOf(pod.node).some(
-        (e) =>
-          e.op === 'handed-out' &&
-          e.pool === `${cluster.ns}/${h.pool}` &&
-          e.address === String(parseIP(h.ip).value) &&
-          e.attachment.containerId === h.containerId &&
-          e.attachment.ifname === h.ifname,
-      )
-    );
+    return pod !== undefined && journalHandsOut(pod.node, h.pool, h.ip, h.containerId, h.ifname);
   };
   for (const h of held) {
     if (h.net === undefined || !NETS[h.net].overlapping || cluster.reconcilerShared.has(h.ip)) continue;
@@ -121,17 +121,7 @@ export async function checkStep(cluster: Cluster): Promise<Violation[]> {
       // the node's journal names this attachment for it (what the node's next agent writes first).
       const node = cluster.nodes.get(pod.node)?.name;
       const warmHeld = held.find((h) => h.ip === a.address && h.net === a.net && warmHolder(recordOfHeld(h)) === node);
-      if (
-        warmHeld !== undefined &&
-        pendingOf(pod.node).some(
-          (e) =>
-            e.op === 'handed-out' &&
-            e.pool === `${cluster.ns}/${warmHeld.pool}` &&
-            e.address === String(parseIP(a.address ?? '').value) &&
-            e.attachment.containerId === sandbox.id &&
-            e.attachment.ifname === a.ifname,
-        )
-      )
+      if (warmHeld !== undefined && journalHandsOut(pod.node, warmHeld.pool, warmHeld.ip, sandbox.id, a.ifname))
         continue;
       const records = held.filter((h) => h.ip === a.address && h.net === a.net);
       const what =

@@ -482,4 +482,19 @@ export const REGRESSIONS: readonly Regression[] = [
       { op: 'pod-create', pod: 'p8', node: 'n2', nets: ['A'] },
     ],
   },
+  {
+    name: "a pod's two legacy records on one network are both released by its DELs answered from the node agent",
+    ref: "issue 22, warm sets: the second DEL must not see the first one's address again",
+    seed: 1698769854,
+    steps: [
+      { op: 'node-join', node: 'n3', wipe: true },
+      { op: 'pod-create', pod: 'p4', node: 'n3', nets: ['A', 'A'] },
+      { op: 'gc', node: 'n3', net: 'A', stale: false, faults: { seed: 1750407435, rate: 0.08 } },
+      { op: 'add', pod: 'p4', faults: { seed: 1408372618, rate: 0.08 } },
+      { op: 'add', pod: 'p4', faults: { seed: 261914539, rate: 0.08 } },
+      { op: 'legacy', pod: 'p4' },
+      { op: 'del', node: 'n3', pick: 3, faults: { seed: 2348563076, rate: 0.08, kill: { at: 4, after: true } } },
+      { op: 'add', pod: 'p4', faults: { seed: 1697467323, rate: 0.08 } },
+    ],
+  },
 ];

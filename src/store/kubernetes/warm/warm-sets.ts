@@ -271,11 +271,13 @@ export class WarmSets {
     const { ctx, ref } = wp;
     const cached = readCachedPool(poolPaths(ctx.cacheDir, ref), ref, ctx.scope, (msg) => ctx.log.warning(msg));
     if (cached === undefined || cached.retired !== undefined) return undefined;
-    // The pool with the pending hand-outs named, and the warm addresses free to choose. An address a DEL released
-    // stays in the view until its release lands: a new sandbox of the same pod then finds it (an idempotent ADD,
-    // the synchronous path, which gets it back as a pool without warm sets would), and nobody else takes it early.
+    // The pool as it will be once the pending writes land (a DEL's address gone: a second interface's legacy DEL
+    // then finds the next one), with the warm addresses free to choose.
     const view = new Map(cached.allocations);
-    for (const [address, write] of wp.pending) if (write.kind === 'name') view.set(address, write.record);
+    for (const [address, write] of wp.pending) {
+      if (write.kind === 'name') view.set(address, write.record);
+      else view.delete(address);
+    }
     for (const address of wp.warm) view.delete(address);
     const planned = plan(view, new Set(), { reserved: wp.warm });
     const change = planned.change;
