@@ -57,6 +57,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   // Loaded here, not with this module: the store's modules read the environment when they load (timings.ts), and
   // serveNodeAgent() turns the per-process timing report off first.
   const { longLivedHost } = await import('../store/kubernetes/open.ts');
+  const makeHost = await longLivedHost(options.warm);
   const made: { host?: StoreHost } = {};
   const slots = new Slots(options.maxConcurrent ?? 16);
   const gate = new PidNamespaceGate(options.log);
@@ -69,7 +70,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   const bound = await listenAt(server, options.socketPath);
   // Only once the socket is ours (an agent that still serves it keeps its journal to itself), and before the first
   // connection is handled: the warm sets' journal is replayed here.
-  const held = longLivedHost(options.warm);
+  const held = makeHost();
   made.host = held;
   options.log(`listening on ${options.socketPath}`);
   return {

@@ -11,7 +11,7 @@ import { KubernetesStore, type KubernetesStoreOptions } from './kubernetes-store
 import { resolveNodeName } from './node-name.ts';
 import { mark } from '../../kube/timings.ts';
 import { TlsSessionStore } from '../../kube/tls-session.ts';
-import { WarmSets, type WarmOptions } from './warm/warm-sets.ts';
+import type { WarmOptions, WarmSets } from './warm/warm-sets.ts';
 
 export type { WarmSets, WarmOptions, WarmPolicy, WarmStats } from './warm/warm-sets.ts';
 
@@ -34,14 +34,16 @@ export interface StoreHost {
 
 /**
  * The host of a process that serves many calls (the node agent): connections kept, one memory, and the warm sets when
- * asked for, for its life.
+ * asked for, for its life. Resolves to its maker, which the agent calls once its socket is its own: the warm-set
+ * modules load only here, never in a plugin process's store.
  */
-export function longLivedHost(warm?: WarmOptions): StoreHost {
-  return {
+export async function longLivedHost(warm?: WarmOptions): Promise<() => StoreHost> {
+  const Warm = warm === undefined ? undefined : (await import('./warm/warm-sets.ts')).WarmSets;
+  return () => ({
     connections: new ConnectionPool({ keep: true }),
     memory: new WriteMemory(),
-    ...(warm === undefined ? {} : { warm: new WarmSets(warm) }),
-  };
+    ...(Warm === undefined || warm === undefined ? {} : { warm: new Warm(warm) }),
+  });
 }
 
 export interface OpenKubernetesOptions {

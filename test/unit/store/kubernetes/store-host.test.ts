@@ -48,7 +48,7 @@ async function open(n: ReturnType<typeof node>, host?: StoreHost) {
 
 test("stores opened with the node agent's host share its kept API connection, and closing one keeps it for the next call", async () => {
   const n = node();
-  const host = longLivedHost();
+  const host = (await longLivedHost())();
   await (await open(n, host)).close(); // the first call resolves the kubeconfig and fills the node's connection cache
   const first = await open(n, host);
   let destroyed = false;
@@ -63,7 +63,7 @@ test("stores opened with the node agent's host share its kept API connection, an
 
 test('a store opened without a host (a plugin process) has a connection of its own, ended at close()', async () => {
   const n = node();
-  const host = longLivedHost();
+  const host = (await longLivedHost())();
   await (await open(n, host)).close();
   const first = await open(n);
   const second = await open(n);
