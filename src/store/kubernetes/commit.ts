@@ -30,6 +30,7 @@ import { retryOnConflict, retryTransient } from '../../kube/retry.ts';
 import { monotonicMs } from '../../clock.ts';
 import { confirmClaims, giveBack } from './confirm-claims.ts';
 import type { WhereaboutsLease } from './whereabouts-lease.ts';
+import type { Held } from './reservations.ts';
 
 export { fetchPool } from './pool-read.ts';
 
@@ -75,6 +76,10 @@ export interface CommitOptions {
   readonly onUncertain?: () => void;
   /** Told of a rewritten record whose reservation the commit could not bring in step (settle-reservations.ts). */
   readonly unfollowed?: (address: bigint) => void;
+  /** Told of each claim the commit landed and confirmed, with its reservation as the commit left it. */
+  readonly claimed?: (address: bigint, held: Held) => void;
+  /** The reservation of an address as the caller last wrote it, if it knows: a rewritten record's follows unread. */
+  readonly knownReservation?: (address: bigint) => Held | undefined;
   /**
    * Whereabouts' Lease of the pool (whereabouts-lease.ts): the commit writes only when it allows, else it throws
    * LeaseNeeded for the caller to wait for the Lease outside its pool lock and run it again.
@@ -115,6 +120,7 @@ export async function commitPool<T>(
     throw toStoreError(err, `IPPool ${pool.name}`); // LeaseNeeded passes as it is
   }
   await commit.settle(settled);
+  for (const [address, { held }] of commit.relied) options.claimed?.(address, held);
   return settled.value;
 }
 

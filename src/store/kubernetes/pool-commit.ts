@@ -279,6 +279,7 @@ export class PoolCommit<T> {
         await settleWritten(this.#ctx, this.#pool, settled.written.change, settled.written.before, {
           ...(lease === undefined ? {} : { mayCreate: () => lease.mayWrite() }),
           ...(this.#options.unfollowed === undefined ? {} : { unfollowed: this.#options.unfollowed }),
+          ...(this.#options.knownReservation === undefined ? {} : { known: this.#options.knownReservation }),
         });
     } finally {
       await lease?.release();

@@ -14,6 +14,7 @@ import { dropCachedPool, readCachedPool, writeCachedPool, type CacheScope } from
 import type { PoolState } from './pool-object.ts';
 import { LeaseNeeded, WhereaboutsLease } from './whereabouts-lease.ts';
 import { toStoreError } from './api-errors.ts';
+import type { Held } from './reservations.ts';
 import type { LeaderTiming } from '../../config/types.ts';
 
 export { fetchPool } from './commit.ts';
@@ -37,6 +38,10 @@ const DIR_MODE = 0o700;
 export interface UpdateHooks {
   /** Told of a rewritten record whose reservation could not be brought in step. */
   readonly unfollowed?: (address: bigint) => void;
+  /** Told of each claim landed and confirmed, with its reservation as written (CommitOptions.claimed). */
+  readonly claimed?: (address: bigint, held: Held) => void;
+  /** The reservation of an address as the caller last wrote it (CommitOptions.knownReservation). */
+  readonly knownReservation?: (address: bigint) => Held | undefined;
 }
 
 export async function updatePool<T>(
@@ -119,6 +124,8 @@ async function updateLocked<T>(
       onUncertain: () => forget(paths, ctx.log),
       ...(lease === undefined ? {} : { lease }),
       ...(hooks.unfollowed === undefined ? {} : { unfollowed: hooks.unfollowed }),
+      ...(hooks.claimed === undefined ? {} : { claimed: hooks.claimed }),
+      ...(hooks.knownReservation === undefined ? {} : { knownReservation: hooks.knownReservation }),
     });
   } finally {
     await lock.release();

@@ -29,6 +29,8 @@ const ADOPT_ATTEMPTS = 4;
 export interface Held {
   readonly name: string;
   readonly version: ObjectVersion;
+  /** The object as the API answered that write: a later write conditional on `version` needs no read first. */
+  readonly object?: Readonly<Record<string, unknown>>;
 }
 
 /** created: ours now. adopted: already this attachment's (an earlier attempt). taken: another attachment's. */
@@ -87,7 +89,7 @@ function heldOutcome(kind: 'created' | 'adopted', name: string, object: unknown)
   const version = versionOf(object);
   if (version === undefined)
     throw new TypeError(`OverlappingRangeIPReservation ${name}: the API returned no uid or resourceVersion`);
-  return { kind, held: { name, version } };
+  return { kind, held: { name, version, ...(isRecord(object) ? { object } : {}) } };
 }
 
 /** The existing object with its spec naming `record` (keeps fields we do not model, and the original createdAt). */
@@ -200,9 +202,24 @@ export async function followRecord(
   pool: PoolRef,
   ip: IPAddress,
   record: AllocationRecord,
-  options: { readonly mayCreate?: () => Promise<boolean>; readonly previous?: AllocationRecord } = {},
+  options: {
+    readonly mayCreate?: () => Promise<boolean>;
+    readonly previous?: AllocationRecord;
+    /**
+     * The reservation as this host wrote it for `previous` (a node agent's warm claim): rewritten at that exact
+     * version without reading it first; read as usual when it moved on.
+     */
+    readonly known?: Held;
+  } = {},
 ): Promise<'updated' | 'unchanged' | 'repaired'> {
   const name = reservationNameOf(pool, ip);
+  const known = options.known;
+  if (known?.object !== undefined && known.name === name && options.previous !== undefined) {
+    if (isOwnedBy(known.object, options.previous, { anyUid: true, heldFor: true })) {
+      const result = await replaceObject(api, PLURAL, name, withSpec(known.object, record));
+      if (result.kind === 'patched') return 'updated';
+    }
+  }
   // A reservation that changed between its read and the update is read again: a follow given up on a conflict
   // would leave it naming what the pool no longer holds there.
   const outcome = await retryOnConflict<'updated' | 'unchanged' | 'repaired'>(

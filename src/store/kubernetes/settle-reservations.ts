@@ -42,6 +42,8 @@ export async function settleWritten(
     readonly mayCreate?: () => Promise<boolean>;
     /** Told of a rewritten record whose reservation could not be brought in step (the caller may try again). */
     readonly unfollowed?: (address: bigint) => void;
+    /** The reservation of an address as the caller last wrote it, if it knows (followRecord's `known`). */
+    readonly known?: (address: bigint) => Held | undefined;
   } = {},
 ): Promise<void> {
   const family = pool.range.cidr.family;
@@ -66,9 +68,11 @@ export async function settleWritten(
       // Tried again on a passing failure: an address this attachment holds without its reservation (a crash in
       // another writer's window) is open to an overlapping range until it has one.
       const previous = before.get(address);
+      const known = options.known?.(address);
       const follow = {
         ...(options.mayCreate === undefined ? {} : { mayCreate: options.mayCreate }),
         ...(previous === undefined ? {} : { previous }),
+        ...(known === undefined ? {} : { known }),
       };
       await retryTransient(() => followRecord(ctx.api, pool, { family, value: address }, record, follow), {
         budgetMs: ctx.cleanupTimeoutMs,

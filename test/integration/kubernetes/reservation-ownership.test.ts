@@ -12,6 +12,9 @@ import type { KubernetesStore } from '../../../src/store/kubernetes/kubernetes-s
 import { api, cacheHolds, controlPlane, createNamespace, type Namespace } from '../../support/control-plane.ts';
 import { testRange } from '../../support/memory-store.ts';
 import { kubeNetwork, openNode, poolView } from './harness.ts';
+import { poolRefs } from '../../../src/store/pool-refs.ts';
+import { followRecord, reserve } from '../../../src/store/kubernetes/reservations.ts';
+import { warmRecord } from '../../../src/store/warm-record.ts';
 
 let ns: Namespace;
 
@@ -278,4 +281,51 @@ test('a re-ADD after the switch from Whereabouts keeps the address, and its rese
   }
   const spec = await reservationSpec('10.60.8.1');
   assert.deepEqual([spec?.['podref'], spec?.['ifname'], spec?.['containerid']], ['default/upgraded', 'net1', 'c-new']);
+});
+
+test("a warm address's reservation follows its rename without a read, and only at the version its claim wrote", async () => {
+  const config = kubeNetwork(ns, [testRange('10.60.9.0/24')], { name: 'warm-follow' });
+  const node = await openNode(ns, config, 'node-a');
+  try {
+    const [ref] = poolRefs(config);
+    assert.ok(ref !== undefined);
+    const warm = warmRecord('node-a', ref.name, new Date().toISOString());
+    const first = { family: 4 as const, value: 0x0a3c0901n }; // 10.60.9.1
+    const claimed = await reserve(node.api, ref, first, warm);
+    assert.equal(claimed.kind, 'created');
+    if (claimed.kind !== 'created') return;
+    const seen = recordRequests(node);
+    const owner = { ...pod('renamed'), node: 'node-a' };
+    const followed = await followRecord(node.api, ref, first, owner, { previous: warm, known: claimed.held });
+    assert.equal(followed, 'updated');
+    assert.deepEqual(
+      seen.map((r) => r.method),
+      ['PUT'],
+      'one conditional write, no read first',
+    );
+    assert.equal((await reservationSpec('10.60.9.1'))?.['podref'], 'default/renamed');
+
+    // Known, but moved on since (another attachment holds it now): the write is refused, the follow reads it and
+    // leaves it to its holder.
+    const second = { family: 4 as const, value: 0x0a3c0902n }; // 10.60.9.2
+    const again = await reserve(node.api, ref, second, warm);
+    assert.equal(again.kind, 'created');
+    if (again.kind !== 'created') return;
+    const current = await ns.get('overlappingrangeipreservations', '10.60.9.2');
+    assert.ok(current !== undefined);
+    await api(ns.cp, 'PUT', ns.path('overlappingrangeipreservations', '10.60.9.2'), {
+      ...current,
+      spec: { ...(current['spec'] as object), podref: 'default/other', containerid: 'c-other', ifname: 'net9' },
+    });
+    seen.length = 0;
+    const refused = await followRecord(node.api, ref, second, owner, { previous: warm, known: again.held });
+    assert.equal(refused, 'unchanged');
+    assert.deepEqual(
+      seen.map((r) => r.method),
+      ['PUT', 'GET'],
+    );
+    assert.equal((await reservationSpec('10.60.9.2'))?.['podref'], 'default/other');
+  } finally {
+    await node.close();
+  }
 });

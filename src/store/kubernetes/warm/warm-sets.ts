@@ -18,7 +18,7 @@ import { formatIP } from '../../../ip/address.ts';
 import { poolPaths } from '../../local/paths.ts';
 import type { AllocationRecord, Plan, PoolChange, PoolRef } from '../../store.ts';
 import { readCachedPool } from '../pool-cache.ts';
-import { followRecord } from '../reservations.ts';
+import { followRecord, type Held } from '../reservations.ts';
 import { updatePool, type WriteContext } from '../pool-update.ts';
 import { MIXED_WINDOW_MS } from '../whereabouts-seen.ts';
 import { groupPlan, type GroupOutcome, type PendingWrite, type WarmPolicy } from './group-plan.ts';
@@ -83,6 +83,8 @@ class WarmPool {
   ctx: WriteContext;
   ref: PoolRef;
   warm = new Set<bigint>();
+  /** The reservations of warm addresses as this agent's claims left them: their renames follow without a read. */
+  readonly reservations = new Map<bigint, Held>();
   readonly pending = new Map<bigint, PendingWrite>();
   /** Left the warm set, their journal append under way. */
   readonly handing = new Set<bigint>();
@@ -439,7 +441,11 @@ export class WarmSets {
           policy: this.#options.policy,
           createdAt: new Date().toISOString(),
         }),
-        { unfollowed: (address) => unfollowed.add(address) },
+        {
+          unfollowed: (address) => unfollowed.add(address),
+          claimed: (address, held) => wp.reservations.set(address, held),
+          knownReservation: (address) => wp.reservations.get(address),
+        },
       );
     } catch (err) {
       for (const address of giveBack) wp.warm.add(address);
@@ -464,6 +470,9 @@ export class WarmSets {
     }
     for (const { address, holder } of outcome.lost) this.#lost(wp, address, pending.get(address), holder);
     wp.warm = new Set([...outcome.warm].filter((a) => !wp.pending.has(a) && !wp.handing.has(a)));
+    for (const address of wp.reservations.keys())
+      if (!wp.warm.has(address) && !wp.pending.has(address) && !wp.handing.has(address))
+        wp.reservations.delete(address);
     wp.free = outcome.free;
     wp.adopted = true;
     if (outcome.mixed) wp.mixedUntilMs = monotonicMs() + MIXED_WINDOW_MS;
@@ -488,7 +497,11 @@ export class WarmSets {
     const failed: bigint[] = [];
     for (const { address, record, previous } of landed) {
       try {
-        await followRecord(wp.ctx.api, wp.ref, { family, value: address }, record, { previous });
+        const known = wp.reservations.get(address);
+        await followRecord(wp.ctx.api, wp.ref, { family, value: address }, record, {
+          previous,
+          ...(known === undefined ? {} : { known }),
+        });
       } catch (err) {
         failed.push(address);
         this.#options.log(
