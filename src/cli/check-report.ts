@@ -7,6 +7,7 @@ import { missingReservations } from '../controller/reservations/repair.ts';
 import { lastTakenMs } from '../controller/reservations/orphaned.ts';
 import { columns, podOf, reservationState, type Inventory } from './inventory.ts';
 import { allocationVerdict, type Judging } from './orphans-report.ts';
+import { warmHolder } from '../store/warm-record.ts';
 
 export const PROBLEM_KINDS = [
   'unreadable-pool',
@@ -16,6 +17,7 @@ export const PROBLEM_KINDS = [
   'reservation-mismatch',
   'allocation-without-reservation',
   'reservation-without-allocation',
+  'warm-of-gone-node',
   'pods-not-listed',
 ] as const;
 export type ProblemKind = (typeof PROBLEM_KINDS)[number];
@@ -74,6 +76,14 @@ export function checkReport(inv: Inventory, judging: Judging): CheckReport {
           ...at,
           reason: verdict.now,
           message: `${text} in IPPool ${view.name} is an orphan of ${record.podRef} (${verdict.now}): the controller releases it`,
+        });
+      }
+      const warmNode = warmHolder(record);
+      if (warmNode !== undefined && inv.nodes !== undefined && !inv.nodes.has(warmNode)) {
+        problems.push({
+          kind: 'warm-of-gone-node',
+          ...at,
+          message: `${text} in IPPool ${view.name} is held warm by the node agent of ${warmNode}, a node that no longer exists: the controller releases it`,
         });
       }
       const reservation = reservationState(inv, pool, ip, record);

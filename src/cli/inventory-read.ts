@@ -15,14 +15,24 @@ export interface ReadOptions {
 
 export async function readInventory(api: ApiClient, options: ReadOptions): Promise<Inventory> {
   const namespace = api.namespace;
-  const [ippools, reservations, nodeSlicePools, pods, nadNetworkNames] = await Promise.all([
+  const [ippools, reservations, nodeSlicePools, pods, nadNetworkNames, nodes] = await Promise.all([
     listAll(api, objectPath(namespace, 'ippools')),
     listAll(api, objectPath(namespace, 'overlappingrangeipreservations')),
     listAll(api, objectPath(namespace, 'nodeslicepools')),
     options.pods ? listPods(api) : Promise.resolve(undefined),
     nadNames(api),
+    options.pods ? nodeNames(api) : Promise.resolve(undefined),
   ]);
-  return buildInventory({ namespace, nowMs: Date.now(), ippools, reservations, nodeSlicePools, pods, nadNetworkNames });
+  return buildInventory({
+    namespace,
+    nowMs: Date.now(),
+    ippools,
+    reservations,
+    nodeSlicePools,
+    pods,
+    nadNetworkNames,
+    nodes,
+  });
 }
 
 export function podInfo(item: unknown): PodInfo | undefined {
@@ -65,6 +75,23 @@ export async function readPod(api: ApiClient, podRef: string): Promise<PodInfo |
   if (res.status === 404) return null;
   if (res.status !== 200) throw new Error(`get pod ${podRef}: ${statusText(res)}`);
   return podInfo(res.body) ?? null;
+}
+
+/** The names of the cluster's nodes; undefined when they cannot be listed (no access). */
+async function nodeNames(api: ApiClient): Promise<string[] | undefined> {
+  const names: string[] = [];
+  let token = '';
+  do {
+    const res = await api.send({
+      method: 'GET',
+      path: `/api/v1/nodes?limit=500${token === '' ? '' : `&continue=${encodeURIComponent(token)}`}`,
+    });
+    if (res.status !== 200) return undefined;
+    const body = res.body as { items?: Array<{ metadata?: { name?: unknown } }>; metadata?: { continue?: string } };
+    for (const item of body.items ?? []) if (typeof item.metadata?.name === 'string') names.push(item.metadata.name);
+    token = body.metadata?.continue ?? '';
+  } while (token !== '');
+  return names;
 }
 
 /** The network names the NADs of the cluster declare; none when they cannot be listed (no CRD, no access). */

@@ -50,6 +50,8 @@ export interface Inventory {
   readonly pods: Pods;
   /** The network names the NADs declare and the pools' prefixes: they decide how reservation names split. */
   readonly networkNames: ReadonlySet<string>;
+  /** The cluster's nodes by name; undefined when they were not listed (not asked for, or not allowed). */
+  readonly nodes?: ReadonlySet<string>;
 }
 
 export interface Listed {
@@ -60,6 +62,7 @@ export interface Listed {
   readonly nodeSlicePools: readonly unknown[];
   readonly pods: Pods;
   readonly nadNetworkNames: readonly string[];
+  readonly nodes?: readonly string[] | undefined;
 }
 
 const str = (v: unknown): string => (typeof v === 'string' ? v : '');
@@ -94,6 +97,7 @@ export function buildInventory(listed: Listed): Inventory {
     slices,
     pods: listed.pods,
     networkNames,
+    ...(listed.nodes === undefined ? {} : { nodes: new Set(listed.nodes) }),
   };
 }
 

@@ -41,9 +41,16 @@ export interface SliceVersion {
   readonly generation: number;
 }
 
+export interface Claim {
+  readonly address: bigint;
+  readonly record: AllocationRecord;
+}
+
 export interface PoolChange {
   /** At most one new address per pool per ADD. */
-  readonly claim?: { readonly address: bigint; readonly record: AllocationRecord };
+  readonly claim?: Claim;
+  /** More new addresses in the same write: only a node agent's warm refill asks for them (DESIGN §11). */
+  readonly moreClaims?: readonly Claim[];
   readonly release?: readonly bigint[];
   /** Rewritten records of addresses already held (an idempotent ADD records the new container id). */
   readonly update?: ReadonlyArray<{ readonly address: bigint; readonly record: AllocationRecord }>;
@@ -95,4 +102,9 @@ export interface Store {
   /** Throws HereaboutsError code 50 when the store cannot serve an ADD for these pools now. */
   status(pools: readonly PoolRef[]): Promise<void>;
   close(): Promise<void>;
+}
+
+/** Every address a change claims. */
+export function claimsOf(change: PoolChange): Claim[] {
+  return [...(change.claim === undefined ? [] : [change.claim]), ...(change.moreClaims ?? [])];
 }

@@ -139,8 +139,7 @@ async function undo<T>(
   options: CommitOptions,
 ): Promise<Allocations | undefined> {
   const claims = new Map(commit.relied);
-  const lost = commit.uncertain;
-  if (lost !== undefined) claims.set(lost.address, lost);
+  for (const lost of commit.uncertain) claims.set(lost.address, lost);
   // What the pool held after this commit's last write that landed, if one did; the give-back reads the pool afresh.
   const known = landed === undefined ? undefined : (commit.state ?? landed.state);
   if (claims.size === 0) return known?.allocations;

@@ -6,7 +6,15 @@ import { monotonicMs } from '../../clock.ts';
 import { ErrorKind, HereaboutsError, messageOf } from '../../errors.ts';
 import { formatIP, type IPAddress } from '../../ip/address.ts';
 import { applyChange } from '../local/apply-change.ts';
-import type { AllocationRecord, Allocations, Plan, Planned, PoolChange, PoolRef } from '../store.ts';
+import {
+  claimsOf,
+  type AllocationRecord,
+  type Allocations,
+  type Plan,
+  type Planned,
+  type PoolChange,
+  type PoolRef,
+} from '../store.ts';
 import type { CommitContext, CommitOptions } from './commit.ts';
 import { mayHaveApplied } from '../../kube/errors.ts';
 import type { PoolState } from './pool-object.ts';
@@ -47,8 +55,8 @@ export class PoolCommit<T> {
    * left it: confirmed before the commit reports success (confirm-claims.ts).
    */
   readonly relied = new Map<bigint, Relied>();
-  /** The claim of a write whose answer was lost (it may have landed), with its reservation: the commit finds out. */
-  uncertain: (Relied & { readonly address: bigint }) | undefined;
+  /** The claims of a write whose answer was lost (it may have landed), with their reservations: the commit finds out. */
+  uncertain: Array<Relied & { readonly address: bigint }> = [];
   /** The view plans are made on: the node cache's (`options.initial`) until something is read from the API. */
   state: PoolState | undefined;
   /** The write just refused: the version it was planned on (the re-read must show a newer one), and its form. */
@@ -138,7 +146,7 @@ export class PoolCommit<T> {
       return { value: planned.value, change: null };
     }
     const change = stamped(planned.change, this.#ctx.node);
-    if (change.claim !== undefined && state.retired !== undefined) {
+    if (claimsOf(change).length > 0 && state.retired !== undefined) {
       if (!state.fresh) {
         await this.freshen();
         return AGAIN;
@@ -174,32 +182,29 @@ export class PoolCommit<T> {
    * already: 'ready' when the change may be written, AGAIN when the plan must be made again.
    */
   async reserve(change: PoolChange): Promise<'ready' | typeof AGAIN> {
-    const claim = change.claim;
-    if (
-      claim === undefined ||
-      !this.#ctx.reservations ||
-      this.created.has(claim.address) ||
-      this.adopted.has(claim.address)
-    )
-      return 'ready';
+    if (!this.#ctx.reservations) return 'ready';
+    const unreserved = claimsOf(change).filter((c) => !this.created.has(c.address) && !this.adopted.has(c.address));
+    if (unreserved.length === 0) return 'ready';
     if (!this.view.fresh && this.#options.trustInitial !== true) {
       await this.freshen(); // reserve only what this plan can commit
       return AGAIN;
     }
-    await this.#options.lease?.beforeWrite(); // the Lease renewed if due
-    const outcome = await reserve(this.#ctx.api, this.#pool, this.#ip(claim.address), claim.record);
-    if (outcome.kind === 'taken') {
-      this.#ctx.log.info(
-        `IPPool ${this.#pool.name}: ${formatIP(this.#ip(claim.address))} is reserved through an overlapping range; planning again`,
-      );
-      this.refused.add(claim.address);
-      if (this.view.fresh)
-        this.collided(); // planned on the API's view: a writer racing for the same address
-      else await this.freshen(); // someone else got there first: the cached view is behind
-      return AGAIN;
+    for (const claim of unreserved) {
+      await this.#options.lease?.beforeWrite(); // the Lease renewed if due
+      const outcome = await reserve(this.#ctx.api, this.#pool, this.#ip(claim.address), claim.record);
+      if (outcome.kind === 'taken') {
+        this.#ctx.log.info(
+          `IPPool ${this.#pool.name}: ${formatIP(this.#ip(claim.address))} is reserved through an overlapping range; planning again`,
+        );
+        this.refused.add(claim.address);
+        if (this.view.fresh)
+          this.collided(); // planned on the API's view: a writer racing for the same address
+        else await this.freshen(); // someone else got there first: the cached view is behind
+        return AGAIN; // the reservations held so far are preferred by the next plan (PlanHints.reserved)
+      }
+      if (outcome.kind === 'created') this.created.set(claim.address, outcome.held);
+      else this.adopted.set(claim.address, outcome.held);
     }
-    if (outcome.kind === 'created') this.created.set(claim.address, outcome.held);
-    else this.adopted.set(claim.address, outcome.held);
     // On a pool others keep writing, the version planned on is likely gone by the time the reservation is
     // answered: a read from the watch cache now (~2 ms of API server CPU) spares a refused write (~12 ms) and
     // the round trips and backoff after it. Only a writer that does not reserve first (Whereabouts, a network
@@ -235,10 +240,10 @@ export class PoolCommit<T> {
       // The write may have landed: its claim's reservation must then stay, or an overlapping range could reuse it,
       // and the caller's cache no longer says what this node last wrote.
       if (mayHaveApplied(err)) {
-        if (claim !== undefined) {
-          const held = this.created.get(claim.address) ?? this.adopted.get(claim.address);
-          const created = this.created.delete(claim.address);
-          if (held !== undefined) this.uncertain = { address: claim.address, held, record: claim.record, created };
+        for (const { address, record } of claimsOf(change)) {
+          const held = this.created.get(address) ?? this.adopted.get(address);
+          const created = this.created.delete(address);
+          if (held !== undefined) this.uncertain.push({ address, held, record, created });
         }
         this.#options.onUncertain?.();
       }
@@ -246,12 +251,11 @@ export class PoolCommit<T> {
     }
     if (written === CONFLICT) return this.#refusedWrite(claim?.address, lone !== undefined);
     this.relied.clear();
-    if (claim !== undefined) {
-      const held = this.created.get(claim.address) ?? this.adopted.get(claim.address);
-      if (held !== undefined)
-        this.relied.set(claim.address, { held, record: claim.record, created: this.created.has(claim.address) });
-      this.created.delete(claim.address);
-      this.adopted.delete(claim.address);
+    for (const { address, record } of claimsOf(change)) {
+      const held = this.created.get(address) ?? this.adopted.get(address);
+      if (held !== undefined) this.relied.set(address, { held, record, created: this.created.has(address) });
+      this.created.delete(address);
+      this.adopted.delete(address);
     }
     return { value, state: written, written: { change, before: state.allocations } };
   }
@@ -353,6 +357,9 @@ function stamped(change: PoolChange, node: string | undefined): PoolChange {
   return {
     ...change,
     ...(change.claim === undefined ? {} : { claim: { ...change.claim, record: withNode(change.claim.record) } }),
+    ...(change.moreClaims === undefined
+      ? {}
+      : { moreClaims: change.moreClaims.map((c) => ({ ...c, record: withNode(c.record) })) }),
     ...(change.update === undefined
       ? {}
       : { update: change.update.map((u) => ({ ...u, record: withNode(u.record) })) }),

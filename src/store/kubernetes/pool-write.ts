@@ -8,7 +8,12 @@ import { createObject, jsonPatch, mergePatch } from './resources.ts';
 
 /** A change that only claims one offset. */
 export function isLoneClaim(change: PoolChange): boolean {
-  return change.claim !== undefined && (change.release ?? []).length === 0 && (change.update ?? []).length === 0;
+  return (
+    change.claim !== undefined &&
+    (change.moreClaims ?? []).length === 0 &&
+    (change.release ?? []).length === 0 &&
+    (change.update ?? []).length === 0
+  );
 }
 
 /**

@@ -3,7 +3,7 @@
 import { ErrorKind, HereaboutsError } from '../../errors.ts';
 import { contains } from '../../ip/cidr.ts';
 import { formatIP } from '../../ip/address.ts';
-import type { Allocations, AllocationRecord, PoolChange, PoolRef } from '../store.ts';
+import { claimsOf, type Allocations, type AllocationRecord, type PoolChange, type PoolRef } from '../store.ts';
 
 export function applyChange(pool: PoolRef, current: Allocations, change: PoolChange): Map<bigint, AllocationRecord> {
   const next = new Map(current);
@@ -19,8 +19,7 @@ export function applyChange(pool: PoolRef, current: Allocations, change: PoolCha
     }
     next.set(address, record);
   }
-  if (change.claim !== undefined) {
-    const { address, record } = change.claim;
+  for (const { address, record } of claimsOf(change)) {
     if (!contains(pool.range.cidr, { family, value: address })) {
       throw new HereaboutsError(ErrorKind.Internal, `pool ${pool.name}: claim of ${text(address)}, outside the range`);
     }

@@ -71,6 +71,12 @@ export class LocalStore implements Store {
       const change = planned.change;
       if (change === null) return planned.value;
       const claim = change.claim;
+      // Several claims in one write are the node agent's warm refill, which only the Kubernetes store serves.
+      if ((change.moreClaims ?? []).length > 0)
+        throw new HereaboutsError(
+          ErrorKind.Internal,
+          `pool ${pool.name}: the local store claims one address per write`,
+        );
       // Reserved before the commit: a crash in between leaves a reservation the next claimer takes over, never an
       // address committed without one.
       if (this.#reservations && claim !== undefined && reserve(ctx, pool, claim.address, claim.record) === 'taken') {

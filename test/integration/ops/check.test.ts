@@ -116,6 +116,25 @@ describe('hereabouts check', () => {
     );
   });
 
+  test('a warm record of a node that exists is no problem; one of a node that is gone is', async () => {
+    const live = `${ns.name}-live`;
+    await api(ns.cp, 'POST', '/api/v1/nodes', { apiVersion: 'v1', kind: 'Node', metadata: { name: live } });
+    try {
+      const warm = (node: string) => ({ id: `hereabouts-warm:${node}/10.99.0.0-24`, podref: '', ifname: 'warm' });
+      await pool(ns, '10.99.0.0-24', '10.99.0.0/24', { '1': warm(live), '2': warm(`${ns.name}-gone`) });
+      const report = json(hb(ns, ['check', '--reservation-grace', '0s', '-o', 'json']), 1) as Report;
+      const warmProblems = report.problems.filter((p) => p.kind === 'warm-of-gone-node');
+      assert.deepEqual(
+        warmProblems.map((p) => p.address),
+        ['10.99.0.2'],
+        JSON.stringify(report.problems),
+      );
+      assert.match(warmProblems[0]?.message ?? '', new RegExp(`${ns.name}-gone, a node that no longer exists`));
+    } finally {
+      await api(ns.cp, 'DELETE', `/api/v1/nodes/${live}`);
+    }
+  });
+
   test('a user who may not list pods gets a pods-not-listed problem', async () => {
     const base = `/api/v1/namespaces/${ns.name}`;
     await api(ns.cp, 'POST', `${base}/serviceaccounts`, {

@@ -2,7 +2,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { exactNumber, toJson } from '../../../src/cli/connect.ts';
-import { formatCheck } from '../../../src/cli/check-report.ts';
+import { checkReport, formatCheck } from '../../../src/cli/check-report.ts';
+import { DEFAULT_POLICY } from '../../../src/controller/orphans/orphans.ts';
 import { age, buildInventory, columns, inTime } from '../../../src/cli/inventory.ts';
 import { formatIpReport, ipReport } from '../../../src/cli/ip-report.ts';
 import { formatOrphans } from '../../../src/cli/orphans-report.ts';
@@ -81,6 +82,30 @@ test("buildInventory(): a pool's network from its name, a node slice's node from
     ],
   );
   assert.deepEqual([...inv.networkNames].sort(), ['blue', 'my-a-b', 'net']);
+});
+
+test('checkReport(): a warm record is a problem only once its node is gone, and only when nodes were listed', () => {
+  const warm = (node: string) => ({ id: `hereabouts-warm:${node}/10.3.0.0-24`, podref: '', ifname: 'warm' });
+  const listed = {
+    namespace: 'ns',
+    nowMs: now,
+    ippools: [pool('10.3.0.0-24', '10.3.0.0/24', { '1': warm('node-live'), '2': warm('node-gone') })],
+    reservations: [
+      { metadata: { name: '10.3.0.1' }, spec: { podref: '', containerid: warm('node-live').id, ifname: 'warm' } },
+      { metadata: { name: '10.3.0.2' }, spec: { podref: '', containerid: warm('node-gone').id, ifname: 'warm' } },
+    ],
+    nodeSlicePools: [],
+    pods: new Map(),
+    nadNetworkNames: [],
+  };
+  const judging = { policy: DEFAULT_POLICY, reservationGraceMs: 0 };
+  const withNodes = checkReport(buildInventory({ ...listed, nodes: ['node-live'] }), judging);
+  assert.deepEqual(
+    withNodes.problems.map((p) => [p.kind, p.address]),
+    [['warm-of-gone-node', '10.3.0.2']],
+  );
+  assert.match(withNodes.problems[0]?.message ?? '', /node-gone, a node that no longer exists/);
+  assert.deepEqual(checkReport(buildInventory(listed), judging).problems, []);
 });
 
 test("formatIpReport(): an address nobody holds, and a holder's block", () => {

@@ -1,7 +1,7 @@
 // The node agent's grouped write on one pool (DESIGN §11), as a plan: pure, so it runs again on every fresh view the
 // commit reads. In one IPPool write it renames every warm address handed out since the last write to its pod,
 // releases every address a DEL answered from the agent released, returns warm addresses over the target, and claims
-// one more when the set is short. It only ever rewrites or releases records that name this node's agent or the attachment its own
+// what the set is short of. It only ever rewrites or releases records that name this node's agent or the attachment its own
 // journal names, so it cannot take over what another writer holds.
 import type { RangeConfig } from '../../../config/types.ts';
 import type { AllocationRecord, Allocations, Plan, PlanHints, PoolChange } from '../../store.ts';
@@ -27,8 +27,8 @@ export interface GroupInput {
   readonly pending: ReadonlyMap<bigint, PendingWrite>;
   /** Warm addresses to give back, at most (the agent does not hand these out meanwhile). */
   readonly giveBack: readonly bigint[];
-  /** Claim one more warm address. */
-  readonly claim: boolean;
+  /** Warm addresses to claim (as many as are free, up to this). */
+  readonly claim: number;
   readonly policy: WarmPolicy;
   readonly createdAt: string;
 }
@@ -39,7 +39,7 @@ export interface GroupOutcome {
   /** Hand-outs whose warm record was gone or someone else's: the pool does not hold them for their pod. */
   readonly lost: ReadonlyArray<{ readonly address: bigint; readonly holder: AllocationRecord | undefined }>;
   readonly released: readonly bigint[];
-  readonly claimed: bigint | undefined;
+  readonly claimed: readonly bigint[];
   /**
    * Pending writes the pool held already (an earlier write landed; its agent died before it settled): their
    * reservations may still name what the record named before, and are brought in step (`previous` -> `record`).
@@ -92,12 +92,23 @@ export function groupPlan(input: GroupInput): Plan<GroupOutcome> {
       ...releasedByDel,
       ...(mixed ? [...current.keys()] : input.giveBack).filter((a) => !pending.has(a) && mine(current.get(a))),
     ];
-    const claimed =
-      input.claim && !mixed ? policy.choose(range, current, refused, hints ?? { reserved: new Set() }) : undefined;
+    const claimed: bigint[] = [];
+    if (!mixed && input.claim > 0) {
+      // Each choice on the pool as the ones before it leave it (the commit's reserved addresses are preferred).
+      const taken = new Map(current);
+      for (let i = 0; i < input.claim; i++) {
+        const address = policy.choose(range, taken, refused, hints ?? { reserved: new Set() });
+        if (address === undefined) break;
+        claimed.push(address);
+        taken.set(address, warmBack);
+      }
+    }
+    const [first, ...more] = claimed.map((address) => ({ address, record: warmBack }));
     const change: PoolChange = {
       ...(update.length === 0 ? {} : { update }),
       ...(release.length === 0 ? {} : { release }),
-      ...(claimed === undefined ? {} : { claim: { address: claimed, record: warmBack } }),
+      ...(first === undefined ? {} : { claim: first }),
+      ...(more.length === 0 ? {} : { moreClaims: more }),
     };
     const warm = new Set<bigint>();
     for (const [address, record] of current) if (mine(record)) warm.add(address);
@@ -106,9 +117,9 @@ export function groupPlan(input: GroupInput): Plan<GroupOutcome> {
       else warm.delete(address); // renamed to its pod
     }
     for (const address of release) warm.delete(address);
-    if (claimed !== undefined) warm.add(claimed);
-    const free = Math.max(0, policy.free(range, current) - (claimed === undefined ? 0 : 1) + release.length);
-    const empty = update.length === 0 && release.length === 0 && claimed === undefined;
+    for (const address of claimed) warm.add(address);
+    const free = Math.max(0, policy.free(range, current) - claimed.length + release.length);
+    const empty = update.length === 0 && release.length === 0 && claimed.length === 0;
     return {
       change: empty ? null : change,
       value: { settled, lost, landed, released: release, claimed, warm, free, mixed },

@@ -62,6 +62,8 @@ export interface WarmStats {
 }
 
 const RETRY_MS = [200, 1_000, 5_000];
+/** Warm addresses one grouped write claims at most: each is a reservation create and a confirming read. */
+const MAX_CLAIMS_PER_WRITE = 8;
 const TICK_MS = 5_000;
 /** Settled lines in the journal before it is compacted. */
 const COMPACT_AFTER = 4_096;
@@ -175,6 +177,12 @@ export class WarmSets {
       if (fast !== undefined) return fast;
     }
     await this.#flush(wp);
+    // The write just waited for refilled the set (a burst emptied it): a claim is served from it rather than by a
+    // write of its own.
+    if (this.#serves(wp) && wp.warm.size > 0) {
+      const fast = this.#fast(wp, plan);
+      if (fast !== undefined) return fast;
+    }
     this.#counters.synchronous++;
     try {
       return await sync();
@@ -437,7 +445,7 @@ export class WarmSets {
           range: wp.ref.range,
           pending,
           giveBack,
-          claim: wp.warm.size < target,
+          claim: Math.min(MAX_CLAIMS_PER_WRITE, Math.max(0, target - wp.warm.size)),
           policy: this.#options.policy,
           createdAt: new Date().toISOString(),
         }),
@@ -484,7 +492,7 @@ export class WarmSets {
       // Settled entries only spare work on replay: one not written is written again, harmlessly.
       this.#options.log(`journal: cannot record settled writes: ${messageOf(err)}`);
     }
-    return outcome.claimed !== undefined || outcome.released.length > 0;
+    return outcome.claimed.length > 0 || outcome.released.length > 0;
   }
 
   /**
