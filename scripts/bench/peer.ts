@@ -52,6 +52,7 @@ import { ApiClient } from '../../src/kube/api.ts';
 import { loadEndpoint } from '../../src/kube/kubeconfig.ts';
 import { jsonLog } from '../../src/log/json-log.ts';
 import { WARM_ALLOWED } from '../../src/store/kubernetes/objects.ts';
+import type { WarmStats } from '../../src/store/kubernetes/warm/warm-sets.ts';
 
 const { values: flags } = parseArgs({
   options: {
@@ -196,6 +197,8 @@ interface NodeAgent {
   readonly socket: string;
   readonly pid: number;
   readonly kill: () => void;
+  /** The agent's warm-set counters now (SIGUSR1 makes it log them). */
+  readonly stats: () => Promise<WarmStats>;
 }
 const agents = new Map<string, NodeAgent>();
 
@@ -214,7 +217,18 @@ async function agentFor(node: string): Promise<NodeAgent> {
     if (i > 500 || child.exitCode !== null) throw new Error(`agent for ${node} did not start: ${log}`);
     await new Promise((r) => setTimeout(r, 20));
   }
-  const agent = { socket, pid: child.pid ?? 0, kill: () => void child.kill('SIGTERM') };
+  const stats = async (): Promise<WarmStats> => {
+    const lines = (): string[] => log.split('\n').filter((l) => l.includes(' agent: warm stats '));
+    const before = lines().length;
+    child.kill('SIGUSR1');
+    for (let i = 0; lines().length === before; i++) {
+      if (i > 200) throw new Error(`agent for ${node} did not report its warm stats: ${log.slice(-500)}`);
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    const line = lines().at(-1) ?? '';
+    return JSON.parse(line.slice(line.indexOf(' agent: warm stats ') + ' agent: warm stats '.length)) as WarmStats;
+  };
+  const agent = { socket, pid: child.pid ?? 0, kill: () => void child.kill('SIGTERM'), stats };
   agents.set(node, agent);
   return agent;
 }
@@ -403,6 +417,8 @@ async function single(tools: Tools, spaces: Record<Plugin, Namespace>): Promise<
   ];
   const warmup = 2;
   for (const c of cases) for (let i = 0; i < warmup; i++) await c.run(-1 - i);
+  const singleAgent = await agentFor('single-node');
+  const warm0 = await singleAgent.stats();
   auditSince();
   const samples = cases.map((): Run[] => []);
   const requests = cases.map((): AuditEvent[] => []);
@@ -463,6 +479,7 @@ async function single(tools: Tools, spaces: Record<Plugin, Namespace>): Promise<
     `\nThrough the node agent, per ADD: plugin process ${f(clientCpu)} ms CPU (p50) + agent ${f(perAdd)} ms CPU (mean, /proc/<pid>/stat over ` +
       `${singleRounds} calls, ${f(TICK_MS, 0)} ms ticks) = ${f(clientCpu + perAdd)} ms of node CPU (${f((clientCpu + perAdd) / base, 2)}x \`node -e 0\`).`,
   );
+  console.log(warmLine('its warm set', warm0, await singleAgent.stats(), singleRounds));
   breakdown('through the node agent', viaAgent);
   breakdown('stored TLS session', samples[cases.findIndex((c) => c.plugin === 'hereabouts' && c.agent !== true)] ?? []);
   breakdown('full TLS handshake', samples[cases.findIndex((c) => c.label.includes('full TLS'))] ?? []);
@@ -514,6 +531,43 @@ function forgetConnections(cacheDir: string, suffix: '.tls-session' | '.json'): 
 interface BurstResult {
   readonly label: string;
   readonly cells: readonly string[];
+  /** Through node agents: what their warm sets and grouped writes did during the burst. */
+  readonly warm?: string;
+}
+
+/** Sums the agents' counters. */
+async function warmTotals(list: readonly NodeAgent[]): Promise<WarmStats> {
+  const all = await Promise.all(list.map((a) => a.stats()));
+  const sum = (pick: (s: WarmStats) => number): number => all.reduce((n, s) => n + pick(s), 0);
+  return {
+    warm: sum((s) => s.warm),
+    pending: sum((s) => s.pending),
+    handedOut: sum((s) => s.handedOut),
+    released: sum((s) => s.released),
+    groupWrites: sum((s) => s.groupWrites),
+    groupedEntries: sum((s) => s.groupedEntries),
+    groupWriteMs: sum((s) => s.groupWriteMs),
+    groupWriteFailures: sum((s) => s.groupWriteFailures),
+    lost: sum((s) => s.lost),
+    synchronous: sum((s) => s.synchronous),
+    journalWrites: sum((s) => s.journalWrites),
+    journalMs: sum((s) => s.journalMs),
+  };
+}
+
+/** What the warm sets did between two readings, in one line. */
+function warmLine(label: string, a: WarmStats, b: WarmStats, adds: number): string {
+  const d = (pick: (s: WarmStats) => number): number => pick(b) - pick(a);
+  const writes = d((s) => s.groupWrites);
+  const journal = d((s) => s.journalWrites);
+  return (
+    `- ${label}: ${d((s) => s.handedOut)} of ${adds} ADDs answered from warm sets, ${d((s) => s.synchronous)} ` +
+    `calls on the synchronous path; ${writes} grouped writes (${f(writes / adds, 2)} per ADD, ` +
+    `${f(d((s) => s.groupedEntries) / writes, 2)} hand-outs and releases settled per write, ` +
+    `${f(d((s) => s.groupWriteMs) / writes)} ms each including their reservation writes, ` +
+    `${d((s) => s.groupWriteFailures)} failed); journal: ${journal} appends, ${f(d((s) => s.journalMs) / journal, 2)} ms each; ` +
+    `${b.warm} warm addresses held at the end`
+  );
 }
 
 async function burst(
@@ -548,6 +602,7 @@ async function burst(
     }),
   );
   await settle();
+  const warm0 = withAgents ? await warmTotals(nodeAgents) : undefined;
   auditSince();
   const agents0 = agentsCpuMs(nodeAgents);
   const server0 = serverCpuMs(cp);
@@ -569,6 +624,8 @@ async function burst(
   const serverMs = serverCpuMs(cp) - server0;
   const agentMs = agentsCpuMs(nodeAgents) - agents0;
   const events = auditSince().get(plugin) ?? [];
+  const label = `${plugin}${withAgents ? ' + node agents' : ''}, ${slices ? 'node slices' : 'shared pool'}`;
+  const warm = warm0 === undefined ? undefined : warmLine(label, warm0, await warmTotals(nodeAgents), burstSize);
   const ok = runs.filter((r) => r.code === 0);
   const ips = ok.map((r) =>
     JSON.stringify((JSON.parse(r.stdout) as { ips?: Array<{ address?: string }> }).ips?.[0]?.address ?? null),
@@ -579,7 +636,8 @@ async function burst(
       `${plugin} ${net.name}: ${runs.length - ok.length} failed; first: ${(runs.find((r) => r.code !== 0)?.stdout ?? '').slice(0, 500)}`,
     );
   return {
-    label: `${plugin}${withAgents ? ' + node agents' : ''}, ${slices ? 'node slices' : 'shared pool'}`,
+    label,
+    ...(warm === undefined ? {} : { warm }),
     cells: [
       f(ok.length / wallS),
       `${f(
@@ -760,6 +818,8 @@ async function main(): Promise<void> {
       ],
       rows.map((r) => [r.label, ...r.cells]),
     );
+    const warmLines = rows.flatMap((r) => (r.warm === undefined ? [] : [r.warm]));
+    if (warmLines.length > 0) console.log(`\nThe node agents' warm sets during each burst:\n\n${warmLines.join('\n')}`);
     console.log('\n### Audit: addresses held twice across all IPPools of each plugin (must be 0)\n');
     const audits = await Promise.all(
       (['hereabouts', 'whereabouts'] as const).map(async (p) => [p, await duplicates(spaces[p])] as const),

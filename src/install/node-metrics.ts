@@ -128,6 +128,16 @@ export class NodeMetrics {
       (s) => s.groupWriteFailures,
     );
     counter(
+      'hereabouts_node_warm_journal_writes_total',
+      'Journal appends (one fdatasync each, for every call answered in a turn of the event loop)',
+      (s) => s.journalWrites,
+    );
+    counter(
+      'hereabouts_node_warm_journal_seconds_total',
+      'Time spent in journal appends and their fdatasync',
+      (s) => s.journalMs / 1000,
+    );
+    counter(
       'hereabouts_node_warm_lost_total',
       'Hand-outs whose warm record something else had freed before their rename (never expected)',
       (s) => s.lost,

@@ -86,11 +86,15 @@ export class Journal {
     return this.#lines;
   }
 
-  /** Makes `entries` durable, in order, with one write and one fdatasync; only then does the journal reflect them. */
-  append(entries: readonly JournalEntry[]): void {
+  /**
+   * Makes `entries` durable, in order, with one write and one fdatasync; only then does the journal reflect them.
+   * `durable: false` skips the fdatasync, for entries whose loss in a power cut costs nothing (settled ones: their
+   * writes are made again, idempotently, on replay); the next durable append makes them durable too.
+   */
+  append(entries: readonly JournalEntry[], options: { readonly durable?: boolean } = {}): void {
     if (entries.length === 0) return;
     writeFd(this.#fd, entries.map(lineOf).join(''));
-    fdatasyncSync(this.#fd);
+    if (options.durable !== false) fdatasyncSync(this.#fd);
     for (const entry of entries) this.#apply(entry);
     this.#lines += entries.length;
   }
