@@ -656,7 +656,7 @@ async function burst(
       `${f(mean(runs.map((r) => r.cpuMs)))} ms`,
       withAgents ? `${f(agentMs / burstSize)} ms` : '',
       `${f(serverMs / burstSize)} ms`,
-      f(events.length / burstSize, 1),
+      withAgents ? `${f(events.length / burstSize, 1)}: ${byKind(events, burstSize)}` : f(events.length / burstSize, 1),
       conflictsPerAdd(events, burstSize),
       `${runs.length - ok.length}`,
       `${ok.length - distinct}`,
