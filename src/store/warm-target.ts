@@ -21,7 +21,9 @@ export const DEFAULT_WARM_BOUNDS: WarmBounds = {
   minimum: 1,
   maximum: 16,
   maxShareOfFree: 0.25,
-  windowMs: 10_000,
+  // About the time a refill takes under load, with a margin: a node that makes one ADD a second keeps two warm, not
+  // ten it would hand out over the next ten seconds (each claim is a reservation create and a read).
+  windowMs: 2_000,
   idleAfterMs: 60_000,
 };
 

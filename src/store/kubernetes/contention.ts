@@ -62,6 +62,11 @@ export class WriteMemory {
   readonly busy = new ContentionMemory();
   /** Whereabouts' Leases this host was refused a read of (whereabouts-lease.ts), by namespace/name. */
   readonly forbiddenLeases = new ContentionMemory(FORBIDDEN_LEASE_MEMORY_MS);
+  /**
+   * NodeSlicePools this host read lately that gave it a slice to allocate from (node-slices.ts), by server, namespace
+   * and name: a long-lived host (the node agent) answers the next ADDs from that reading for a few seconds.
+   */
+  readonly slicings = new Map<string, { readonly object: unknown; readonly atMs: number }>();
 
   /**
    * Takes in what the node cache kept of earlier processes' contention (a time beyond the memory's span counts as a

@@ -91,7 +91,7 @@ export class KubernetesStore implements Store {
     const { api, node, cacheDir, scope, log } = this.#write;
     const purpose = options.purpose ?? 'allocate';
     try {
-      return await nodeSlicePools({ api, node, cacheDir, scope, log }, config, purpose);
+      return await nodeSlicePools({ api, node, cacheDir, scope, log, memory: this.#write.memory }, config, purpose);
     } catch (err) {
       // No slice for this node yet (or one that is moving) is no store failure: STATUS must not mark the node
       // NetworkNotReady for it; ADD answers code 11 meanwhile.

@@ -19,6 +19,8 @@ import { poolName } from '../../config/names.ts';
 import type { PoolPurpose, PoolRef } from '../store.ts';
 import type { ApiClient } from '../../kube/api.ts';
 import { toStoreError } from './api-errors.ts';
+import { monotonicMs } from '../../clock.ts';
+import type { WriteMemory } from './contention.ts';
 import type { CacheScope } from './pool-cache.ts';
 
 import { getObject } from './objects.ts';
@@ -31,7 +33,16 @@ export interface SliceContext {
   readonly cacheDir: string;
   readonly scope: CacheScope;
   readonly log: Logger;
+  /** The host's memory: a reading that gave this node a usable slice is reused for SLICING_REUSE_MS by ADDs. */
+  readonly memory?: WriteMemory;
 }
+
+/**
+ * How long an ADD may allocate from a NodeSlicePool reading this host made earlier. A slice marked draining meanwhile
+ * is then still allocated from for at most this long: the controller waits DEFAULT_DRAIN_GRACE_MS (60 s) after the
+ * mark, longer than this plus an ADD's budget, before it confirms the slice's pool empty.
+ */
+export const SLICING_REUSE_MS = 5_000;
 
 /** The network has no NodeSlicePool yet, or it assigns no usable slice to this node (CNI code 11). */
 export class NoSliceError extends HereaboutsError {
@@ -75,7 +86,19 @@ export async function nodeSlicePools(
   purpose: PoolPurpose,
 ): Promise<PoolRef[]> {
   const network = networkOfConfig(config);
+  const key = `${ctx.scope.server}|${ctx.api.namespace}|${network.name}`;
+  const recent = purpose === 'allocate' ? ctx.memory?.slicings.get(key) : undefined;
+  if (recent !== undefined && monotonicMs() - recent.atMs < SLICING_REUSE_MS) {
+    const slicing = slicingOf(recent.object, network.name, ctx.node);
+    return [
+      {
+        ...slicePool(ctx.node, network, config, usableSlice(slicing, config, network.name, ctx.node)),
+        sliceNode: ctx.node,
+      },
+    ];
+  }
   const memory = readSliceMemory(ctx, network.name);
+  const readAtMs = monotonicMs();
   let object: unknown;
   try {
     object = await getObject(ctx.api, 'nodeslicepools', network.name, { notOlderThan: memory?.resourceVersion ?? '0' });
@@ -92,6 +115,7 @@ export async function nodeSlicePools(
   const slicing = slicingOf(object, network.name, ctx.node, memory);
   const slice = usableSlice(slicing, config, network.name, ctx.node);
   remember(ctx, network.name, memory, slicing, [slice]);
+  ctx.memory?.slicings.set(key, { object, atMs: readAtMs });
   return [{ ...slicePool(ctx.node, network, config, slice), sliceNode: ctx.node }];
 }
 

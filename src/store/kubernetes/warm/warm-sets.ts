@@ -18,6 +18,9 @@ import { formatIP } from '../../../ip/address.ts';
 import { poolPaths } from '../../local/paths.ts';
 import type { AllocationRecord, Plan, PoolChange, PoolRef } from '../../store.ts';
 import { readCachedPool } from '../pool-cache.ts';
+import { getObject } from '../objects.ts';
+import { slicingOf } from '../node-slices.ts';
+import { formatCidr } from '../../../ip/cidr.ts';
 import { followRecord, type Held } from '../reservations.ts';
 import { updatePool, type WriteContext } from '../pool-update.ts';
 import { MIXED_WINDOW_MS } from '../whereabouts-seen.ts';
@@ -100,6 +103,11 @@ class WarmPool {
   adopted = false;
   /** A Whereabouts plugin wrote the pool lately: no warm set until then (monotonic). */
   mixedUntilMs = 0;
+  /**
+   * A node-slice pool that is no longer this node's slice to allocate from (draining, or another slice is): its warm
+   * records go back, or the controller would wait for ever for the pool to empty.
+   */
+  superseded = false;
   free = Number.MAX_SAFE_INTEGER;
   readonly adds: number[] = [];
   /** Pods (and interfaces) whose DEL this agent answered, and when (monotonic): see recentlyDeleted(). */
@@ -142,6 +150,8 @@ export class WarmSets {
   #batch: { entries: JournalEntry[]; done: Promise<void> } | undefined;
   readonly #tick: NodeJS.Timeout;
   #lock: HeldLock | undefined;
+  /** A read of the NodeSlicePools is under way (#checkSlices). */
+  #checking = false;
 
   constructor(options: WarmOptions) {
     this.#options = options;
@@ -180,6 +190,7 @@ export class WarmSets {
   async update<T>(ctx: WriteContext, pool: PoolRef, plan: Plan<T>, sync: () => Promise<T>): Promise<T> {
     this.#resume(ctx);
     const wp = this.#pool(ctx, pool);
+    if (pool.sliceNode !== undefined) this.#current(wp);
     if (this.#serves(wp)) {
       const fast = this.#fast(wp, plan);
       if (fast !== undefined) return fast;
@@ -424,7 +435,8 @@ export class WarmSets {
     const now = monotonicMs();
     const { bounds } = this.#options;
     while (wp.adds.length > 0 && (wp.adds[0] ?? now) < now - bounds.windowMs) wp.adds.shift();
-    if (this.#journal === undefined || wp.mixedUntilMs > now || !this.#gate(wp.ctx).open(wp.ctx.api)) return 0;
+    if (this.#journal === undefined || wp.mixedUntilMs > now || wp.superseded || !this.#gate(wp.ctx).open(wp.ctx.api))
+      return 0;
     return warmTarget(bounds, {
       addsInWindow: wp.adds.length,
       sinceLastAddMs: wp.lastAddMs === undefined ? undefined : now - wp.lastAddMs,
@@ -547,7 +559,51 @@ export class WarmSets {
     );
   }
 
+  /** A call allocates from `wp`, a node-slice pool: this node's other slices of the network are not allocated from. */
+  #current(wp: WarmPool): void {
+    wp.superseded = false;
+    for (const other of this.#pools.values()) {
+      if (other === wp || other.superseded || other.ref.sliceNode !== wp.ref.sliceNode) continue;
+      if (other.ref.network !== wp.ref.network || other.ctx.api.namespace !== wp.ctx.api.namespace) continue;
+      other.superseded = true;
+      this.#schedule(other);
+    }
+  }
+
+  /**
+   * The node-slice pools holding warm addresses whose slice is no longer this node's to allocate from, by the
+   * NodeSlicePool read now (from the API server's cache): draining, or another slice assigned. Without it a node that
+   * makes no more ADDs on the network would keep a warm record in a draining slice, and the drain would never end.
+   */
+  async #checkSlices(): Promise<void> {
+    for (const wp of this.#pools.values()) {
+      const node = wp.ref.sliceNode;
+      if (node === undefined || wp.superseded || wp.warm.size === 0) continue;
+      try {
+        const object = await getObject(wp.ctx.api, 'nodeslicepools', wp.ref.network, { notOlderThan: '0' });
+        const slicing = object === undefined ? undefined : slicingOf(object, wp.ref.network, node);
+        const mine = formatCidr(wp.ref.range.cidr);
+        const allocating =
+          slicing?.slice !== undefined &&
+          formatCidr(slicing.slice) === mine &&
+          !slicing.draining.some((d) => formatCidr(d) === mine);
+        if (allocating) continue;
+        wp.superseded = true;
+        this.#options.log(
+          `IPPool ${wp.ref.name}: no longer this node's slice to allocate from; its warm addresses go back`,
+        );
+        this.#schedule(wp);
+      } catch (err) {
+        this.#options.log(`NodeSlicePool ${wp.ref.network}: cannot read it: ${messageOf(err)}`);
+      }
+    }
+  }
+
   #onTick(): void {
+    if (!this.#checking) {
+      this.#checking = true;
+      void this.#checkSlices().finally(() => (this.#checking = false));
+    }
     for (const wp of this.#pools.values()) {
       if (wp.writing !== undefined || wp.retry !== undefined) continue;
       const target = this.#target(wp);

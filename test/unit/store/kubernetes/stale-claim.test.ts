@@ -1,7 +1,8 @@
 // A claim planned on a view that changed before its write (commit.ts): its JSON patch tests the resourceVersion
 // read, so the API server refuses it (422) and the writer reads again. Here the change is the controller retiring
 // the pool, with and without other annotations on it: the claim is then refused, and nothing lands in the retired
-// pool. And a pool object the JSON patch does not fit (no spec.allocations): the claim is then a merge patch.
+// pool. And a pool object the JSON patch does not fit (no spec.allocations): the claim is then a merge patch. And the
+// node agent's reuse of a NodeSlicePool reading, which bounds how long a slice marked draining is still allocated from.
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -13,9 +14,9 @@ import { commitPool, type CommitContext } from '../../../../src/store/kubernetes
 import { WriteMemory } from '../../../../src/store/kubernetes/contention.ts';
 import { RETIRED_ANNOTATION, decodePoolObject } from '../../../../src/store/kubernetes/pool-object.ts';
 import { getObject, versionOf } from '../../../../src/store/kubernetes/objects.ts';
-import { nodeSlicePools } from '../../../../src/store/kubernetes/node-slices.ts';
+import { nodeSlicePools, SLICING_REUSE_MS } from '../../../../src/store/kubernetes/node-slices.ts';
 import { testNetwork, testRange } from '../../../support/memory-store.ts';
-import { createObject, deleteExactly, mergePatch } from '../../../../src/store/kubernetes/resources.ts';
+import { createObject, deleteExactly, mergePatch, replaceObject } from '../../../../src/store/kubernetes/resources.ts';
 import type { AllocationRecord, Plan, PoolRef } from '../../../../src/store/store.ts';
 import { MemoryApiClient, MemoryApiServer } from '../../../support/memory-apiserver.ts';
 import { ip, rangeOf } from '../../allocator/range-fixture.ts';
@@ -214,4 +215,59 @@ test('a claim planned on a NodeSlicePool that was deleted and re-created since i
   } finally {
     rmSync(cacheDir, { recursive: true, force: true });
   }
+});
+
+test('a long-lived host reuses a NodeSlicePool reading that gave it a slice for SLICING_REUSE_MS, for ADDs only', async (t) => {
+  const api = new MemoryApiClient(new MemoryApiServer(), { namespace: 'kube-system' });
+  const reads: string[] = [];
+  const send = api.send.bind(api);
+  api.send = async (req: ApiRequest): Promise<ApiResponse> => {
+    if (req.method === 'GET' && req.path.includes('/nodeslicepools/')) reads.push(req.path);
+    return send(req);
+  };
+  const cacheDir = mkdtempSync(join(tmpdir(), 'hereabouts-slicing-reuse-'));
+  t.after(() => rmSync(cacheDir, { recursive: true, force: true }));
+  const nsp = (allocations: unknown[]) => ({
+    apiVersion: 'whereabouts.cni.cncf.io/v1alpha1',
+    kind: 'NodeSlicePool',
+    metadata: { name: 'net' },
+    spec: { range: '10.66.0.0/24', sliceSize: '/28' },
+    status: { allocations },
+  });
+  assert.equal((await createObject(api, 'nodeslicepools', nsp([]))).kind, 'created');
+  const base = testNetwork([testRange('10.66.0.0/24')], { networkName: 'net' });
+  const config = { ...base, ipam: { ...base.ipam, nodeSliceSize: 28 } };
+  const memory = new WriteMemory();
+  const sliceCtx = {
+    api,
+    node: 'n1',
+    cacheDir,
+    scope: { server: 'memory', namespace: 'kube-system' },
+    log: { ...quiet, error() {} },
+    memory,
+  };
+  // No slice yet: nothing is remembered, the next ADD reads again.
+  await assert.rejects(nodeSlicePools(sliceCtx, config, 'allocate'), /no slice assigned/);
+  const current = (await getObject(api, 'nodeslicepools', 'net')) as Record<string, unknown>;
+  const assigned = await replaceObject(api, 'nodeslicepools', 'net', {
+    ...current,
+    status: { allocations: [{ nodeName: 'n1', sliceRange: '10.66.0.16/28' }] },
+  });
+  assert.equal(assigned.kind, 'patched');
+  reads.length = 0;
+  const [first] = await nodeSlicePools(sliceCtx, config, 'allocate');
+  const [second] = await nodeSlicePools(sliceCtx, config, 'allocate');
+  assert.equal(first?.name, second?.name);
+  assert.equal(second?.sliceNode, 'n1');
+  assert.equal(reads.length, 1, 'the second ADD reused the reading of the first');
+  await nodeSlicePools(sliceCtx, config, 'release');
+  assert.equal(reads.length, 2, 'DEL and GC read the NodeSlicePool every time');
+  // Once the reading is older than SLICING_REUSE_MS, an ADD reads again.
+  for (const [key, reading] of memory.slicings)
+    memory.slicings.set(key, { ...reading, atMs: reading.atMs - SLICING_REUSE_MS });
+  await nodeSlicePools(sliceCtx, config, 'allocate');
+  assert.equal(reads.length, 3);
+  // A process of its own (a new memory) reads on its first ADD.
+  await nodeSlicePools({ ...sliceCtx, memory: new WriteMemory() }, config, 'allocate');
+  assert.equal(reads.length, 4);
 });

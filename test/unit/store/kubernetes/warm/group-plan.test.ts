@@ -116,6 +116,6 @@ test('give-back returns only warm records of this node that no call is using', (
   const pending = new Map<bigint, PendingWrite>([[at(2), { kind: 'name', record: pod('y') }]]);
   const planned = groupPlan(input({ pending, giveBack: [at(1), at(2), at(3)] }))(current, new Set());
   assert.deepEqual(planned.change?.release, [at(1)]);
-  assert.deepEqual(planned.change?.update, [{ address: at(2), record: pod('y') }]);
+  assert.deepEqual(planned.change.update, [{ address: at(2), record: pod('y') }]);
   assert.deepEqual([...planned.value.warm], []);
 });

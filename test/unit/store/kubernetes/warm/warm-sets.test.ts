@@ -132,10 +132,10 @@ const addressOf = (outcome: AssignOutcome): bigint => {
   return outcome.address;
 };
 
-async function records(api: MemoryApiClient): Promise<Map<bigint, AllocationRecord>> {
-  const object = (await getObject(api, 'ippools', pool.name)) as Obj;
+async function records(api: MemoryApiClient, ref: PoolRef = pool): Promise<Map<bigint, AllocationRecord>> {
+  const object = (await getObject(api, 'ippools', ref.name)) as Obj;
   const spec = object['spec'] as Obj;
-  return decodeAllocations(spec['allocations'], pool.range.cidr, {
+  return decodeAllocations(spec['allocations'], ref.range.cidr, {
     where: 'test',
     warn: () => undefined,
     strict: false,
@@ -349,4 +349,53 @@ test("a pod's new sandbox right after its DEL does not take a warm address: the 
   );
   assert.equal(addressOf(again), first, 'the address it had');
   assert.ok(warmIn(await records(admin)).length > 0, 'the warm set is still there');
+});
+
+test("a node slice that drains gets its warm records back, though the node makes no more ADDs there; a new slice's first ADD does it at once", async (t) => {
+  const server = new MemoryApiServer();
+  const admin = new MemoryApiClient(server, { namespace: NS });
+  await gate(admin, WARM_ALLOWED);
+  const sliceRef = (cidr: string): PoolRef => ({
+    name: `slicenet-node-a-${cidr.replace(/[./]/g, '-')}`,
+    network: 'slicenet',
+    networkNamed: true,
+    range: rangeOf(cidr),
+    resultPrefix: 24,
+    sliceNode: 'node-a',
+  });
+  const first = sliceRef('10.78.0.0/28');
+  const second = sliceRef('10.78.0.16/28');
+  await createObject(admin, 'nodeslicepools', {
+    apiVersion: 'whereabouts.cni.cncf.io/v1alpha1',
+    kind: 'NodeSlicePool',
+    metadata: { name: 'slicenet' },
+    spec: { range: '10.78.0.0/24', sliceSize: '/28' },
+    status: { allocations: [{ nodeName: 'node-a', sliceRange: '10.78.0.0/28' }], draining: [] },
+  } as { metadata: { name: string } });
+  const a = agent(t, server, { journal: tempDir(t, 'journal'), cache: tempDir(t, 'cache') });
+  const addTo = (ref: PoolRef, name: string) =>
+    a.store.update(ref, planAssign(ref, pod(name), { createdAt: new Date().toISOString() }));
+  const warmOf = async (ref: PoolRef): Promise<number> =>
+    [...(await records(admin, ref)).values()].filter((r) => warmHolder(r) === 'node-a').length;
+  addressOf(await addTo(first, 'web-0'));
+  await until('the first slice to hold warm addresses', async () => (await warmOf(first)) > 0);
+
+  // The controller marks the slice draining (it waits for the pool to empty before it lets the slice go).
+  const nsp = (await getObject(admin, 'nodeslicepools', 'slicenet')) as Obj;
+  const status = { allocations: [], draining: [{ nodeName: 'node-a', sliceRange: '10.78.0.0/28', reason: 'reslice' }] };
+  const replaced = await admin.send({
+    method: 'PUT',
+    path: `/apis/whereabouts.cni.cncf.io/v1alpha1/namespaces/${NS}/nodeslicepools/slicenet`,
+    body: { ...nsp, status },
+  });
+  assert.equal(replaced.status, 200);
+  await until('the draining slice to have no warm record', async () => (await warmOf(first)) === 0, 15_000);
+  assert.equal((await records(admin, first)).get(0x0a4e0001n)?.podRef, 'default/web-0', "the pod's address stays");
+
+  // Given a slice again, the node's first ADD there fills its set; one more slice's ADD empties this one at once.
+  addressOf(await addTo(second, 'web-1'));
+  await until('the second slice to hold warm addresses', async () => (await warmOf(second)) > 0);
+  const third = sliceRef('10.78.0.32/28');
+  addressOf(await addTo(third, 'web-2'));
+  await until('the second slice to give its warm records back', async () => (await warmOf(second)) === 0, 3_000);
 });
