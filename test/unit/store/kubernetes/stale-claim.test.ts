@@ -63,6 +63,15 @@ const plan =
     return { change: { claim: { address, record } }, value: address };
   };
 
+/** NodeSlicePool `net` slicing `range` by /28, with these slices assigned. */
+const nodeSlicePool = (range: string, allocations: unknown[]) => ({
+  apiVersion: 'whereabouts.cni.cncf.io/v1alpha1',
+  kind: 'NodeSlicePool',
+  metadata: { name: 'net' },
+  spec: { range, sliceSize: '/28' },
+  status: { allocations },
+});
+
 async function create(
   api: MemoryApiClient,
   name: string,
@@ -170,13 +179,7 @@ test('a claim planned on a NodeSlicePool that was deleted and re-created since i
   const { api, ctx, writes } = setup();
   const cacheDir = mkdtempSync(join(tmpdir(), 'hereabouts-stale-incarnation-'));
   try {
-    const nsp = (allocations: unknown[]) => ({
-      apiVersion: 'whereabouts.cni.cncf.io/v1alpha1',
-      kind: 'NodeSlicePool',
-      metadata: { name: 'net' },
-      spec: { range: '10.65.0.0/24', sliceSize: '/28' },
-      status: { allocations },
-    });
+    const nsp = (allocations: unknown[]) => nodeSlicePool('10.65.0.0/24', allocations);
     await createObject(api, 'nodeslicepools', nsp([{ nodeName: 'n1', sliceRange: '10.65.0.0/28' }]));
     const config = {
       ...testNetwork([testRange('10.65.0.0/24')], { networkName: 'net' }),
@@ -227,14 +230,7 @@ test('a long-lived host reuses a NodeSlicePool reading that gave it a slice for 
   };
   const cacheDir = mkdtempSync(join(tmpdir(), 'hereabouts-slicing-reuse-'));
   t.after(() => rmSync(cacheDir, { recursive: true, force: true }));
-  const nsp = (allocations: unknown[]) => ({
-    apiVersion: 'whereabouts.cni.cncf.io/v1alpha1',
-    kind: 'NodeSlicePool',
-    metadata: { name: 'net' },
-    spec: { range: '10.66.0.0/24', sliceSize: '/28' },
-    status: { allocations },
-  });
-  assert.equal((await createObject(api, 'nodeslicepools', nsp([]))).kind, 'created');
+  assert.equal((await createObject(api, 'nodeslicepools', nodeSlicePool('10.66.0.0/24', []))).kind, 'created');
   const base = testNetwork([testRange('10.66.0.0/24')], { networkName: 'net' });
   const config = { ...base, ipam: { ...base.ipam, nodeSliceSize: 28 } };
   const memory = new WriteMemory();
