@@ -72,6 +72,8 @@ const RETRY_MS = [200, 1_000, 5_000];
 /** Warm addresses one grouped write claims at most: each is a reservation create and a confirming read. */
 const MAX_CLAIMS_PER_WRITE = 8;
 const TICK_MS = 5_000;
+/** How long close() waits for the pending writes and give-backs. */
+const CLOSE_GIVE_BACK_MS = 5_000;
 /** Settled lines in the journal before it is compacted. */
 const COMPACT_AFTER = 4_096;
 
@@ -152,6 +154,8 @@ export class WarmSets {
   #lock: HeldLock | undefined;
   /** A read of the NodeSlicePools is under way (#checkSlices). */
   #checking = false;
+  /** close() was called: every warm address goes back. */
+  #closing = false;
 
   constructor(options: WarmOptions) {
     this.#options = options;
@@ -231,13 +235,26 @@ export class WarmSets {
     await this.#flush(this.#pool(ctx, pool));
   }
 
-  async close(): Promise<void> {
+  /**
+   * Stops: the pending writes are made and the warm addresses given back, within `giveBackMs` (a pool the API server
+   * does not answer for keeps them: the next agent adopts them at its first call to the pool, or the controller
+   * releases them once the node is gone). Without the give-back, an agent restarted for an upgrade would leave its
+   * warm records in every pool no call names again.
+   */
+  async close(giveBackMs = CLOSE_GIVE_BACK_MS): Promise<void> {
     clearInterval(this.#tick);
-    for (const pool of this.#pools.values()) {
-      clearTimeout(pool.retry);
-      await pool.writing;
-    }
+    this.#closing = true;
     await this.#batch?.done.catch(() => undefined);
+    for (const wp of this.#pools.values()) {
+      clearTimeout(wp.retry);
+      wp.retry = undefined;
+      if (wp.pending.size > 0 || wp.warm.size > 0) this.#schedule(wp);
+    }
+    const writes = [...this.#pools.values()].flatMap((wp) => (wp.writing === undefined ? [] : [wp.writing]));
+    let timer: NodeJS.Timeout | undefined;
+    const timeUp = new Promise<void>((resolve) => (timer = setTimeout(resolve, giveBackMs)));
+    await Promise.race([Promise.all(writes), timeUp]);
+    clearTimeout(timer);
     this.#journal?.close();
     await this.#lock?.release();
   }
@@ -289,6 +306,7 @@ export class WarmSets {
   #serves(wp: WarmPool): boolean {
     return (
       this.#journal !== undefined &&
+      !this.#closing &&
       wp.adopted &&
       wp.mixedUntilMs <= monotonicMs() &&
       this.#gate(wp.ctx).open(wp.ctx.api)
@@ -435,7 +453,13 @@ export class WarmSets {
     const now = monotonicMs();
     const { bounds } = this.#options;
     while (wp.adds.length > 0 && (wp.adds[0] ?? now) < now - bounds.windowMs) wp.adds.shift();
-    if (this.#journal === undefined || wp.mixedUntilMs > now || wp.superseded || !this.#gate(wp.ctx).open(wp.ctx.api))
+    if (
+      this.#journal === undefined ||
+      this.#closing ||
+      wp.mixedUntilMs > now ||
+      wp.superseded ||
+      !this.#gate(wp.ctx).open(wp.ctx.api)
+    )
       return 0;
     return warmTarget(bounds, {
       addsInWindow: wp.adds.length,

@@ -399,3 +399,42 @@ test("a node slice that drains gets its warm records back, though the node makes
   addressOf(await addTo(third, 'web-2'));
   await until('the second slice to give its warm records back', async () => (await warmOf(second)) === 0, 3_000);
 });
+
+test('an agent that stops makes its pending renames and gives its warm addresses back (an upgrade leaves none behind)', async (t) => {
+  const server = new MemoryApiServer();
+  const admin = new MemoryApiClient(server, { namespace: NS });
+  await gate(admin, WARM_ALLOWED);
+  const a = await warmedAgent(
+    t,
+    server,
+    { journal: tempDir(t, 'journal'), cache: tempDir(t, 'cache') },
+    { closed: false },
+  );
+  a.hold(); // the rename of the next hand-out waits until close() runs
+  const address = addressOf(await add(a.store, 'web'));
+  assert.ok(warmIn(await records(admin)).length > 1, 'warm addresses besides the one handed out');
+  a.release();
+  await a.warm.close();
+  const after = await records(admin);
+  assert.deepEqual(warmIn(after), [], 'no warm record left');
+  assert.equal(after.get(address)?.podRef, 'default/web', 'the hand-out was renamed before the agent went');
+});
+
+test('an agent that stops while the API server does not answer gives up after its give-back time', async (t) => {
+  const server = new MemoryApiServer();
+  const admin = new MemoryApiClient(server, { namespace: NS });
+  await gate(admin, WARM_ALLOWED);
+  const a = await warmedAgent(
+    t,
+    server,
+    { journal: tempDir(t, 'journal'), cache: tempDir(t, 'cache') },
+    { closed: false },
+  );
+  a.hold();
+  const started = Date.now();
+  await a.warm.close(300);
+  assert.ok(Date.now() - started < 2_000, `close took ${Date.now() - started} ms`);
+  // (Read while the agent's requests still wait: once released, its give-back would land.)
+  assert.ok(warmIn(await records(admin)).length > 0, 'the warm records stay for the next agent to adopt');
+  a.release();
+});
