@@ -400,16 +400,17 @@ test("a node slice that drains gets its warm records back, though the node makes
   await until('the second slice to give its warm records back', async () => (await warmOf(second)) === 0, 3_000);
 });
 
-test('an agent that stops makes its pending renames and gives its warm addresses back (an upgrade leaves none behind)', async (t) => {
+/** A warmed agent on an API server of its own that allows warm sets, which the test closes itself. */
+async function unclosedWarmAgent(t: TestContext) {
   const server = new MemoryApiServer();
   const admin = new MemoryApiClient(server, { namespace: NS });
   await gate(admin, WARM_ALLOWED);
-  const a = await warmedAgent(
-    t,
-    server,
-    { journal: tempDir(t, 'journal'), cache: tempDir(t, 'cache') },
-    { closed: false },
-  );
+  const dirs = { journal: tempDir(t, 'journal'), cache: tempDir(t, 'cache') };
+  return { admin, a: await warmedAgent(t, server, dirs, { closed: false }) };
+}
+
+test('an agent that stops makes its pending renames and gives its warm addresses back (an upgrade leaves none behind)', async (t) => {
+  const { admin, a } = await unclosedWarmAgent(t);
   a.hold(); // the rename of the next hand-out waits until close() runs
   const address = addressOf(await add(a.store, 'web'));
   assert.ok(warmIn(await records(admin)).length > 1, 'warm addresses besides the one handed out');
@@ -421,15 +422,7 @@ test('an agent that stops makes its pending renames and gives its warm addresses
 });
 
 test('an agent that stops while the API server does not answer gives up after its give-back time', async (t) => {
-  const server = new MemoryApiServer();
-  const admin = new MemoryApiClient(server, { namespace: NS });
-  await gate(admin, WARM_ALLOWED);
-  const a = await warmedAgent(
-    t,
-    server,
-    { journal: tempDir(t, 'journal'), cache: tempDir(t, 'cache') },
-    { closed: false },
-  );
+  const { admin, a } = await unclosedWarmAgent(t);
   a.hold();
   const started = Date.now();
   await a.warm.close(300);
