@@ -535,24 +535,11 @@ interface BurstResult {
   readonly warm?: string;
 }
 
-/** Sums the agents' counters. */
+/** Sums the agents' counters (every field of WarmStats is a number). */
 async function warmTotals(list: readonly NodeAgent[]): Promise<WarmStats> {
   const all = await Promise.all(list.map((a) => a.stats()));
-  const sum = (pick: (s: WarmStats) => number): number => all.reduce((n, s) => n + pick(s), 0);
-  return {
-    warm: sum((s) => s.warm),
-    pending: sum((s) => s.pending),
-    handedOut: sum((s) => s.handedOut),
-    released: sum((s) => s.released),
-    groupWrites: sum((s) => s.groupWrites),
-    groupedEntries: sum((s) => s.groupedEntries),
-    groupWriteMs: sum((s) => s.groupWriteMs),
-    groupWriteFailures: sum((s) => s.groupWriteFailures),
-    lost: sum((s) => s.lost),
-    synchronous: sum((s) => s.synchronous),
-    journalWrites: sum((s) => s.journalWrites),
-    journalMs: sum((s) => s.journalMs),
-  };
+  const keys = Object.keys(all[0] ?? {}) as Array<keyof WarmStats>;
+  return Object.fromEntries(keys.map((k) => [k, all.reduce((n, s) => n + s[k], 0)])) as unknown as WarmStats;
 }
 
 /** What the warm sets did between two readings, in one line. */

@@ -3,8 +3,9 @@
 // names), or a GET of the few pods an address names. A 403 on pods or NADs is reported, not fatal.
 import { podView } from '../controller/orphans/pod-view.ts';
 import { networkNamesOf } from '../controller/slices/spec.ts';
-import { statusText, type ApiClient } from '../kube/api.ts';
-import { listAll } from '../kube/list.ts';
+import { ApiUnreachableError, statusText, type ApiClient } from '../kube/api.ts';
+import { listAll, listEach } from '../kube/list.ts';
+import { recordOf } from '../record.ts';
 import { objectPath } from '../store/kubernetes/objects.ts';
 import { buildInventory, type Inventory, type PodInfo } from './inventory.ts';
 
@@ -80,17 +81,15 @@ export async function readPod(api: ApiClient, podRef: string): Promise<PodInfo |
 /** The names of the cluster's nodes; undefined when they cannot be listed (no access). */
 async function nodeNames(api: ApiClient): Promise<string[] | undefined> {
   const names: string[] = [];
-  let token = '';
-  do {
-    const res = await api.send({
-      method: 'GET',
-      path: `/api/v1/nodes?limit=500${token === '' ? '' : `&continue=${encodeURIComponent(token)}`}`,
+  try {
+    await listEach(api, '/api/v1/nodes', (item) => {
+      const name = recordOf(recordOf(item)['metadata'])['name'];
+      if (typeof name === 'string') names.push(name);
     });
-    if (res.status !== 200) return undefined;
-    const body = res.body as { items?: Array<{ metadata?: { name?: unknown } }>; metadata?: { continue?: string } };
-    for (const item of body.items ?? []) if (typeof item.metadata?.name === 'string') names.push(item.metadata.name);
-    token = body.metadata?.continue ?? '';
-  } while (token !== '');
+  } catch (err) {
+    if (err instanceof ApiUnreachableError) throw err;
+    return undefined;
+  }
   return names;
 }
 

@@ -90,12 +90,7 @@ export async function nodeSlicePools(
   const recent = purpose === 'allocate' ? ctx.memory?.slicings.get(key) : undefined;
   if (recent !== undefined && monotonicMs() - recent.atMs < SLICING_REUSE_MS) {
     const slicing = slicingOf(recent.object, network.name, ctx.node);
-    return [
-      {
-        ...slicePool(ctx.node, network, config, usableSlice(slicing, config, network.name, ctx.node)),
-        sliceNode: ctx.node,
-      },
-    ];
+    return allocatingPools(ctx.node, network, config, usableSlice(slicing, config, network.name, ctx.node));
   }
   const memory = readSliceMemory(ctx, network.name);
   const readAtMs = monotonicMs();
@@ -116,7 +111,22 @@ export async function nodeSlicePools(
   const slice = usableSlice(slicing, config, network.name, ctx.node);
   remember(ctx, network.name, memory, slicing, [slice]);
   ctx.memory?.slicings.set(key, { object, atMs: readAtMs });
-  return [{ ...slicePool(ctx.node, network, config, slice), sliceNode: ctx.node }];
+  return allocatingPools(ctx.node, network, config, slice);
+}
+
+/** The pool an ADD allocates from in `node`'s slice. */
+function allocatingPools(node: string, network: Network, config: NetworkConfig, slice: Cidr): PoolRef[] {
+  return [{ ...slicePool(node, network, config, slice), sliceNode: node }];
+}
+
+/** Whether the slicing gives its node `slice` to allocate from: its slice, and not draining. */
+export function allocatesFrom(slicing: NodeSlicing, slice: Cidr): boolean {
+  const text = formatCidr(slice);
+  return (
+    slicing.slice !== undefined &&
+    formatCidr(slicing.slice) === text &&
+    !slicing.draining.some((d) => formatCidr(d) === text)
+  );
 }
 
 /** The slice ADD may allocate from: the configured slicing's, this node's, not draining. */
@@ -137,7 +147,7 @@ function usableSlice(slicing: NodeSlicing, config: NetworkConfig, network: strin
       'the controller assigns slices to nodes; retry later',
     );
   }
-  if (slicing.draining.some((d) => formatCidr(d) === formatCidr(slice))) {
+  if (!allocatesFrom(slicing, slice)) {
     throw new NoSliceError(
       `slice ${formatCidr(slice)} of node ${node} in NodeSlicePool ${network} is draining`,
       'the controller releases it once its pool is empty and assigns this node another slice; retry later',

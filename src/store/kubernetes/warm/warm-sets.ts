@@ -19,8 +19,7 @@ import { poolPaths } from '../../local/paths.ts';
 import type { AllocationRecord, Plan, PoolChange, PoolRef } from '../../store.ts';
 import { readCachedPool } from '../pool-cache.ts';
 import { getObject } from '../objects.ts';
-import { slicingOf } from '../node-slices.ts';
-import { formatCidr } from '../../../ip/cidr.ts';
+import { allocatesFrom, slicingOf } from '../node-slices.ts';
 import { followRecord, type Held } from '../reservations.ts';
 import { updatePool, type WriteContext } from '../pool-update.ts';
 import { MIXED_WINDOW_MS } from '../whereabouts-seen.ts';
@@ -605,13 +604,7 @@ export class WarmSets {
       if (node === undefined || wp.superseded || wp.warm.size === 0) continue;
       try {
         const object = await getObject(wp.ctx.api, 'nodeslicepools', wp.ref.network, { notOlderThan: '0' });
-        const slicing = object === undefined ? undefined : slicingOf(object, wp.ref.network, node);
-        const mine = formatCidr(wp.ref.range.cidr);
-        const allocating =
-          slicing?.slice !== undefined &&
-          formatCidr(slicing.slice) === mine &&
-          !slicing.draining.some((d) => formatCidr(d) === mine);
-        if (allocating) continue;
+        if (object !== undefined && allocatesFrom(slicingOf(object, wp.ref.network, node), wp.ref.range.cidr)) continue;
         wp.superseded = true;
         this.#options.log(
           `IPPool ${wp.ref.name}: no longer this node's slice to allocate from; its warm addresses go back`,
