@@ -104,8 +104,9 @@ export class KubernetesStore implements Store {
   update<T>(pool: PoolRef, plan: Plan<T>): Promise<T> {
     this.#fresh.delete(pool.name);
     // The file lock excludes other processes; this queue spares our own callers its polling.
-    const sync = (): Promise<T> => this.#queue.run(pool.name, () => updatePool(this.#write, pool, plan));
-    return this.#warm === undefined ? sync() : this.#warm.update(this.#write, pool, plan, sync);
+    const sync = (chosen: Plan<T>): Promise<T> =>
+      this.#queue.run(pool.name, () => updatePool(this.#write, pool, chosen));
+    return this.#warm === undefined ? sync(plan) : this.#warm.update(this.#write, pool, plan, sync);
   }
 
   /** The pool as the API has it now (CHECK and STATUS must not trust the cache). */

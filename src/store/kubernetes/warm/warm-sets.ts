@@ -111,8 +111,8 @@ class WarmPool {
   superseded = false;
   free = Number.MAX_SAFE_INTEGER;
   readonly adds: number[] = [];
-  /** Pods (and interfaces) whose DEL this agent answered, and when (monotonic): see recentlyDeleted(). */
-  readonly recentDels = new Map<string, number>();
+  /** Pods (and interfaces) whose DEL this agent answered: when (monotonic) and the address; see recentlyDeleted(). */
+  readonly recentDels = new Map<string, { readonly at: number; readonly address: bigint }>();
   lastAddMs: number | undefined;
   writing: Promise<void> | undefined;
   again = false;
@@ -190,7 +190,7 @@ export class WarmSets {
   }
 
   /** Runs `plan` on `pool`: from the warm set when it is a plain claim or release, else through `sync`. */
-  async update<T>(ctx: WriteContext, pool: PoolRef, plan: Plan<T>, sync: () => Promise<T>): Promise<T> {
+  async update<T>(ctx: WriteContext, pool: PoolRef, plan: Plan<T>, sync: (plan: Plan<T>) => Promise<T>): Promise<T> {
     this.#resume(ctx);
     const wp = this.#pool(ctx, pool);
     if (pool.sliceNode !== undefined) this.#current(wp);
@@ -207,7 +207,7 @@ export class WarmSets {
     }
     this.#counters.synchronous++;
     try {
-      return await sync();
+      return await sync(preferringPrevious(plan, new Map(wp.recentDels)));
     } finally {
       // Adopt or refill the set off the path, while warm sets are on.
       if (this.#journal !== undefined && this.#gate(ctx).open(ctx.api)) this.#schedule(wp);
@@ -385,7 +385,7 @@ export class WarmSets {
     const now = monotonicMs();
     for (const [address, attachment] of records) {
       wp.pending.set(address, { kind: 'warm', attachment });
-      if (attachment.podRef !== '') wp.recentDels.set(ownerKey(attachment), now);
+      if (attachment.podRef !== '') wp.recentDels.set(ownerKey(attachment), { at: now, address });
     }
     this.#counters.released += records.length;
     setImmediate(() => this.#schedule(wp));
@@ -637,8 +637,24 @@ const ownerKey = (record: AllocationRecord): string => `${record.podRef}\u0000${
 function recentlyDeleted(wp: WarmPool, record: AllocationRecord): boolean {
   if (record.podRef === '') return false;
   const now = monotonicMs();
-  for (const [key, at] of wp.recentDels) if (now - at > RECENT_DEL_MS) wp.recentDels.delete(key);
+  for (const [key, { at }] of wp.recentDels) if (now - at > RECENT_DEL_MS) wp.recentDels.delete(key);
   return wp.recentDels.has(ownerKey(record));
+}
+
+/**
+ * `plan`, with the address a pod's DEL released a moment ago preferred for its new sandbox's claim (PlanHints.reserved:
+ * taken when still free). The lowest free address is most often that one, but not when a lower one was freed since
+ * (a warm address given back): the re-created sandbox keeps its address, as the DEL and ADD of a sandbox would
+ * without warm sets.
+ */
+function preferringPrevious<T>(plan: Plan<T>, recent: ReadonlyMap<string, { readonly address: bigint }>): Plan<T> {
+  return (current, refused, hints) => {
+    const planned = plan(current, refused, hints);
+    const claimed = planned.change === null ? undefined : loneClaim(planned.change);
+    const previous = claimed === undefined ? undefined : recent.get(ownerKey(claimed.record))?.address;
+    if (previous === undefined || previous === claimed?.address) return planned;
+    return plan(current, refused, { ...hints, reserved: new Set([...(hints?.reserved ?? []), previous]) });
+  };
 }
 
 /** Whether calls asked for another write while one ran (read through a call: it changes while a write awaits). */

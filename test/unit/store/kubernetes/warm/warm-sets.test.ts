@@ -431,3 +431,25 @@ test('an agent that stops while the API server does not answer gives up after it
   assert.ok(warmIn(await records(admin)).length > 0, 'the warm records stay for the next agent to adopt');
   a.release();
 });
+
+test("a pod's new sandbox gets the address its DEL released even when a lower one was freed meanwhile", async (t) => {
+  const server = new MemoryApiServer();
+  const admin = new MemoryApiClient(server, { namespace: NS });
+  await gate(admin, WARM_ALLOWED);
+  const a = await warmedAgent(t, server, { journal: tempDir(t, 'journal'), cache: tempDir(t, 'cache') });
+  const low = addressOf(await add(a.store, 'low'));
+  const mine = addressOf(await add(a.store, 'web'));
+  assert.ok(low < mine);
+  await a.warm.settle();
+  // The sandbox of web dies (DEL), and meanwhile a lower address is freed (another pod goes).
+  await a.store.update(pool, planRelease(pod('web')));
+  await a.store.update(pool, planRelease(pod('low')));
+  await a.warm.settle();
+  const all = await records(admin);
+  assert.ok(!all.has(low) && !all.has(mine), 'both released');
+  const again = await a.store.update(
+    pool,
+    planAssign(pool, { ...pod('web'), containerId: 'c-web-2' }, { createdAt: new Date().toISOString() }),
+  );
+  assert.equal(addressOf(again), mine, 'the address it had, not the lowest free one');
+});
