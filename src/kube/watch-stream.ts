@@ -1,8 +1,7 @@
 // One Kubernetes watch request: GET …?watch=1 answered with a stream of JSON lines ({type, object}), read line by
 // line so that memory holds one event at a time. The caller re-opens it when it ends.
-import { request as httpRequest, type ClientRequest, type IncomingMessage } from 'node:http';
-import { request as httpsRequest } from 'node:https';
-import { USER_AGENT } from './api.ts';
+import type { ClientRequest, IncomingMessage } from 'node:http';
+import { getStream } from './get-stream.ts';
 import type { ApiEndpoint } from './kubeconfig.ts';
 
 export interface WatchEvent {
@@ -30,16 +29,7 @@ export function openWatch(
   handlers: WatchHandlers,
   options: WatchOptions,
 ): { close(): void } {
-  const url = new URL(
-    `${endpoint.server}${path}${path.includes('?') ? '&' : '?'}watch=1&allowWatchBookmarks=true&timeoutSeconds=${options.timeoutSeconds}`,
-  );
-  const send = url.protocol === 'http:' ? httpRequest : httpsRequest;
-  const base = endpoint.requestOptions;
-  const headers = {
-    ...(base.headers as Record<string, string> | undefined),
-    Accept: 'application/json',
-    'User-Agent': USER_AGENT,
-  };
+  const query = `watch=1&allowWatchBookmarks=true&timeoutSeconds=${options.timeoutSeconds}`;
   let ended = false;
   const finish = (failure?: { status?: number; message: string }): void => {
     if (ended) return;
@@ -47,47 +37,53 @@ export function openWatch(
     req.destroy();
     handlers.end(failure);
   };
-  const req: ClientRequest = send(url, { ...base, method: 'GET', headers }, (res: IncomingMessage) => {
-    if (res.statusCode !== 200) {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => (text += text.length < 2000 ? chunk : ''));
-      res.on('end', () =>
-        finish({ status: res.statusCode ?? 0, message: `HTTP ${res.statusCode}: ${text.slice(0, 300)}` }),
-      );
-      res.on('error', (err) => finish({ message: err.message }));
-      return;
-    }
-    res.setEncoding('utf8');
-    let buffered = '';
-    res.on('data', (chunk: string) => {
-      let start = 0;
-      buffered += chunk;
-      // Scan only the new text for line ends: a 1 MB IPPool arrives in many chunks.
-      for (
-        let nl = buffered.indexOf('\n', buffered.length - chunk.length);
-        nl >= 0;
-        nl = buffered.indexOf('\n', nl + 1)
-      ) {
-        const line = buffered.slice(start, nl);
-        start = nl + 1;
-        if (line.trim() === '') continue;
-        let event: WatchEvent;
-        try {
-          event = JSON.parse(line) as WatchEvent;
-        } catch {
-          return finish({ message: `undecodable watch event: ${line.slice(0, 200)}` });
+  const req: ClientRequest = getStream(
+    endpoint,
+    `${path}${path.includes('?') ? '&' : '?'}${query}`,
+    'application/json',
+    options.idleMs,
+    {
+      response: (res: IncomingMessage) => {
+        if (res.statusCode !== 200) {
+          let text = '';
+          res.setEncoding('utf8');
+          res.on('data', (chunk: string) => (text += text.length < 2000 ? chunk : ''));
+          res.on('end', () =>
+            finish({ status: res.statusCode ?? 0, message: `HTTP ${res.statusCode}: ${text.slice(0, 300)}` }),
+          );
+          res.on('error', (err) => finish({ message: err.message }));
+          return;
         }
-        if (ended) return;
-        handlers.event(event);
-      }
-      buffered = buffered.slice(start);
-    });
-    res.on('end', () => finish());
-    res.on('error', (err) => finish({ message: err.message }));
-  });
-  req.setTimeout(options.idleMs, () => finish({ message: `no data for ${options.idleMs} ms` }));
-  req.on('error', (err) => finish({ message: err.message }));
-  req.end();
+        res.setEncoding('utf8');
+        let buffered = '';
+        res.on('data', (chunk: string) => {
+          let start = 0;
+          buffered += chunk;
+          // Scan only the new text for line ends: a 1 MB IPPool arrives in many chunks.
+          for (
+            let nl = buffered.indexOf('\n', buffered.length - chunk.length);
+            nl >= 0;
+            nl = buffered.indexOf('\n', nl + 1)
+          ) {
+            const line = buffered.slice(start, nl);
+            start = nl + 1;
+            if (line.trim() === '') continue;
+            let event: WatchEvent;
+            try {
+              event = JSON.parse(line) as WatchEvent;
+            } catch {
+              return finish({ message: `undecodable watch event: ${line.slice(0, 200)}` });
+            }
+            if (ended) return;
+            handlers.event(event);
+          }
+          buffered = buffered.slice(start);
+        });
+        res.on('end', () => finish());
+        res.on('error', (err) => finish({ message: err.message }));
+      },
+      failed: (message) => finish({ message }),
+    },
+  );
   return { close: () => finish() };
 }
