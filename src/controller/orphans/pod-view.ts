@@ -48,11 +48,15 @@ class SmallAddressList implements AddressList {
 
 type Obj = Record<string, unknown>;
 const list = (v: unknown): Obj[] => (Array.isArray(v) ? v.map(recordOf) : []);
-const time = (v: unknown): number => (typeof v === 'string' ? Date.parse(v) || 0 : 0);
+/** RFC 3339 text, or epoch milliseconds (pod-protobuf.ts); 0 when absent or unreadable. */
+const time = (v: unknown): number =>
+  typeof v === 'string' ? Date.parse(v) || 0 : typeof v === 'number' && Number.isFinite(v) ? v : 0;
 
 export const NETWORK_STATUS = 'k8s.v1.cni.cncf.io/network-status';
 /** On a mirror pod: the UID of the static pod it mirrors, which is what the kubelet passes to CNI. */
 const MIRROR = 'kubernetes.io/config.mirror';
+/** The annotations podView reads: a reader that keeps only some (pod-protobuf.ts) keeps these. */
+export const POD_VIEW_ANNOTATIONS: readonly string[] = [NETWORK_STATUS, MIRROR];
 const SANDBOX_CONDITIONS = ['PodReadyToStartContainers', 'PodHasNetwork'];
 
 /** The view of a pod object; undefined for something that is not one. */

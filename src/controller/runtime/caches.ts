@@ -6,6 +6,7 @@ import { objectPath } from '../../store/kubernetes/objects.ts';
 import { Informer, type ChangeKind } from './informer.ts';
 import type { Log } from '../../log/json-log.ts';
 import { podView, type PodView } from '../orphans/pod-view.ts';
+import { podFromProtobuf } from '../orphans/pod-protobuf.ts';
 import { POOL_PAGE, poolView, type PoolView } from '../pools/view.ts';
 import {
   nadView,
@@ -38,7 +39,14 @@ export class Caches {
 
   constructor(api: ApiClient, handlers: CacheHandlers, log: Log) {
     const ns = api.namespace;
-    this.pods = new Informer(api, { resource: 'pods', path: '/api/v1/pods', view: podView, log, ...on(handlers.pods) });
+    this.pods = new Informer(api, {
+      resource: 'pods',
+      path: '/api/v1/pods',
+      view: podView,
+      protobuf: podFromProtobuf,
+      log,
+      ...on(handlers.pods),
+    });
     this.pools = new Informer(api, {
       resource: 'ippools',
       path: objectPath(ns, 'ippools'),

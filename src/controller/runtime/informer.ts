@@ -6,6 +6,7 @@ import { statusText, type ApiClient } from '../../kube/api.ts';
 import { messageOf } from '../../errors.ts';
 import type { Log } from '../../log/json-log.ts';
 import { openWatch, type WatchEvent } from '../../kube/watch-stream.ts';
+import { listProtobuf, NOT_PROTOBUF } from '../../kube/protobuf-list.ts';
 
 export type ChangeKind = 'added' | 'updated' | 'deleted';
 
@@ -20,6 +21,11 @@ export interface InformerOptions<T> {
   readonly log: Log;
   /** Items per LIST page (PAGE by default): fewer for big objects such as IPPools. */
   readonly pageSize?: number;
+  /**
+   * A built-in kind: list it in protobuf, streamed, from the API server's watch cache (protobuf-list.ts), each item
+   * decoded by this into the JSON shape `view` reads (or as much of it as `view` needs). Watches stay JSON.
+   */
+  readonly protobuf?: (bytes: Uint8Array) => unknown;
 }
 
 /**
@@ -27,6 +33,8 @@ export interface InformerOptions<T> {
  * V8's young generation kept small (main.ts) a bigger page is promoted whole to the old generation first.
  */
 const PAGE = 250;
+/** A streamed list that sends nothing for this long is given up (a whole list may take longer). */
+const LIST_IDLE_MS = 30_000;
 
 type Meta = { metadata?: { name?: unknown; namespace?: unknown; resourceVersion?: unknown } };
 
@@ -45,6 +53,10 @@ export class Informer<T> {
   readonly #o: InformerOptions<T>;
   #resourceVersion = '';
   #synced = false;
+  /** The server answered a protobuf list in JSON: list in JSON pages. */
+  #jsonOnly = false;
+  /** The last watch ended with 410 Gone: the next list is a consistent read. */
+  #expired = false;
   #stopped = false;
   #watch: { close(): void } | undefined;
   #timer: NodeJS.Timeout | undefined;
@@ -86,26 +98,20 @@ export class Informer<T> {
   async #list(): Promise<void> {
     if (this.#stopped) return;
     const fresh = new Map<string, T>();
-    let token = '';
+    const keep = (item: unknown): void => {
+      const key = keyOf(item);
+      const view = key === undefined ? undefined : this.#o.view(item);
+      if (key !== undefined && view !== undefined) fresh.set(key, view);
+    };
+    const decode = this.#jsonOnly ? undefined : this.#o.protobuf;
     try {
-      do {
-        const query = `limit=${this.#o.pageSize ?? PAGE}${token === '' ? '' : `&continue=${encodeURIComponent(token)}`}`;
-        const res = await this.#api.send({ method: 'GET', path: `${this.#o.path}?${query}` });
-        if (res.status === 410 && token !== '') throw new Error('the list snapshot expired while paging');
-        if (res.status === 404 && token === '') {
-          this.#absent();
-          return;
-        }
-        if (res.status !== 200) throw new Error(`list ${this.#o.resource}: ${statusText(res)}`);
-        const body = res.body as { items?: unknown[]; metadata?: { continue?: string; resourceVersion?: string } };
-        for (const item of body.items ?? []) {
-          const key = keyOf(item);
-          const view = key === undefined ? undefined : this.#o.view(item);
-          if (key !== undefined && view !== undefined) fresh.set(key, view);
-        }
-        token = body.metadata?.continue ?? '';
-        this.#resourceVersion = body.metadata?.resourceVersion ?? '';
-      } while (token !== '');
+      const streamed = decode === undefined ? undefined : await this.#streamList((bytes) => keep(decode(bytes)));
+      if (streamed === 'absent') return;
+      if (streamed === 'json') {
+        this.#jsonOnly = true;
+        this.#o.log.warning(`${this.#o.resource}: the API server does not answer in protobuf; listing in JSON pages`);
+      }
+      if (streamed !== 'streamed' && (await this.#pagedList(keep))) return;
     } catch (err) {
       this.#retry(`list failed: ${messageOf(err)}`, () => void this.#list());
       return;
@@ -115,6 +121,7 @@ export class Informer<T> {
     if (this.#stopped) return;
     this.#replace(fresh);
     this.#synced = true;
+    this.#expired = false;
     this.#failures = 0;
     this.#firstSync.resolve();
     this.#o.log.debug(`${this.#o.resource}: listed ${fresh.size}`, {
@@ -122,6 +129,49 @@ export class Informer<T> {
       resourceVersion: this.#resourceVersion,
     });
     this.#openWatch();
+  }
+
+  /**
+   * The whole list in one streamed protobuf answer, served from the API server's watch cache; 'json' when something
+   * in between answered in JSON (the list is then made in JSON pages, from now on).
+   */
+  async #streamList(keep: (bytes: Uint8Array) => void): Promise<'streamed' | 'absent' | 'json'> {
+    // As client-go's reflector: the first list from the cache whatever its age, a list after a failed watch not
+    // older than what was seen, and after a 410 a consistent read.
+    const from = this.#expired ? '' : this.#resourceVersion === '' ? '0' : this.#resourceVersion;
+    const res = await listProtobuf(this.#api.endpoint, `${this.#o.path}?resourceVersion=${from}`, keep, {
+      idleMs: LIST_IDLE_MS,
+    });
+    if (res.status === 404) {
+      this.#absent();
+      return 'absent';
+    }
+    if (res.status === NOT_PROTOBUF) return 'json';
+    if (!('resourceVersion' in res)) throw new Error(`list ${this.#o.resource}: ${res.message}`);
+    this.#resourceVersion = res.resourceVersion;
+    return 'streamed';
+  }
+
+  /** The list page by page in JSON (custom resources have no protobuf). True when the resource is not served. */
+  async #pagedList(keep: (item: unknown) => void): Promise<boolean> {
+    let token = '';
+    {
+      do {
+        const query = `limit=${this.#o.pageSize ?? PAGE}${token === '' ? '' : `&continue=${encodeURIComponent(token)}`}`;
+        const res = await this.#api.send({ method: 'GET', path: `${this.#o.path}?${query}` });
+        if (res.status === 410 && token !== '') throw new Error('the list snapshot expired while paging');
+        if (res.status === 404 && token === '') {
+          this.#absent();
+          return true;
+        }
+        if (res.status !== 200) throw new Error(`list ${this.#o.resource}: ${statusText(res)}`);
+        const body = res.body as { items?: unknown[]; metadata?: { continue?: string; resourceVersion?: string } };
+        for (const item of body.items ?? []) keep(item);
+        token = body.metadata?.continue ?? '';
+        this.#resourceVersion = body.metadata?.resourceVersion ?? '';
+      } while (token !== '');
+    }
+    return false;
   }
 
   /** The resource is not served (its CRD is not installed): empty, and looked for again in a minute. */
@@ -204,6 +254,7 @@ export class Informer<T> {
   #relist(why: string): void {
     this.#o.log.info(`${this.#o.resource}: ${why}; listing again`, { resource: this.#o.resource });
     this.#synced = false;
+    this.#expired = true;
     void this.#list();
   }
 

@@ -14,6 +14,8 @@ import { controllerEndpoint } from '../../../src/kube/in-cluster.ts';
 import { Informer, type ChangeKind } from '../../../src/controller/runtime/informer.ts';
 import { jsonLog } from '../../../src/log/json-log.ts';
 import { podView, type PodView } from '../../../src/controller/orphans/pod-view.ts';
+import { podFromProtobuf } from '../../../src/controller/orphans/pod-protobuf.ts';
+import { len, listEnvelope } from '../../support/protobuf.ts';
 import { createPod, deleteAllPods, deletePod, eventually } from './harness.ts';
 
 const quiet = jsonLog({ level: 'error' });
@@ -139,4 +141,129 @@ describe('controller informer and an expired watch (410 Gone)', () => {
       client.close();
     }
   });
+});
+
+describe('controller informer listing in protobuf: which resourceVersion each list asks for', () => {
+  let server: Server;
+  let dir: string;
+  const lists: string[] = [];
+  const podBytes = (name: string, rv: string) => len(1, len(1, name), len(3, 'ns'), len(5, `uid-${name}`), len(6, rv));
+  const jsonPod = (name: string, rv: string) => ({
+    metadata: { name, namespace: 'ns', uid: `uid-${name}`, resourceVersion: rv },
+  });
+  before(async () => {
+    let watches = 0;
+    server = createServer((req, res) => {
+      const url = new URL(req.url ?? '/', 'http://x');
+      if (url.searchParams.get('watch') === null) {
+        lists.push(url.searchParams.get('resourceVersion') ?? '(none)');
+        res.setHeader('Content-Type', 'application/vnd.kubernetes.protobuf');
+        const body =
+          lists.length === 1
+            ? listEnvelope('10', [podBytes('a', '5')])
+            : listEnvelope('20', [podBytes('b', '16'), podBytes('c', '19')]);
+        return res.end(body);
+      }
+      res.setHeader('Content-Type', 'application/json');
+      watches++;
+      if (watches === 1) {
+        res.write(`${JSON.stringify({ type: 'ADDED', object: jsonPod('b', '11') })}\n`);
+        res.write(`${JSON.stringify({ type: 'ERROR', object: { kind: 'Status', code: 410, reason: 'Expired' } })}\n`);
+        return res.end();
+      }
+      if (watches === 2) {
+        res.statusCode = 500; // a failed watch, not an expired one
+        return res.end('{"kind":"Status","code":500}');
+      }
+      res.write(`${JSON.stringify({ type: 'BOOKMARK', object: { metadata: { resourceVersion: '21' } } })}\n`);
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    dir = mkdtempSync(join(tmpdir(), 'hereabouts-informer-'));
+    const { port } = server.address() as { port: number };
+    writeFileSync(
+      join(dir, 'kubeconfig'),
+      `apiVersion: v1\nkind: Config\nclusters: [{name: f, cluster: {server: "http://127.0.0.1:${port}", insecure-skip-tls-verify: true}}]\nusers: [{name: f, user: {token: t}}]\ncontexts: [{name: f, context: {cluster: f, user: f, namespace: ns}}]\ncurrent-context: f\n`,
+    );
+  });
+  after(() => {
+    server.closeAllConnections();
+    server.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  test('first from the cache (0), after a 410 a consistent read (""), after a failed watch not older than seen', async () => {
+    const client = new ApiClient(await loadEndpoint(join(dir, 'kubeconfig')), { timeoutMs: 5000 });
+    const changes: string[] = [];
+    const informer = new Informer(client, {
+      resource: 'pods',
+      path: '/api/v1/pods',
+      view: podView,
+      protobuf: podFromProtobuf,
+      log: quiet,
+      onChange: (kind, key) => changes.push(`${kind} ${key}`),
+    });
+    informer.start();
+    try {
+      assert.ok(await eventually(() => lists.length === 3 && informer.synced, 10_000), lists.join(', '));
+      assert.deepEqual(lists, ['0', '', '20']);
+      assert.deepEqual(changes.slice(0, 5), ['added ns/a', 'added ns/b', 'deleted ns/a', 'updated ns/b', 'added ns/c']);
+      assert.deepEqual([...informer.items.keys()].sort(), ['ns/b', 'ns/c']);
+    } finally {
+      informer.stop();
+      client.close();
+    }
+  });
+});
+
+test('a server that answers the protobuf list in JSON (a proxy in between) is listed in JSON pages instead', async () => {
+  const queries: string[] = [];
+  const server = createServer((req, res) => {
+    const url = new URL(req.url ?? '/', 'http://x');
+    res.setHeader('Content-Type', 'application/json');
+    if (url.searchParams.get('watch') !== null) return; // stays open
+    queries.push(url.search);
+    res.end(
+      JSON.stringify({
+        kind: 'PodList',
+        metadata: { resourceVersion: '7' },
+        items: [{ metadata: { name: 'a', namespace: 'ns', uid: 'uid-a', resourceVersion: '7' } }],
+      }),
+    );
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const dir = mkdtempSync(join(tmpdir(), 'hereabouts-informer-'));
+  const closeServer = (): void => {
+    server.closeAllConnections();
+    server.close();
+    rmSync(dir, { recursive: true, force: true });
+  };
+  const { port } = server.address() as { port: number };
+  writeFileSync(
+    join(dir, 'kubeconfig'),
+    `apiVersion: v1\nkind: Config\nclusters: [{name: f, cluster: {server: "http://127.0.0.1:${port}", insecure-skip-tls-verify: true}}]\nusers: [{name: f, user: {token: t}}]\ncontexts: [{name: f, context: {cluster: f, user: f, namespace: ns}}]\ncurrent-context: f\n`,
+  );
+  const client = new ApiClient(
+    await loadEndpoint(join(dir, 'kubeconfig')).catch((err: unknown) => {
+      closeServer();
+      throw err;
+    }),
+    { timeoutMs: 5000 },
+  );
+  const informer = new Informer(client, {
+    resource: 'pods',
+    path: '/api/v1/pods',
+    view: podView,
+    protobuf: podFromProtobuf,
+    log: quiet,
+  });
+  informer.start();
+  try {
+    await informer.whenSynced();
+    assert.equal(informer.items.get('ns/a')?.uid, 'uid-a');
+    assert.deepEqual(queries, ['?resourceVersion=0', '?limit=250']);
+  } finally {
+    informer.stop();
+    client.close();
+    closeServer();
+  }
 });
