@@ -1,6 +1,6 @@
 // Releasing orphaned allocations from one IPPool through the store's write path (writer.ts, commit.ts): the plan keeps of the
-// candidates only those still holding the same record and still orphaned on the pool as read, and the write is
-// conditional on that read. A 409 (a node allocated or released meanwhile) reads again and decides again; an
+// candidates only those still holding the same record and still orphaned on the pool as cached, and the write is
+// conditional on that version. A 409 (a node allocated or released meanwhile) reads again and decides again; an
 // allocation that appeared in between was never a candidate, so it is never removed in this pass. Reservations of
 // released addresses are left to the reservation pass, which deletes one only once its address is free everywhere.
 import { HereaboutsError } from '../../errors.ts';
@@ -87,6 +87,13 @@ export async function releaseFromPool(
       {
         budgetMs: options.budgetMs ?? DEFAULT_BUDGET_MS,
         log: options.log,
+        // Planned on the cached pool and written conditionally on its version: no read of a pool that has not
+        // changed since (a 1 000-address pool is 100 KB); one that has is refused, read and judged again.
+        ...(pool.resourceVersion === ''
+          ? {}
+          : {
+              initial: { allocations: new Map(pool.allocations), resourceVersion: pool.resourceVersion, fresh: false },
+            }),
         beforeWrite: () => {
           if (!options.leading()) throw new NotLeading();
         },

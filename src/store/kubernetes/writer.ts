@@ -27,6 +27,11 @@ export interface WriterCommitOptions {
   readonly log: CommitLog;
   /** Runs right before every pool write; throws to stop (a lost lease). */
   readonly beforeWrite?: () => void;
+  /**
+   * The pool as the caller's watch cache has it: a plan that claims nothing is written on it conditionally, without
+   * a read first (a changed pool is refused, then read and planned again). Claims always plan on a read.
+   */
+  readonly initial?: PoolState;
 }
 
 /** A reservation as judged: its name and the version a delete is conditional on. */
@@ -62,7 +67,10 @@ export class PoolWriter {
       log: options.log,
       memory: this.#memory,
     };
-    const commitOptions: CommitOptions = options.beforeWrite === undefined ? {} : { beforeWrite: options.beforeWrite };
+    const commitOptions: CommitOptions = {
+      ...(options.beforeWrite === undefined ? {} : { beforeWrite: options.beforeWrite }),
+      ...(options.initial === undefined ? {} : { initial: options.initial }),
+    };
     return commitPool(ctx, pool, plan, commitOptions);
   }
 

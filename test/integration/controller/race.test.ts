@@ -15,9 +15,13 @@ import { allocation, createPod, createPool, deleteAllPods, offsets } from './har
 class Interposed extends ApiClient {
   /** Writes of an IPPool (conditional merge patches or updates). */
   poolWrites = 0;
+  /** "METHOD name" of every request on one IPPool, in order. */
+  readonly poolRequests: string[] = [];
   hook: { when: (req: ApiRequest) => boolean; before: () => Promise<void> } | undefined;
   override async send(req: ApiRequest, options?: { timeoutMs?: number }) {
     if ((req.method === 'PUT' || req.method === 'PATCH') && req.path.includes('/ippools/')) this.poolWrites++;
+    const pool = /\/ippools\/([^/?]+)/.exec(req.path)?.[1];
+    if (pool !== undefined) this.poolRequests.push(`${req.method} ${pool}`);
     const hook = this.hook;
     if (hook !== undefined && hook.when(req)) {
       this.hook = undefined;
@@ -80,8 +84,11 @@ describe('controller removals never race a fresh allocation', () => {
           'application/merge-patch+json',
         ).then(() => undefined),
     };
+    client.poolRequests.length = 0;
     const result = await cleanupPass(client, snapshot);
     assert.equal(client.poolWrites, 2, 'the first write met 409, the second one went through');
+    // Planned on the cached pool and written without a read; the refused write reads and judges again.
+    assert.deepEqual(client.poolRequests, ['PATCH 10.81.0.0-24', 'GET 10.81.0.0-24', 'PATCH 10.81.0.0-24']);
     assert.deepEqual(
       result.released.map((r) => r.ip),
       ['10.81.0.1'],
