@@ -2,30 +2,46 @@
 // in a real API server, then the packaged `hereabouts controller`:
 //   1. `--once`: list+watch sync, then one full pass that releases the orphans (sync time, pass time, peak RSS, the
 //      API requests it made per released address, the API server's own CPU and memory meanwhile);
-//   2. running: the periodic full pass over the same caches once nothing is left to clean (steady pass, steady RSS).
+//   2. running: the periodic full pass over the same caches once nothing is left to clean (steady pass, steady RSS);
+//   3. a leader SIGKILLed mid-pass (after a fiftieth of the releases), then a new --once: the pools must end holding
+//      every live pod's allocation and no orphan (--no-restart skips it).
 // Pods are realistic by default (labels, owner references, 3 containers, a Running status, Multus' network-status
 // annotation with two networks, the second listing the pod's allocated address); --minimal makes bare pods.
 // The controller's log goes to a file (a release batch writes one line per address), never into this process.
-// Usage: node scripts/bench/controller.ts [--count N] [--passes K] [--minimal]
+// Usage: node scripts/bench/controller.ts [--count N] [--passes K] [--minimal] [--keep-pods | --pods-namespace NS]
+//   --keep-pods leaves the pods (creating 100 000 realistic pods takes minutes) and prints their namespace;
+//   --pods-namespace NS uses the N pods such a run left in NS (the IPPools are made afresh in the bench's namespace);
+//   --memory-limit MiB runs the controller in a memory cgroup of that size (root; as in a pod with that limit);
+//   --keep-logs DIR copies the controller's logs there;
+//   --node-flags=F runs the controller from source under this Node with flags F (e.g. --cpu-prof), not dist/.
 import { spawn } from 'node:child_process';
-import { closeSync, openSync, readFileSync } from 'node:fs';
+import { closeSync, cpSync, existsSync, mkdirSync, openSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { api, controlPlane, createNamespace, stopControlPlane } from '../../test/support/control-plane.ts';
-import { requireBinary } from '../../test/support/paths.ts';
+import { repoRoot, requireBinary } from '../../test/support/paths.ts';
 import { processCpuMs } from './proc-cpu.ts';
 
 const { values } = parseArgs({
+  allowNegative: true,
   options: {
     count: { type: 'string', default: '10000' },
     passes: { type: 'string', default: '5' },
     minimal: { type: 'boolean', default: false },
+    'keep-pods': { type: 'boolean', default: false },
+    'pods-namespace': { type: 'string' },
+    'node-flags': { type: 'string' },
+    'keep-logs': { type: 'string' },
+    'memory-limit': { type: 'string' },
+    restart: { type: 'boolean', default: true },
   },
 });
 const count = Number(values.count);
 const passes = Number(values.passes);
 const POOL_SIZE = 1000; // allocations per IPPool (a /22 each)
 const bin = requireBinary();
+const memoryCgroup =
+  values['memory-limit'] === undefined ? undefined : makeMemoryCgroup(Number(values['memory-limit']));
 
 type Line = {
   msg: string;
@@ -35,6 +51,9 @@ type Line = {
   heapUsedMiB?: number;
   heapTotalMiB?: number;
   released?: number;
+  readMs?: number;
+  releaseMs?: number;
+  reservationsMs?: number;
 };
 const lines = (file: string): Line[] =>
   readFileSync(file, 'utf8')
@@ -181,12 +200,43 @@ const rssMiBOf = (pid: string): number =>
 /** Runs the controller with its log in `logFile`; resolves with its exit status. */
 function run(args: readonly string[], logFile: string): { child: ReturnType<typeof spawn>; exited: Promise<number> } {
   const fd = openSync(logFile, 'w');
-  const child = spawn(bin, args, { stdio: ['ignore', 'ignore', fd], env: {} });
+  // --node-flags: the controller runs from source under this Node with those flags (--cpu-prof, --heap-prof, ...).
+  const flags = values['node-flags'];
+  const argv =
+    flags === undefined
+      ? [bin, ...args]
+      : [process.execPath, ...flags.split(' ').filter(Boolean), join(repoRoot, 'src/cli/main.ts'), ...args];
+  // --memory-limit: the controller starts inside the memory cgroup, as in a pod with that limit (Node sizes its heap
+  // from it, and the kernel kills the process that goes over).
+  const cgroup = memoryCgroup;
+  const child =
+    cgroup === undefined
+      ? spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', 'ignore', fd], env: {} })
+      : spawn('sh', ['-c', `echo $$ > ${cgroup.procs} && exec "$@"`, 'sh', ...argv], {
+          stdio: ['ignore', 'ignore', fd],
+          env: {},
+        });
   closeSync(fd);
   const exited = new Promise<number>((resolve) =>
     child.on('exit', (code, signal) => resolve(code ?? (signal ? 128 : 1))),
   );
   return { child, exited };
+}
+
+/** A memory cgroup (v1, or v2 with the memory controller) limited to --memory-limit MiB; undefined without the flag. */
+function makeMemoryCgroup(mib: number): { dir: string; procs: string; peakMiB(): number; kills(): number } {
+  const v1 = '/sys/fs/cgroup/memory';
+  const isV1 = existsSync(join(v1, 'memory.limit_in_bytes'));
+  const dir = join(isV1 ? v1 : '/sys/fs/cgroup', `hereabouts-bench-${process.pid}`);
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, isV1 ? 'memory.limit_in_bytes' : 'memory.max'), String(mib * 2 ** 20));
+  const read = (file: string): string => readFileSync(join(dir, file), 'utf8');
+  return {
+    dir,
+    procs: join(dir, 'cgroup.procs'),
+    peakMiB: () => Number(read(isV1 ? 'memory.max_usage_in_bytes' : 'memory.peak')) / 2 ** 20,
+    kills: () => Number(/oom_kill (\d+)/.exec(read(isV1 ? 'memory.oom_control' : 'memory.events'))?.[1] ?? 0),
+  };
 }
 
 /** Pods in `namespace`, or in the whole cluster. */
@@ -201,43 +251,52 @@ async function podCount(namespace?: string): Promise<number> {
 
 const cp = await controlPlane();
 const ns = await createNamespace(cp, 'bench');
+const reused = values['pods-namespace'];
+const podsNs = reused ?? ns.name;
 try {
   const others = await podCount();
   if (others > 0)
     console.log(`note: ${others} pods of other namespaces are in the cluster (the controller caches them too)`);
   const started = Date.now();
-  await inParallel([...Array(count).keys()], 16, async (i) => {
-    await api(cp, 'POST', `/api/v1/namespaces/${ns.name}/pods`, pod(i, values.minimal));
-    if (!values.minimal)
-      await api(
-        cp,
-        'PATCH',
-        `/api/v1/namespaces/${ns.name}/pods/p${i}/status`,
-        status(i),
-        'application/merge-patch+json',
-      );
-  });
-  const pools = Math.ceil(count / POOL_SIZE);
-  await inParallel([...Array(pools).keys()], 4, (p) => {
-    const allocations: Record<string, object> = {};
-    for (let k = 0; k < POOL_SIZE && p * POOL_SIZE + k < count; k++) {
-      const i = p * POOL_SIZE + k;
-      // Every tenth allocation belongs to a pod that does not exist: the pass has work to do.
-      allocations[String(k + 1)] = {
-        id: `c${i}`,
-        podref: `${ns.name}/${i % 10 === 0 ? 'gone' : 'p'}${i}`,
-        ifname: 'net1',
-      };
-    }
-    return ns.create('ippools', {
-      apiVersion: 'whereabouts.cni.cncf.io/v1alpha1',
-      kind: 'IPPool',
-      metadata: { name: `10.${100 + p}.0.0-22` },
-      spec: { range: `10.${100 + p}.0.0/22`, allocations },
+  if (reused !== undefined) {
+    const there = await podCount(podsNs);
+    if (there !== count) throw new Error(`--pods-namespace ${podsNs} holds ${there} pods, not --count ${count}`);
+  } else
+    await inParallel([...Array(count).keys()], 16, async (i) => {
+      await api(cp, 'POST', `/api/v1/namespaces/${podsNs}/pods`, pod(i, values.minimal));
+      if (!values.minimal)
+        await api(
+          cp,
+          'PATCH',
+          `/api/v1/namespaces/${podsNs}/pods/p${i}/status`,
+          status(i),
+          'application/merge-patch+json',
+        );
     });
-  });
+  const pools = Math.ceil(count / POOL_SIZE);
+  const poolName = (p: number): string => `10.${100 + p}.0.0-22`;
+  const createPools = (): Promise<void> =>
+    inParallel([...Array(pools).keys()], 4, (p) => {
+      const allocations: Record<string, object> = {};
+      for (let k = 0; k < POOL_SIZE && p * POOL_SIZE + k < count; k++) {
+        const i = p * POOL_SIZE + k;
+        // Every tenth allocation belongs to a pod that does not exist: the pass has work to do.
+        allocations[String(k + 1)] = {
+          id: `c${i}`,
+          podref: `${podsNs}/${i % 10 === 0 ? 'gone' : 'p'}${i}`,
+          ifname: 'net1',
+        };
+      }
+      return ns.create('ippools', {
+        apiVersion: 'whereabouts.cni.cncf.io/v1alpha1',
+        kind: 'IPPool',
+        metadata: { name: poolName(p) },
+        spec: { range: `10.${100 + p}.0.0/22`, allocations },
+      });
+    });
+  await createPools();
   console.log(
-    `created ${count} ${values.minimal ? 'minimal' : 'realistic'} pods and ${pools} IPPools with ${count} allocations (${count / 10} orphaned) in ${((Date.now() - started) / 1000).toFixed(1)} s`,
+    `${reused === undefined ? 'created' : `reused ${podsNs}'s`} ${count} ${values.minimal ? 'minimal' : 'realistic'} pods and ${pools} IPPools with ${count} allocations (${count / 10} orphaned) in ${((Date.now() - started) / 1000).toFixed(1)} s`,
   );
 
   const flags = [
@@ -279,6 +338,9 @@ try {
     `first full pass: ${first.seconds} s releasing ${released} orphans; controller RSS ${first.rssMiB} MiB, peak RSS ${first.maxRssMiB} MiB (V8 heap ${first.heapUsedMiB} MiB used of ${first.heapTotalMiB}); process ${wall.toFixed(2)} s`,
   );
   console.log(
+    `  of which: pods read live ${first.readMs} ms, releases written ${first.releaseMs} ms, reservations judged ${first.reservationsMs} ms; the rest (pool statuses, slices) ${Math.round((first.seconds ?? 0) * 1000 - (first.readMs ?? 0) - (first.releaseMs ?? 0) - (first.reservationsMs ?? 0))} ms`,
+  );
+  console.log(
     `API requests of the --once run: ${requests} (${byVerb
       .filter(([, n]) => n > 0)
       .map(([v, n]) => `${v} ${n}`)
@@ -315,15 +377,61 @@ try {
     `steady full pass (${passes} periodic passes): median ${times[Math.floor(times.length / 2)]} s, max ${times[times.length - 1]} s; steady RSS ${last.rssMiB} MiB, peak RSS ${last.maxRssMiB} MiB (V8 heap ${last.heapUsedMiB} MiB used of ${last.heapTotalMiB}; now ${(kib('RssAnon') / 1024).toFixed(0)} MiB anonymous + ${(kib('RssFile') / 1024).toFixed(0)} MiB file-backed)`,
   );
   const peak = Math.max(first.maxRssMiB ?? 0, last.maxRssMiB ?? 0);
+  if (memoryCgroup !== undefined)
+    console.log(
+      `memory cgroup limited to ${values['memory-limit']} MiB: peak use ${memoryCgroup.peakMiB().toFixed(0)} MiB (page cache included), OOM kills ${memoryCgroup.kills()}`,
+    );
   console.log(
     `result for ${count} pods / ${count} allocations / ${pools} pools: sync ${synced.seconds} s, first pass ${first.seconds} s, steady median ${times[Math.floor(times.length / 2)]} s, peak RSS ${peak} MiB, steady RSS ${last.rssMiB} MiB, ${(requests / Math.max(1, released)).toFixed(2)} requests per released address`,
   );
+  if (values.restart) {
+    // A leader killed mid-pass (an OOM kill, a node lost), then a new one: nothing lost, nothing harmful repeated.
+    await api(cp, 'DELETE', ns.path('ippools'));
+    await createPools();
+    const killedLog = join(ns.dir, 'controller-killed.log');
+    const killed = run([...flags, '--once'], killedLog);
+    const releasedLines = (file: string): Line[] => lines(file).filter((l) => l.msg.startsWith('released '));
+    while (releasedLines(killedLog).length < count / 50 && killed.child.exitCode === null)
+      await new Promise((r) => setTimeout(r, 50));
+    killed.child.kill('SIGKILL');
+    await killed.exited;
+    const before = releasedLines(killedLog).length;
+    const againLog = join(ns.dir, 'controller-after-kill.log');
+    const t = Date.now();
+    const again = await run([...flags, '--once'], againLog).exited;
+    const after = releasedLines(againLog).length;
+    // What the pools hold now: every allocation of an existing pod, and none of a missing one.
+    let kept = 0;
+    let orphansLeft = 0;
+    for (let p = 0; p < pools; p++) {
+      const object = (await ns.get('ippools', poolName(p))) as {
+        spec?: { allocations?: Record<string, { podref?: string }> };
+      };
+      for (const a of Object.values(object.spec?.allocations ?? {}))
+        if (a.podref?.includes('/gone') === true) orphansLeft++;
+        else kept++;
+    }
+    const expectKept = count - count / 10;
+    console.log(
+      `leader SIGKILLed mid-pass after logging ${before} releases; the next --once (exit ${again}) released ${after} more in ${((Date.now() - t) / 1000).toFixed(1)} s: pools hold ${kept} of ${expectKept} live pods' allocations and ${orphansLeft} orphans`,
+    );
+    if (again !== 0 || kept !== expectKept || orphansLeft !== 0)
+      throw new Error(`after the restart the pools are wrong; logs: ${killedLog}, ${againLog}`);
+  }
 } finally {
+  if (reused === undefined && values['keep-pods']) {
+    // Left for the next run's --pods-namespace: a namespace of the bench's own, so the cleanup below spares it.
+    console.log(`pods kept: --pods-namespace ${ns.name}`);
+  }
   // Deleting thousands of pods outlasts one request: wait until they are gone, or the next run caches them too.
-  for (let i = 0; i < 120 && (await podCount(ns.name)) > 0; i++) {
+  for (let i = 0; i < 120 && reused === undefined && !values['keep-pods'] && (await podCount(ns.name)) > 0; i++) {
     await api(cp, 'DELETE', `/api/v1/namespaces/${ns.name}/pods?gracePeriodSeconds=0`).catch(() => undefined);
     await new Promise((r) => setTimeout(r, 5000));
   }
-  await ns.cleanup();
+  const keepLogs = values['keep-logs'];
+  if (keepLogs !== undefined) cpSync(ns.dir, keepLogs, { recursive: true, filter: (f) => !f.endsWith('kubeconfig') });
+  if (reused === undefined && values['keep-pods']) await api(cp, 'DELETE', ns.path('ippools'));
+  else await ns.cleanup();
+  if (memoryCgroup !== undefined) rmdirSync(memoryCgroup.dir);
   if (cp.owned) stopControlPlane(cp);
 }
