@@ -1,6 +1,7 @@
-// List+watch of one resource, as client-go's reflector: a paginated LIST, then a WATCH from the list's
-// resourceVersion with bookmarks; a watch that ends is re-opened from the last version seen, a 410 Gone (or a failed
-// watch) re-lists and reports what changed meanwhile. Only a stripped view of each object is kept (memory stays
+// List+watch of one resource, as client-go's reflector: a LIST (paginated JSON, or for a built-in kind one streamed
+// protobuf answer from the watch cache), then a WATCH from the list's resourceVersion with bookmarks; a watch that
+// ends is re-opened from the last version seen, a 410 Gone (or a failed watch) re-lists and reports what changed
+// meanwhile. Only a stripped view of each object is kept (memory stays
 // bounded with tens of thousands of pods), keyed "namespace/name" (or "name" when cluster-scoped).
 import { statusText, type ApiClient } from '../../kube/api.ts';
 import { messageOf } from '../../errors.ts';
@@ -155,22 +156,20 @@ export class Informer<T> {
   /** The list page by page in JSON (custom resources have no protobuf). True when the resource is not served. */
   async #pagedList(keep: (item: unknown) => void): Promise<boolean> {
     let token = '';
-    {
-      do {
-        const query = `limit=${this.#o.pageSize ?? PAGE}${token === '' ? '' : `&continue=${encodeURIComponent(token)}`}`;
-        const res = await this.#api.send({ method: 'GET', path: `${this.#o.path}?${query}` });
-        if (res.status === 410 && token !== '') throw new Error('the list snapshot expired while paging');
-        if (res.status === 404 && token === '') {
-          this.#absent();
-          return true;
-        }
-        if (res.status !== 200) throw new Error(`list ${this.#o.resource}: ${statusText(res)}`);
-        const body = res.body as { items?: unknown[]; metadata?: { continue?: string; resourceVersion?: string } };
-        for (const item of body.items ?? []) keep(item);
-        token = body.metadata?.continue ?? '';
-        this.#resourceVersion = body.metadata?.resourceVersion ?? '';
-      } while (token !== '');
-    }
+    do {
+      const query = `limit=${this.#o.pageSize ?? PAGE}${token === '' ? '' : `&continue=${encodeURIComponent(token)}`}`;
+      const res = await this.#api.send({ method: 'GET', path: `${this.#o.path}?${query}` });
+      if (res.status === 410 && token !== '') throw new Error('the list snapshot expired while paging');
+      if (res.status === 404 && token === '') {
+        this.#absent();
+        return true;
+      }
+      if (res.status !== 200) throw new Error(`list ${this.#o.resource}: ${statusText(res)}`);
+      const body = res.body as { items?: unknown[]; metadata?: { continue?: string; resourceVersion?: string } };
+      for (const item of body.items ?? []) keep(item);
+      token = body.metadata?.continue ?? '';
+      this.#resourceVersion = body.metadata?.resourceVersion ?? '';
+    } while (token !== '');
     return false;
   }
 
