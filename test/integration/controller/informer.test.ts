@@ -3,7 +3,7 @@
 // watch that expired (410 Gone), which must re-list and report the difference.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createServer, type Server } from 'node:http';
+import { createServer, type RequestListener } from 'node:http';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -19,6 +19,27 @@ import { len, listEnvelope } from '../../support/protobuf.ts';
 import { createPod, deleteAllPods, deletePod, eventually } from './harness.ts';
 
 const quiet = jsonLog({ level: 'error' });
+
+/** A fake API server on loopback with `handler`, and a kubeconfig pointing at it (for answers a real one gives rarely). */
+async function fakeApi(handler: RequestListener): Promise<{ kubeconfig: string; close(): void }> {
+  const server = createServer(handler);
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const dir = mkdtempSync(join(tmpdir(), 'hereabouts-informer-'));
+  const { port } = server.address() as { port: number };
+  const kubeconfig = join(dir, 'kubeconfig');
+  writeFileSync(
+    kubeconfig,
+    `apiVersion: v1\nkind: Config\nclusters: [{name: f, cluster: {server: "http://127.0.0.1:${port}", insecure-skip-tls-verify: true}}]\nusers: [{name: f, user: {token: t}}]\ncontexts: [{name: f, context: {cluster: f, user: f, namespace: ns}}]\ncurrent-context: f\n`,
+  );
+  return {
+    kubeconfig,
+    close() {
+      server.closeAllConnections();
+      server.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
 
 describe('controller informer against the real API server', () => {
   let ns: Namespace;
@@ -76,8 +97,7 @@ describe('controller informer against the real API server', () => {
 });
 
 describe('controller informer and an expired watch (410 Gone)', () => {
-  let server: Server;
-  let dir: string;
+  let fake: { kubeconfig: string; close(): void };
   const lists: string[] = [];
   const pod = (name: string, rv: string) => ({
     metadata: { name, namespace: 'ns', uid: `uid-${name}`, resourceVersion: rv },
@@ -85,7 +105,7 @@ describe('controller informer and an expired watch (410 Gone)', () => {
   });
   before(async () => {
     let watches = 0;
-    server = createServer((req, res) => {
+    fake = await fakeApi((req, res) => {
       const url = new URL(req.url ?? '/', 'http://x');
       res.setHeader('Content-Type', 'application/json');
       if (url.searchParams.get('watch') === null) {
@@ -105,22 +125,11 @@ describe('controller informer and an expired watch (410 Gone)', () => {
       }
       res.write(`${JSON.stringify({ type: 'BOOKMARK', object: { metadata: { resourceVersion: '21' } } })}\n`); // and stays open
     });
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    dir = mkdtempSync(join(tmpdir(), 'hereabouts-informer-'));
-    const { port } = server.address() as { port: number };
-    writeFileSync(
-      join(dir, 'kubeconfig'),
-      `apiVersion: v1\nkind: Config\nclusters: [{name: f, cluster: {server: "http://127.0.0.1:${port}", insecure-skip-tls-verify: true}}]\nusers: [{name: f, user: {token: t}}]\ncontexts: [{name: f, context: {cluster: f, user: f, namespace: ns}}]\ncurrent-context: f\n`,
-    );
   });
-  after(() => {
-    server.closeAllConnections();
-    server.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  after(() => fake.close());
 
   test('a 410 Gone re-lists and reports what appeared and disappeared meanwhile', async () => {
-    const client = new ApiClient(await loadEndpoint(join(dir, 'kubeconfig')), { timeoutMs: 5000 });
+    const client = new ApiClient(await loadEndpoint(fake.kubeconfig), { timeoutMs: 5000 });
     const changes: string[] = [];
     const informer = new Informer(client, {
       resource: 'pods',
@@ -144,8 +153,7 @@ describe('controller informer and an expired watch (410 Gone)', () => {
 });
 
 describe('controller informer listing in protobuf: which resourceVersion each list asks for', () => {
-  let server: Server;
-  let dir: string;
+  let fake: { kubeconfig: string; close(): void };
   const lists: string[] = [];
   const podBytes = (name: string, rv: string) => len(1, len(1, name), len(3, 'ns'), len(5, `uid-${name}`), len(6, rv));
   const jsonPod = (name: string, rv: string) => ({
@@ -153,7 +161,7 @@ describe('controller informer listing in protobuf: which resourceVersion each li
   });
   before(async () => {
     let watches = 0;
-    server = createServer((req, res) => {
+    fake = await fakeApi((req, res) => {
       const url = new URL(req.url ?? '/', 'http://x');
       if (url.searchParams.get('watch') === null) {
         lists.push(url.searchParams.get('resourceVersion') ?? '(none)');
@@ -177,22 +185,11 @@ describe('controller informer listing in protobuf: which resourceVersion each li
       }
       res.write(`${JSON.stringify({ type: 'BOOKMARK', object: { metadata: { resourceVersion: '21' } } })}\n`);
     });
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    dir = mkdtempSync(join(tmpdir(), 'hereabouts-informer-'));
-    const { port } = server.address() as { port: number };
-    writeFileSync(
-      join(dir, 'kubeconfig'),
-      `apiVersion: v1\nkind: Config\nclusters: [{name: f, cluster: {server: "http://127.0.0.1:${port}", insecure-skip-tls-verify: true}}]\nusers: [{name: f, user: {token: t}}]\ncontexts: [{name: f, context: {cluster: f, user: f, namespace: ns}}]\ncurrent-context: f\n`,
-    );
   });
-  after(() => {
-    server.closeAllConnections();
-    server.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  after(() => fake.close());
 
   test('first from the cache (0), after a 410 a consistent read (""), after a failed watch not older than seen', async () => {
-    const client = new ApiClient(await loadEndpoint(join(dir, 'kubeconfig')), { timeoutMs: 5000 });
+    const client = new ApiClient(await loadEndpoint(fake.kubeconfig), { timeoutMs: 5000 });
     const changes: string[] = [];
     const informer = new Informer(client, {
       resource: 'pods',
@@ -217,7 +214,7 @@ describe('controller informer listing in protobuf: which resourceVersion each li
 
 test('a server that answers the protobuf list in JSON (a proxy in between) is listed in JSON pages instead', async () => {
   const queries: string[] = [];
-  const server = createServer((req, res) => {
+  const fake = await fakeApi((req, res) => {
     const url = new URL(req.url ?? '/', 'http://x');
     res.setHeader('Content-Type', 'application/json');
     if (url.searchParams.get('watch') !== null) return; // stays open
@@ -230,21 +227,9 @@ test('a server that answers the protobuf list in JSON (a proxy in between) is li
       }),
     );
   });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const dir = mkdtempSync(join(tmpdir(), 'hereabouts-informer-'));
-  const closeServer = (): void => {
-    server.closeAllConnections();
-    server.close();
-    rmSync(dir, { recursive: true, force: true });
-  };
-  const { port } = server.address() as { port: number };
-  writeFileSync(
-    join(dir, 'kubeconfig'),
-    `apiVersion: v1\nkind: Config\nclusters: [{name: f, cluster: {server: "http://127.0.0.1:${port}", insecure-skip-tls-verify: true}}]\nusers: [{name: f, user: {token: t}}]\ncontexts: [{name: f, context: {cluster: f, user: f, namespace: ns}}]\ncurrent-context: f\n`,
-  );
   const client = new ApiClient(
-    await loadEndpoint(join(dir, 'kubeconfig')).catch((err: unknown) => {
-      closeServer();
+    await loadEndpoint(fake.kubeconfig).catch((err: unknown) => {
+      fake.close();
       throw err;
     }),
     { timeoutMs: 5000 },
@@ -264,6 +249,6 @@ test('a server that answers the protobuf list in JSON (a proxy in between) is li
   } finally {
     informer.stop();
     client.close();
-    closeServer();
+    fake.close();
   }
 });
