@@ -17,13 +17,11 @@ export const NOT_PROTOBUF = 406;
 const MAGIC = [0x6b, 0x38, 0x73, 0x00];
 
 export type ListResult =
-  | { readonly status: 200; readonly resourceVersion: string; readonly items: number }
-  | { readonly status: number; readonly message: string };
+  { readonly status: 200; readonly resourceVersion: string } | { readonly status: number; readonly message: string };
 
 /** Feeds on the body's bytes in order; calls `item` with each item's message bytes (valid only during the call). */
 export class ListDecoder {
   resourceVersion = '';
-  items = 0;
   readonly #item: (bytes: Uint8Array) => void;
   #buf: Uint8Array = new Uint8Array(0);
   /** Chunks waiting until `#need` bytes are there: a big item is copied once, not once per chunk. */
@@ -102,10 +100,8 @@ export class ListDecoder {
         break;
       }
       const body = buf.subarray(start, start + size);
-      if (inList && number === 2) {
-        this.items++;
-        this.#item(body);
-      } else if (inList && number === 1) {
+      if (inList && number === 2) this.#item(body);
+      else if (inList && number === 1) {
         for (const f = new FieldReader(body); f.next();)
           if (f.number === 2 && f.wire === LEN) this.resourceVersion = f.text();
       }
@@ -173,7 +169,7 @@ export function listProtobuf(
         res.on('end', () => {
           try {
             decoder.end();
-            settle(() => resolve({ status: 200, resourceVersion: decoder.resourceVersion, items: decoder.items }));
+            settle(() => resolve({ status: 200, resourceVersion: decoder.resourceVersion }));
           } catch (err) {
             settle(() => reject(err instanceof Error ? err : new Error(String(err))));
           }

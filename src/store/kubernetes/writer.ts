@@ -28,8 +28,9 @@ export interface WriterCommitOptions {
   /** Runs right before every pool write; throws to stop (a lost lease). */
   readonly beforeWrite?: () => void;
   /**
-   * The pool as the caller's watch cache has it: a plan that claims nothing is written on it conditionally, without
-   * a read first (a changed pool is refused, then read and planned again). Claims always plan on a read.
+   * The pool as the caller's watch cache has it, for a plan that claims nothing (a release): it is written on this
+   * conditionally, without a read first (a changed pool is refused, then read and planned again). Not for claims:
+   * this writer reserves nothing, so a claim would be written on the cached view unread.
    */
   readonly initial?: PoolState;
 }

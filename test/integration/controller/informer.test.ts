@@ -20,6 +20,25 @@ import { createPod, deleteAllPods, deletePod, eventually } from './harness.ts';
 
 const quiet = jsonLog({ level: 'error' });
 
+/** A pods informer on `kubeconfig` that records its changes ("added ns/a"); started. */
+async function podsInformer(
+  kubeconfig: string,
+  options: { protobuf?: boolean } = {},
+): Promise<{ client: ApiClient; informer: Informer<PodView>; changes: string[] }> {
+  const client = new ApiClient(await loadEndpoint(kubeconfig), { timeoutMs: 5000 });
+  const changes: string[] = [];
+  const informer = new Informer(client, {
+    resource: 'pods',
+    path: '/api/v1/pods',
+    view: podView,
+    ...(options.protobuf === true ? { protobuf: podFromProtobuf } : {}),
+    log: quiet,
+    onChange: (kind, key) => changes.push(`${kind} ${key}`),
+  });
+  informer.start();
+  return { client, informer, changes };
+}
+
 /** A fake API server on loopback with `handler`, and a kubeconfig pointing at it (for answers a real one gives rarely). */
 async function fakeApi(handler: RequestListener): Promise<{ kubeconfig: string; close(): void }> {
   const server = createServer(handler);
@@ -129,16 +148,7 @@ describe('controller informer and an expired watch (410 Gone)', () => {
   after(() => fake.close());
 
   test('a 410 Gone re-lists and reports what appeared and disappeared meanwhile', async () => {
-    const client = new ApiClient(await loadEndpoint(fake.kubeconfig), { timeoutMs: 5000 });
-    const changes: string[] = [];
-    const informer = new Informer(client, {
-      resource: 'pods',
-      path: '/api/v1/pods',
-      view: podView,
-      log: quiet,
-      onChange: (kind, key) => changes.push(`${kind} ${key}`),
-    });
-    informer.start();
+    const { client, informer, changes } = await podsInformer(fake.kubeconfig);
     try {
       assert.ok(await eventually(() => lists.length === 2 && informer.items.has('ns/c'), 5000), changes.join(', '));
       assert.deepEqual(changes, ['added ns/a', 'added ns/b', 'deleted ns/a', 'updated ns/b', 'added ns/c']);
@@ -189,17 +199,7 @@ describe('controller informer listing in protobuf: which resourceVersion each li
   after(() => fake.close());
 
   test('first from the cache (0), after a 410 a consistent read (""), after a failed watch not older than seen', async () => {
-    const client = new ApiClient(await loadEndpoint(fake.kubeconfig), { timeoutMs: 5000 });
-    const changes: string[] = [];
-    const informer = new Informer(client, {
-      resource: 'pods',
-      path: '/api/v1/pods',
-      view: podView,
-      protobuf: podFromProtobuf,
-      log: quiet,
-      onChange: (kind, key) => changes.push(`${kind} ${key}`),
-    });
-    informer.start();
+    const { client, informer, changes } = await podsInformer(fake.kubeconfig, { protobuf: true });
     try {
       assert.ok(await eventually(() => lists.length === 3 && informer.synced, 10_000), lists.join(', '));
       assert.deepEqual(lists, ['0', '', '20']);
