@@ -2,8 +2,10 @@
 // slices still cover, decides the new entries. Never-used slices are handed out before freed ones, so a slice a
 // departed node may still have cached is reused last; a slice overlapping blocked space is never handed out; only
 // as many entries as nodes are written (a /48 cut into /64s would not fit in one object otherwise).
+import { freePrefixes } from '../../allocator/prefix-fit.ts';
+import { blockOfCidr, type Block } from '../../ip/block.ts';
 import { formatCidr, lastOf, networkOf, type Cidr } from '../../ip/cidr.ts';
-import { nthSlice, sliceCount, sliceIndexOf } from '../../ip/slice.ts';
+import { sliceCount } from '../../ip/slice.ts';
 import { cidrOrUndefined } from '../pools/view.ts';
 
 export interface SliceEntry {
@@ -46,23 +48,23 @@ export function assignSlices(
   const entries = [...current];
   const has = new Set(entries.filter((e) => e.nodeName !== '').map((e) => e.nodeName));
   const known = new Set(entries.map((e) => e.sliceRange));
-  const total = sliceCount(range, sliceSize);
+  sliceCount(range, sliceSize); // rejects a slice size the range cannot be cut into
   const blockerOf = (slice: Cidr): Cidr | undefined => blocked.find((b) => overlaps(b, slice));
-  let next = 0n;
-  /** The next never-used slice that no blocked space overlaps; jumps past a blocked block in one step. */
+  // Off limits to a never-used slice: blocked space, and every slice an entry names exactly (used or freed).
+  const taken = [
+    ...blocked.filter((b) => b.family === range.family).map(blockOfCidr),
+    ...[...known].flatMap((text): Block[] => {
+      const slice = cidrOrUndefined(text);
+      const exact = slice?.family === range.family && slice.prefix === sliceSize && formatCidr(slice) === text;
+      return exact ? [blockOfCidr(slice)] : [];
+    }),
+  ];
+  // Lowest first, one pass: a slice handed out is below every one still to come, so none needs re-checking.
+  const fresh = freePrefixes({ family: range.family, space: [blockOfCidr(range)], taken }, sliceSize);
+  /** The next never-used slice that no blocked space overlaps. */
   const nextFree = (): Cidr | undefined => {
-    while (next < total) {
-      const slice = nthSlice(range, sliceSize, next);
-      const blocker = blockerOf(slice);
-      if (blocker !== undefined) {
-        const end = lastOf(blocker);
-        next = end >= lastOf(range) ? total : sliceIndexOf(range, sliceSize, end) + 1n;
-        continue;
-      }
-      next++;
-      if (!known.has(formatCidr(slice))) return slice;
-    }
-    return undefined;
+    const next = fresh.next();
+    return next.done === true ? undefined : next.value;
   };
   const starved: string[] = [];
   for (const node of [...live].sort()) {
