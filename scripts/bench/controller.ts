@@ -309,6 +309,8 @@ try {
     '',
     '--reservation-grace',
     '0s',
+    '--claims',
+    'none',
   ];
   const pid = apiserverPid();
   const before = await requestsByVerb();

@@ -38,6 +38,8 @@ Several replicas may run; only the holder of the Lease acts.
   --slice-drain-grace D          a node slice that left its node (node gone, network resliced) drains at least
                                  this long before its emptied pool releases it (default 60s)
   --pool-status BOOL             write IPPool status (capacity, used, free, conditions) (default true)
+  --claims LIST                  serve Cluster API IPAddressClaims and PrefixClaims on hereabouts pools in these
+                                 namespaces: "all" (default), "none", or a comma-separated list
   --metrics-addr ADDR            Prometheus /metrics (default :9090; "" turns it off)
   --health-addr ADDR             /healthz and /readyz (default :8080; "" turns it off)
   --log-level LEVEL              debug, info, warning or error (default info)
@@ -63,6 +65,7 @@ const FLAGS = {
   'reservation-grace': { type: 'string', default: '60s' },
   'slice-drain-grace': { type: 'string', default: '60s' },
   'pool-status': { type: 'boolean', default: true },
+  claims: { type: 'string', default: 'all' },
   'metrics-addr': { type: 'string', default: ':9090' },
   'health-addr': { type: 'string', default: ':8080' },
   'log-level': { type: 'string', default: 'info' },
@@ -127,11 +130,25 @@ function controllerFlagsOf(v: FlagValues<typeof FLAGS>): ControllerFlags {
     reservationGraceMs: duration(v['reservation-grace'], 'reservation-grace'),
     sliceDrainGraceMs: duration(v['slice-drain-grace'], 'slice-drain-grace'),
     poolStatus: v['pool-status'],
+    claims: claimsFlag(v.claims),
     metricsAddr: v['metrics-addr'],
     healthAddr: v['health-addr'],
     logLevel,
     once: v.once,
   };
+}
+
+/** --claims: 'all', or the namespaces served (none: an empty list). */
+function claimsFlag(text: string): 'all' | readonly string[] {
+  if (text === 'all') return 'all';
+  if (text === 'none') return [];
+  const names = text.split(',').map((n) => n.trim());
+  for (const name of names)
+    if (!/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(name))
+      throw new UsageError(
+        `--claims ${JSON.stringify(text)}: ${JSON.stringify(name)} is not a namespace name ("all", "none" or a list)`,
+      );
+  return names;
 }
 
 function nonEmpty(text: string, flag: string): string {

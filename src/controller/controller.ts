@@ -19,6 +19,8 @@ import { reportExhausted } from './pools/exhaustion-events.ts';
 import type { PoolView } from './pools/view.ts';
 import { writePoolStatuses } from './pools/status.ts';
 import { reportRecreated, reportReleases } from './orphans/release-events.ts';
+import { ClaimsController } from './claims/claims.ts';
+import { CLAIMS_NETWORK } from './claims/claim-space.ts';
 
 type PassKind = 'full' | 'cleanup' | 'slices';
 
@@ -30,6 +32,8 @@ const DELETION_DELAY_MS = 2000;
 
 export class Controller {
   readonly caches: Caches;
+  /** IPAddressClaims and PrefixClaims on hereabouts pools (DESIGN §12). */
+  readonly claims: ClaimsController;
   readonly metrics: ControllerMetrics;
   readonly #api: ApiClient;
   readonly #flags: ControllerFlags;
@@ -87,11 +91,19 @@ export class Controller {
       log,
       onChange: (leading) => {
         if (!leading) return;
+        this.claims.resync();
         this.request('full', 0);
         void this.#publishWarmGate();
       },
     });
     this.#events = new EventRecorder(this.#api, { identity: flags.leader.identity, log });
+    this.claims = new ClaimsController(this.#api, api, {
+      leading: () => this.leading,
+      pools: this.caches.pools,
+      events: this.#events,
+      log,
+      namespaces: flags.claims,
+    });
     this.#slices = new NodeSlices(this.#api, { drainGraceMs: flags.sliceDrainGraceMs });
     this.#warmGate = new WarmGatePublisher(this.#api, flags.leader.identity, log);
     this.metrics = new ControllerMetrics({
@@ -113,6 +125,7 @@ export class Controller {
   start(options: { scheduled: boolean }): void {
     this.#scheduled = options.scheduled;
     this.caches.start();
+    this.claims.start();
     this.#elector.start();
     // A leader elected before its caches synced skipped its first pass: run it as soon as they are.
     void Promise.all(this.caches.all.map((i) => i.whenSynced())).then(() => {
@@ -137,6 +150,7 @@ export class Controller {
     clearInterval(this.#warmGateTimer);
     for (const timer of this.#delayed.values()) clearTimeout(timer);
     await this.#queue;
+    this.claims.stop();
     await this.#elector.stop();
     this.caches.stop();
   }
@@ -163,6 +177,9 @@ export class Controller {
       ...counts,
     });
     await this.#run('full');
+    if (this.claims.enabled) await Promise.all(this.claims.informers.map((i) => i.whenSynced()));
+    this.claims.resync();
+    await this.claims.idle();
     return true;
   }
 
@@ -233,13 +250,14 @@ export class Controller {
     const leading = (): boolean => this.leading;
     const summary: Record<string, number> = {};
     const released = new Set<string>();
+    if (kind === 'full') this.claims.resync(); // runs on its own queue, beside this pass
     if (kind !== 'slices') {
       const result = await cleanupPass(this.#api, {
         pods: c.pods.items,
         nodes: c.nodes.items,
         pools: c.pools.items,
         reservations: c.reservations.items,
-        networkNames: c.networkNames(),
+        networkNames: new Set([...c.networkNames(), CLAIMS_NETWORK]),
         policy: this.#flags.policy,
         reservationGraceMs: this.#flags.reservationGraceMs,
         firstMissing: this.#firstMissing,

@@ -50,13 +50,14 @@ export function judgeReservation(
   held: ReadonlySet<string>,
   judge: ReservationJudge,
 ): ReservationReason | undefined {
-  // A node agent's warm address (DESIGN §11) is judged by the pools alone: no pod stands behind it.
-  if (view.warm !== true && (view.podRef === '' || !view.podRef.includes('/'))) return undefined;
+  // A node agent's warm address (DESIGN §11) or a claim's (§12) is judged by the pools alone: no pod stands behind it.
+  const podless = view.warm === true || view.claim === true;
+  if (!podless && (view.podRef === '' || !view.podRef.includes('/'))) return undefined;
   if (judge.now - lastTakenMs(view) < judge.graceMs) return undefined;
   const addresses = reservedAddresses(view.name, judge.networkNames);
   if (addresses.length === 0) return undefined; // not a name hereabouts or Whereabouts writes: not ours to judge
   if (addresses.some((ip) => held.has(ip))) return undefined; // allocated: it stays reserved, whatever its pod
-  if (view.warm === true) return 'address-not-held';
+  if (podless) return 'address-not-held';
   if (pod === undefined) return undefined; // unknown (the live read failed)
   if (pod === null) return 'pod-gone';
   if (pod.phase === 'Pending' && judge.now - pod.createdAtMs < judge.policy.pendingGraceMs) return undefined;

@@ -22,6 +22,8 @@ export interface ControllerFlags {
   readonly reservationGraceMs: number;
   readonly sliceDrainGraceMs: number;
   readonly poolStatus: boolean;
+  /** Namespaces whose IPAddressClaims and PrefixClaims are served (DESIGN §12): all, or these (none when empty). */
+  readonly claims: 'all' | readonly string[];
   readonly metricsAddr: string;
   readonly healthAddr: string;
   readonly logLevel: LogLevel;

@@ -1,5 +1,6 @@
 // The stripped views of OverlappingRangeIPReservations, NodeSlicePools, NetworkAttachmentDefinitions and Nodes:
 // only what the cleanup and the slice assignment read. (Pods: pod-view.ts; IPPools: pool-view.ts.)
+import { claimHolder } from '../../store/claim-record.ts';
 import { warmHolder } from '../../store/warm-record.ts';
 import { messageOf } from '../../errors.ts';
 import type { DrainingEntry, SliceEntry } from '../slices/assign.ts';
@@ -30,6 +31,8 @@ export interface ReservationView extends ObjectRef {
   readonly podRef: string;
   /** It names a node agent's warm record (DESIGN §11), not a pod. */
   readonly warm?: boolean;
+  /** It names a claim of DESIGN §12 (an IPAddressClaim's address), not a pod. */
+  readonly claim?: boolean;
   readonly createdAtMs: number;
   /**
    * When a writer last took it (created it, or adopted it for a retry): the latest of its creation, its taken-at
@@ -48,6 +51,12 @@ export function reservationView(object: unknown): ReservationView {
     podRef: str(spec['podref']),
     warm:
       warmHolder({
+        containerId: str(spec['containerid']),
+        ifname: str(spec['ifname']),
+        podRef: str(spec['podref']),
+      }) !== undefined,
+    claim:
+      claimHolder({
         containerId: str(spec['containerid']),
         ifname: str(spec['ifname']),
         podRef: str(spec['podref']),

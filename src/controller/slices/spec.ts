@@ -100,6 +100,23 @@ export function rangePoolNamesOf(nad: unknown): string[] {
   return names;
 }
 
+/**
+ * Every hereabouts/whereabouts IPAM section of a NAD as a node's plugin would parse it ([] when it has none); a
+ * TypeError naming the NAD when one cannot be read. The claims of DESIGN §12 draw on a network through this.
+ */
+export function networkConfigsOf(nad: unknown): NetworkConfig[] {
+  const found = ipamSections(nad);
+  if (found === undefined) return [];
+  return found.sections.map((section) => {
+    try {
+      return parseSection(found.config, section);
+    } catch (err) {
+      if (!(err instanceof HereaboutsError)) throw err;
+      throw new TypeError(`NetworkAttachmentDefinition ${found.source}: ${err.message}`, { cause: err });
+    }
+  });
+}
+
 /** The node-slice request of one NAD, undefined when it has none; throws when it has one that cannot be read. */
 export function sliceSpecOf(nad: unknown): SliceSpec | undefined {
   const found = ipamSections(nad);

@@ -76,6 +76,32 @@ export class PoolWriter {
   }
 
   /**
+   * Commits a claim of DESIGN §12 (an IPAddressClaim's address, a PrefixClaim's block) on the pool read fresh, as an
+   * ADD commits: with `reservations`, each claimed address is reserved cluster-wide before the conditional pool write,
+   * and the commit confirms the reservation before it answers. Records carry no node: no node's GC judges them.
+   */
+  claim<T>(
+    pool: PoolRef,
+    plan: Plan<T>,
+    options: {
+      readonly reservations: boolean;
+      readonly budgetMs: number;
+      readonly log: CommitLog;
+      readonly beforeWrite?: () => void;
+    },
+  ): Promise<T> {
+    const ctx = {
+      api: this.#api,
+      reservations: options.reservations,
+      budgetMs: options.budgetMs,
+      cleanupTimeoutMs: CLEANUP_TIMEOUT_MS,
+      log: options.log,
+      memory: this.#memory,
+    };
+    return commitPool(ctx, pool, plan, options.beforeWrite === undefined ? {} : { beforeWrite: options.beforeWrite });
+  }
+
+  /**
    * Retires a drained slice's pool: marks it (conditional on the empty version read) so that an ADD which read the
    * slice as its own before it drained can no longer claim there; a missing pool is created retired. False when
    * the pool holds any allocation, changed since the read, or does not look like a pool.

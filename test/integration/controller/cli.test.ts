@@ -68,11 +68,15 @@ describe('controller finds its kubeconfig as kubectl does outside a pod', () => 
 
   /** `controller --once` in an environment of only `env`; the namespace it announced at start. */
   const once = (env: NodeJS.ProcessEnv, ...args: string[]) => {
-    const r = spawnSync(bin, ['controller', '--once', '--metrics-addr', '', '--health-addr', '', ...args], {
-      encoding: 'utf8',
-      env,
-      timeout: 90_000,
-    });
+    const r = spawnSync(
+      bin,
+      ['controller', '--once', '--metrics-addr', '', '--health-addr', '', '--claims', 'none', ...args],
+      {
+        encoding: 'utf8',
+        env,
+        timeout: 90_000,
+      },
+    );
     const started = parseLines(r.stderr).find((l) => l.msg === 'controller started');
     return { code: r.status, stderr: r.stderr, namespace: started?.['namespace'] };
   };

@@ -9,6 +9,11 @@ import { requireBinary } from '../../support/paths.ts';
 export const bin = requireBinary();
 export const GROUP = 'whereabouts.cni.cncf.io/v1alpha1';
 const QUIET = ['--metrics-addr', '', '--health-addr', ''];
+/**
+ * Claims are served cluster-wide by default: a controller of one suite would serve another suite's IPAddressClaims
+ * (in its own namespace's IPPools). Suites opt in with their own --claims <namespace>.
+ */
+const claimsOf = (flags: readonly string[]): string[] => (flags.includes('--claims') ? [] : ['--claims', 'none']);
 
 export interface LogLine {
   readonly level: string;
@@ -25,7 +30,17 @@ export function parseLines(stderr: string): LogLine[] {
 
 /** `hereabouts controller --once` in the namespace; reservations are judged without the grace period by default. */
 export function runOnce(ns: Namespace, ...flags: string[]): { code: number | null; stderr: string; lines: LogLine[] } {
-  const args = ['controller', '--kubeconfig', ns.kubeconfig, '--once', ...QUIET, '--reservation-grace', '0s', ...flags];
+  const args = [
+    'controller',
+    '--kubeconfig',
+    ns.kubeconfig,
+    '--once',
+    ...QUIET,
+    ...claimsOf(flags),
+    '--reservation-grace',
+    '0s',
+    ...flags,
+  ];
   const run = spawnSync(bin, args, { encoding: 'utf8', env: {}, timeout: 90_000 });
   return { code: run.status, stderr: run.stderr, lines: parseLines(run.stderr) };
 }
@@ -56,7 +71,7 @@ export async function slicePasses(controller: Running, count: number): Promise<v
 }
 
 export function startController(ns: Namespace, ...flags: string[]): Running {
-  const child = spawn(bin, ['controller', '--kubeconfig', ns.kubeconfig, ...QUIET, ...flags], {
+  const child = spawn(bin, ['controller', '--kubeconfig', ns.kubeconfig, ...QUIET, ...claimsOf(flags), ...flags], {
     stdio: ['ignore', 'ignore', 'pipe'],
     env: {},
   });

@@ -1,0 +1,283 @@
+// The claim reconciler of Cluster API's ipamutil for IPAddressClaims whose poolRef names a hereabouts pool kind:
+// finalizer first, then the address (handler.ts), then the IPAddress owned by the claim, then the claim's status.
+// Every step can be cut short by a crash and run again: the pool record is found again by the claim's name, an
+// IPAddress that exists already is kept (and its address claimed again if its record was lost, as after a
+// `clusterctl move`), and the status is recomputed from the objects.
+import { formatIP, tryParseIP } from '../../ip/address.ts';
+import { formatCidr } from '../../ip/cidr.ts';
+import type { ApiClient } from '../../kube/api.ts';
+import type { Log } from '../../log/json-log.ts';
+import { recordOf } from '../../record.ts';
+import type { ClaimHolder } from '../../store/claim-record.ts';
+import { conditionsMatch, withConditions, type Condition } from '../runtime/conditions.ts';
+import type { EventRecorder, InvolvedObject } from '../runtime/events.ts';
+import type { ClaimSpace } from './claim-space.ts';
+import { recordedPool, type ClaimHandler } from './handler.ts';
+import {
+  apiVersionOf,
+  CLUSTER_NAME_LABEL,
+  CLUSTERS,
+  createOne,
+  deleteOne,
+  finalizerPatch,
+  getOne,
+  GROUP,
+  IPADDRESSCLAIMS,
+  IPADDRESSES,
+  IPPOOL_ANNOTATION,
+  metaOf,
+  PAUSED_ANNOTATION,
+  patchOne,
+  POOL_KINDS,
+  PROTECT_FINALIZER,
+  RELEASE_FINALIZER,
+  type Meta,
+  type PoolKind,
+} from './objects.ts';
+
+/** On an IPAddress: the range of its IPPool and the prefix of its reservation's name (recordedPool). */
+export const RANGE_ANNOTATION = 'hereabouts.cni.cncf.io/ippool-range';
+export const RESERVATION_NETWORK_ANNOTATION = 'hereabouts.cni.cncf.io/reservation-network';
+
+export interface PoolRefOf {
+  readonly kind: PoolKind;
+  readonly name: string;
+}
+
+/** The hereabouts pool a claim's spec.poolRef names; undefined when it names another provider's kind. */
+export function ourPoolRef(object: unknown): PoolRefOf | undefined {
+  const ref = recordOf(recordOf(recordOf(object)['spec'])['poolRef']);
+  const kind = ref['kind'];
+  const name = ref['name'];
+  if (ref['apiGroup'] !== GROUP || typeof name !== 'string' || name === '') return undefined;
+  return POOL_KINDS.find((k) => k === kind) === undefined ? undefined : { kind: kind as PoolKind, name };
+}
+
+export type ClaimResult = 'ready' | 'waiting' | 'paused' | 'released' | 'gone' | 'conflict';
+
+export interface ClaimContext {
+  readonly api: ApiClient;
+  readonly handler: ClaimHandler;
+  readonly events: EventRecorder;
+  readonly log: Log;
+  /** Addresses released within their pool's reuse grace (IPPool name -> address -> when), kept by the caller. */
+  readonly resting: Map<string, Map<bigint, number>>;
+}
+
+/** Reconciles one IPAddressClaim, read live. */
+export async function reconcileAddressClaim(ctx: ClaimContext, namespace: string, name: string): Promise<ClaimResult> {
+  const object = await getOne(ctx.api, IPADDRESSCLAIMS, namespace, name);
+  if (object === undefined) return 'gone';
+  const ref = ourPoolRef(object);
+  if (ref === undefined) return 'gone';
+  const meta = metaOf(object);
+  const holder: ClaimHolder = { kind: 'IPAddressClaim', namespace, name };
+  if (meta.deleting) return releaseClaim(ctx, meta, holder, ref);
+  if (await paused(ctx, object, meta)) return 'paused';
+
+  const withFinalizer = finalizerPatch(meta, RELEASE_FINALIZER, true);
+  if (withFinalizer !== undefined) {
+    const written = await patchOne(ctx.api, IPADDRESSCLAIMS, meta, withFinalizer, {
+      resourceVersion: meta.resourceVersion,
+    });
+    if (written !== 'done') return 'conflict'; // changed meanwhile: read again
+  }
+
+  const lookup = await ctx.handler.fetchPool(namespace, ref.kind, ref.name);
+  if (lookup.kind === 'not-ready') {
+    await setReady(ctx, object, { status: 'False', reason: 'PoolNotReady', message: lookup.message });
+    return 'waiting';
+  }
+  const space = lookup.space;
+  const existing = await getOne(ctx.api, IPADDRESSES, namespace, name);
+  const owned = existing !== undefined && claimNameOf(existing) === name ? existing : undefined;
+  if (existing !== undefined && owned === undefined) {
+    const message = `IPAddress ${namespace}/${name} exists and belongs to another claim`;
+    await setReady(ctx, object, { status: 'False', reason: 'AllocationFailed', message });
+    return 'waiting';
+  }
+  const wanted = owned === undefined ? undefined : tryParseIP(String(recordOf(recordOf(owned)['spec'])['address']));
+  const outcome = await ctx.handler.ensureAddress(space, holder, {
+    ...(wanted === undefined || wanted.family !== space.family ? {} : { wanted: wanted.value }),
+    resting: restingIn(ctx.resting, space),
+  });
+  if (outcome.kind === 'exhausted') {
+    const message = `no free address in ${ref.kind} ${ref.name} (${space.total} addresses)`;
+    await setReady(ctx, object, { status: 'False', reason: 'PoolExhausted', message });
+    return 'waiting';
+  }
+  if (outcome.kind !== 'held') {
+    const ip = formatIP({ family: space.family, value: outcome.address });
+    const why =
+      outcome.kind === 'taken' ? 'is held by another claim or pod' : `is not an address of ${ref.kind} ${ref.name}`;
+    const message = `IPAddress ${namespace}/${name} has ${ip}, which ${why}`;
+    await setReady(ctx, object, { status: 'False', reason: 'AllocationFailed', message });
+    return 'waiting';
+  }
+  const ip = formatIP({ family: space.family, value: outcome.address });
+  if (outcome.claimed)
+    ctx.log.info(`claimed ${ip} in IPPool ${space.pool.name} for IPAddressClaim ${namespace}/${name}`);
+  if (owned === undefined) {
+    const created = await createOne(ctx.api, IPADDRESSES, addressObject(meta, object, ref, space, ip));
+    if (created === 'exists') return 'conflict'; // made meanwhile: judged again on the next read
+  }
+  await setReady(ctx, object, { status: 'True', reason: 'Ready', message: `${ip}/${space.prefix}` }, name);
+  return 'ready';
+}
+
+/** The claim is being deleted: its address goes back, its IPAddress goes, then its finalizer. */
+async function releaseClaim(ctx: ClaimContext, meta: Meta, holder: ClaimHolder, ref: PoolRefOf): Promise<ClaimResult> {
+  if (!meta.finalizers.includes(RELEASE_FINALIZER)) return 'gone';
+  const address = await getOne(ctx.api, IPADDRESSES, meta.namespace, meta.name);
+  const owned = address !== undefined && claimNameOf(address) === meta.name ? address : undefined;
+  if (owned !== undefined) {
+    const annotations = metaOf(owned).annotations;
+    const pool = recordedPool(
+      annotations[IPPOOL_ANNOTATION] ?? '',
+      annotations[RANGE_ANNOTATION] ?? '',
+      annotations[RESERVATION_NETWORK_ANNOTATION] ?? '',
+    );
+    if (pool !== undefined) {
+      const released = await ctx.handler.releaseAddress(pool, holder);
+      for (const value of released) {
+        restingFor(ctx.resting, pool.name).set(value, Date.now());
+        ctx.log.info(
+          `released ${formatIP({ family: pool.range.cidr.family, value })} of IPAddressClaim ${meta.namespace}/${meta.name} from IPPool ${pool.name}`,
+        );
+      }
+    }
+    const addressMeta = metaOf(owned);
+    const unprotect = finalizerPatch(addressMeta, PROTECT_FINALIZER, false);
+    if (unprotect !== undefined) {
+      const written = await patchOne(ctx.api, IPADDRESSES, addressMeta, unprotect, {
+        resourceVersion: addressMeta.resourceVersion,
+      });
+      if (written === 'conflict') return 'conflict';
+    }
+    if (!addressMeta.deleting) {
+      const fresh = await getOne(ctx.api, IPADDRESSES, meta.namespace, meta.name);
+      if (fresh !== undefined && (await deleteOne(ctx.api, IPADDRESSES, metaOf(fresh))) === 'conflict')
+        return 'conflict';
+    }
+  }
+  if (owned === undefined) {
+    // No IPAddress (a crash before it was made, or deleted by hand): the record, if any, is in the pool's IPPool.
+    const lookup = await ctx.handler.fetchPool(meta.namespace, ref.kind, ref.name, { release: true });
+    if (lookup.kind === 'ready') await ctx.handler.releaseAddress(lookup.space.pool, holder);
+    // Otherwise the record pass finds it once the claim is gone (record-pass.ts).
+  }
+  const written = await patchOne(ctx.api, IPADDRESSCLAIMS, meta, finalizerPatch(meta, RELEASE_FINALIZER, false) ?? {}, {
+    resourceVersion: meta.resourceVersion,
+  });
+  return written === 'conflict' ? 'conflict' : 'released';
+}
+
+/** The claim's IPAddress: owned by the claim (garbage-collected with it), protected until the claim releases it. */
+function addressObject(meta: Meta, claim: unknown, ref: PoolRefOf, space: ClaimSpace, ip: string): unknown {
+  const cluster = clusterNameOf(claim);
+  return {
+    apiVersion: apiVersionOf(IPADDRESSES),
+    kind: 'IPAddress',
+    metadata: {
+      name: meta.name,
+      namespace: meta.namespace,
+      finalizers: [PROTECT_FINALIZER],
+      ...(cluster === undefined ? {} : { labels: { [CLUSTER_NAME_LABEL]: cluster } }),
+      annotations: {
+        [IPPOOL_ANNOTATION]: space.pool.name,
+        [RANGE_ANNOTATION]: formatCidr(space.pool.range.cidr),
+        [RESERVATION_NETWORK_ANNOTATION]: space.pool.networkNamed ? space.pool.network : '',
+      },
+      ownerReferences: [
+        {
+          apiVersion: apiVersionOf(IPADDRESSCLAIMS),
+          kind: 'IPAddressClaim',
+          name: meta.name,
+          uid: meta.uid,
+          controller: true,
+          blockOwnerDeletion: true,
+        },
+      ],
+    },
+    spec: {
+      address: ip,
+      prefix: space.prefix,
+      ...(space.gateway === undefined ? {} : { gateway: formatIP(space.gateway) }),
+      claimRef: { name: meta.name },
+      poolRef: { apiGroup: GROUP, kind: ref.kind, name: ref.name },
+    },
+  };
+}
+
+/** Writes the claim's Ready condition (and addressRef) when they change; an Event when it becomes not ready. */
+async function setReady(
+  ctx: ClaimContext,
+  claim: unknown,
+  ready: Omit<Condition, 'type'>,
+  addressRef?: string,
+): Promise<void> {
+  const meta = metaOf(claim);
+  const status = recordOf(recordOf(claim)['status']);
+  const wanted: Condition = { type: 'Ready', ...ready, observedGeneration: meta.generation };
+  const refNow = recordOf(status['addressRef'])['name'];
+  if (conditionsMatch(status['conditions'], [wanted]) && (addressRef === undefined || refNow === addressRef)) return;
+  const patch = {
+    status: {
+      conditions: withConditions(status['conditions'], [wanted], new Date()),
+      ...(addressRef === undefined ? {} : { addressRef: { name: addressRef } }),
+    },
+  };
+  await patchOne(ctx.api, IPADDRESSCLAIMS, meta, patch, { status: true });
+  if (ready.status !== 'True') await ctx.events.emit(involved(meta), 'Warning', ready.reason, ready.message);
+  else await ctx.events.emit(involved(meta), 'Normal', 'AddressAllocated', ready.message);
+}
+
+/** Cluster API's pause: the claim's annotation, or its Cluster's spec.paused. */
+async function paused(ctx: ClaimContext, claim: unknown, meta: Meta): Promise<boolean> {
+  if (PAUSED_ANNOTATION in meta.annotations) return true;
+  const cluster = clusterNameOf(claim);
+  if (cluster === undefined) return false;
+  const object = await getOne(ctx.api, CLUSTERS, meta.namespace, cluster);
+  return object !== undefined && recordOf(recordOf(object)['spec'])['paused'] === true;
+}
+
+function clusterNameOf(claim: unknown): string | undefined {
+  const fromSpec = recordOf(recordOf(claim)['spec'])['clusterName'];
+  if (typeof fromSpec === 'string' && fromSpec !== '') return fromSpec;
+  const label = metaOf(claim).labels[CLUSTER_NAME_LABEL];
+  return label === undefined || label === '' ? undefined : label;
+}
+
+function claimNameOf(address: unknown): string | undefined {
+  const name = recordOf(recordOf(recordOf(address)['spec'])['claimRef'])['name'];
+  return typeof name === 'string' ? name : undefined;
+}
+
+function involved(meta: Meta): InvolvedObject {
+  return {
+    apiVersion: apiVersionOf(IPADDRESSCLAIMS),
+    kind: 'IPAddressClaim',
+    name: meta.name,
+    namespace: meta.namespace,
+    uid: meta.uid,
+  };
+}
+
+function restingFor(resting: Map<string, Map<bigint, number>>, pool: string): Map<bigint, number> {
+  let map = resting.get(pool);
+  if (map === undefined) resting.set(pool, (map = new Map<bigint, number>()));
+  return map;
+}
+
+/** The addresses of the space's pool released within its reuse grace (older entries are dropped). */
+function restingIn(resting: Map<string, Map<bigint, number>>, space: ClaimSpace): Set<bigint> {
+  const map = resting.get(space.pool.name);
+  const out = new Set<bigint>();
+  if (map === undefined) return out;
+  const now = Date.now();
+  for (const [address, at] of map) {
+    if (now - at >= space.reuseGraceMs) map.delete(address);
+    else out.add(address);
+  }
+  return out;
+}

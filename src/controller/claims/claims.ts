@@ -1,0 +1,334 @@
+// The claims side of the controller (DESIGN §12): informers on IPAddressClaims, IPAddresses, PrefixClaims and the two
+// pool kinds (every replica keeps them warm; a kind whose CRD is not installed is an empty cache, looked for again
+// every minute), and a work queue the leader drains: a claim or a pool per key, plus a record pass that releases
+// the records of claims that are gone (a finalizer removed by hand) and unprotects their IPAddresses.
+import { formatIP } from '../../ip/address.ts';
+import type { ApiClient } from '../../kube/api.ts';
+import type { Log } from '../../log/json-log.ts';
+import { recordOf } from '../../record.ts';
+import { claimHolder, holderKey, type ClaimHolder } from '../../store/claim-record.ts';
+import { PoolWriter } from '../../store/kubernetes/writer.ts';
+import type { PoolView } from '../pools/view.ts';
+import type { EventRecorder } from '../runtime/events.ts';
+import { Informer } from '../runtime/informer.ts';
+import { ourPoolRef, reconcileAddressClaim, type ClaimContext, type PoolRefOf } from './address-claims.ts';
+import { planClaimRelease } from './claim-plan.ts';
+import { ClaimHandler, recordedPool } from './handler.ts';
+import { CLAIMS_NETWORK } from './claim-space.ts';
+import { formatCidr } from '../../ip/cidr.ts';
+import {
+  ADDRESSPOOLS,
+  deleteOne,
+  finalizerPatch,
+  getOne,
+  GLOBALADDRESSPOOLS,
+  IPADDRESSCLAIMS,
+  IPADDRESSES,
+  metaOf,
+  patchOne,
+  pathOf,
+  PREFIXCLAIMS,
+  PROTECT_FINALIZER,
+  type PoolKind,
+} from './objects.ts';
+import { claimsIn, poolCounts, protectPool, writePoolStatus } from './pool-status.ts';
+import { reconcilePrefixClaim } from './prefix-claims.ts';
+import { WorkQueue } from './work-queue.ts';
+import { tryParseIP } from '../../ip/address.ts';
+
+/**
+ * A record whose claim is gone is released only this long after it was written: a reconcile that committed it for a
+ * claim deleted meanwhile (its finalizer removed by hand) may still be making its IPAddress.
+ */
+const RECORD_GRACE_MS = 15_000;
+
+interface ClaimView {
+  readonly pool: PoolRefOf;
+}
+interface AddressView {
+  readonly claim: string;
+  readonly pool: PoolRefOf;
+  readonly address: string;
+  readonly protected: boolean;
+}
+interface PoolObjectView {
+  readonly deleting: boolean;
+}
+
+export interface ClaimsOptions {
+  readonly leading: () => boolean;
+  /** The controller's IPPool cache (the pools' namespace). */
+  readonly pools: Informer<PoolView>;
+  readonly events: EventRecorder;
+  readonly log: Log;
+  /** The namespaces whose claims are served: all, or these (none when empty: nothing is watched). */
+  readonly namespaces: 'all' | readonly string[];
+  readonly workers?: number;
+}
+
+export class ClaimsController {
+  readonly claims: Informer<ClaimView>;
+  readonly addresses: Informer<AddressView>;
+  readonly prefixClaims: Informer<ClaimView>;
+  readonly addressPools: Informer<PoolObjectView>;
+  readonly globalPools: Informer<PoolObjectView>;
+  readonly #api: ApiClient;
+  readonly #o: ClaimsOptions;
+  readonly #queue: WorkQueue;
+  readonly #ctx: ClaimContext;
+  /** Reconciles done, by kind and result: metrics and tests. */
+  readonly results = new Map<string, number>();
+
+  constructor(api: ApiClient, watchApi: ApiClient, options: ClaimsOptions) {
+    this.#api = api;
+    this.#o = options;
+    const handler = new ClaimHandler(api, { log: options.log, leading: options.leading });
+    this.#ctx = { api, handler, events: options.events, log: options.log, resting: new Map() };
+    this.#queue = new WorkQueue((key) => this.#reconcile(key), { workers: options.workers ?? 4, log: options.log });
+    const log = options.log;
+    const served = (object: unknown): boolean =>
+      options.namespaces === 'all' || options.namespaces.includes(metaOf(object).namespace);
+    const claimView = (object: unknown): ClaimView | undefined => {
+      const pool = served(object) ? ourPoolRef(object) : undefined;
+      return pool === undefined ? undefined : { pool };
+    };
+    this.claims = new Informer(watchApi, {
+      resource: 'ipaddressclaims',
+      path: pathOf(IPADDRESSCLAIMS),
+      view: claimView,
+      log,
+      onChange: (_kind, key) => this.#queue.add(`claim/${key}`),
+    });
+    this.prefixClaims = new Informer(watchApi, {
+      resource: 'prefixclaims',
+      path: pathOf(PREFIXCLAIMS),
+      view: (object) => {
+        if (!served(object)) return undefined;
+        const ref = recordOf(recordOf(recordOf(object)['spec'])['poolRef']);
+        const kind = ref['kind'] === 'GlobalAddressPool' ? 'GlobalAddressPool' : 'AddressPool';
+        return { pool: { kind, name: typeof ref['name'] === 'string' ? ref['name'] : '' } };
+      },
+      log,
+      onChange: (_kind, key) => this.#queue.add(`prefix/${key}`),
+    });
+    this.addresses = new Informer(watchApi, {
+      resource: 'ipaddresses',
+      path: pathOf(IPADDRESSES),
+      view: (object) => {
+        const pool = served(object) ? ourPoolRef(object) : undefined;
+        if (pool === undefined) return undefined;
+        const spec = recordOf(recordOf(object)['spec']);
+        return {
+          claim: text(recordOf(spec['claimRef'])['name']),
+          pool,
+          address: text(spec['address']),
+          protected: metaOf(object).finalizers.includes(PROTECT_FINALIZER),
+        };
+      },
+      log,
+      onChange: (_kind, key, current, previous) => {
+        const view = current ?? previous;
+        if (view === undefined) return;
+        const namespace = key.slice(0, key.indexOf('/'));
+        this.#queue.add(`claim/${namespace}/${view.claim}`);
+        this.#queue.add(
+          `pool/${view.pool.kind}/${view.pool.kind === 'GlobalAddressPool' ? '' : namespace}/${view.pool.name}`,
+        );
+      },
+    });
+    const poolInformer = (kind: PoolKind): Informer<PoolObjectView> =>
+      new Informer(watchApi, {
+        resource: kind === 'AddressPool' ? 'addresspools' : 'globaladdresspools',
+        path: pathOf(kind === 'AddressPool' ? ADDRESSPOOLS : GLOBALADDRESSPOOLS),
+        view: (object) =>
+          kind === 'AddressPool' && !served(object) ? undefined : { deleting: metaOf(object).deleting },
+        log,
+        onChange: (_kind, key) => this.#poolChanged(kind, key),
+      });
+    this.addressPools = poolInformer('AddressPool');
+    this.globalPools = poolInformer('GlobalAddressPool');
+  }
+
+  get informers(): ReadonlyArray<Informer<unknown>> {
+    return [this.claims, this.addresses, this.prefixClaims, this.addressPools, this.globalPools] as ReadonlyArray<
+      Informer<unknown>
+    >;
+  }
+
+  /** Whether any namespace's claims are served (--claims). */
+  get enabled(): boolean {
+    return this.#o.namespaces === 'all' || this.#o.namespaces.length > 0;
+  }
+
+  start(): void {
+    if (!this.enabled) return;
+    for (const informer of this.informers) informer.start();
+  }
+
+  stop(): void {
+    this.#queue.stop();
+    for (const informer of this.informers) informer.stop();
+  }
+
+  /** Every claim, pool and the record pass, queued (a new leader, the periodic resync). */
+  resync(): void {
+    if (!this.enabled) return;
+    for (const key of this.claims.items.keys()) this.#queue.add(`claim/${key}`);
+    for (const key of this.prefixClaims.items.keys()) this.#queue.add(`prefix/${key}`);
+    for (const key of this.addressPools.items.keys()) this.#queue.add(`pool/AddressPool/${key}`);
+    for (const key of this.globalPools.items.keys()) this.#queue.add(`pool/GlobalAddressPool//${key}`);
+    this.#queue.add('records');
+  }
+
+  /** Resolves once the queue is empty (tests, --once). */
+  idle(): Promise<void> {
+    return this.#queue.idle();
+  }
+
+  #poolChanged(kind: PoolKind, key: string): void {
+    const [namespace, name] = kind === 'GlobalAddressPool' ? ['', key] : splitKey(key);
+    this.#queue.add(`pool/${kind}/${namespace}/${name}`);
+    // Claims waiting on this pool (not found, not ready, exhausted) are looked at again.
+    for (const [claimKey, view] of this.claims.items)
+      if (
+        view.pool.kind === kind &&
+        view.pool.name === name &&
+        (kind === 'GlobalAddressPool' || claimKey.startsWith(`${namespace}/`))
+      )
+        this.#queue.add(`claim/${claimKey}`);
+    for (const [claimKey, view] of this.prefixClaims.items)
+      if (view.pool.kind === kind && view.pool.name === name) this.#queue.add(`prefix/${claimKey}`);
+  }
+
+  async #reconcile(key: string): Promise<void> {
+    if (!this.#o.leading()) return;
+    const slash = key.indexOf('/');
+    const kind = slash < 0 ? key : key.slice(0, slash);
+    const rest = key.slice(slash + 1);
+    let result: string;
+    if (kind === 'claim') {
+      const [namespace, name] = splitKey(rest);
+      result = await reconcileAddressClaim(this.#ctx, namespace, name);
+    } else if (kind === 'prefix') {
+      const [namespace, name] = splitKey(rest);
+      result = await reconcilePrefixClaim(this.#ctx, namespace, name);
+    } else if (kind === 'pool') {
+      const [poolKind, namespace, ...name] = rest.split('/');
+      result = await this.#reconcilePool(poolKind as PoolKind, namespace ?? '', name.join('/'));
+    } else {
+      result = await this.#recordPass();
+    }
+    this.results.set(`${kind}:${result}`, (this.results.get(`${kind}:${result}`) ?? 0) + 1);
+    if (result === 'conflict') this.#queue.addAfter(key, 200);
+  }
+
+  async #reconcilePool(kind: PoolKind, namespace: string, name: string): Promise<string> {
+    const lookup = await this.#ctx.handler.fetchPool(namespace, kind, name, { release: true });
+    const meta = lookup.meta;
+    if (meta === undefined) return 'gone';
+    const global = kind === 'GlobalAddressPool';
+    const mine = (view: { pool: PoolRefOf }, key: string): boolean =>
+      view.pool.kind === kind && view.pool.name === name && (global || key.startsWith(`${namespace}/`));
+    const claimed: Array<{ claim: string; address: bigint }> = [];
+    for (const [key, view] of this.addresses.items) {
+      if (!mine(view, key)) continue;
+      const ip = tryParseIP(view.address);
+      if (ip !== undefined) claimed.push({ claim: `IPAddress ${key}`, address: ip.value });
+    }
+    const prefixesHeld = [...this.prefixClaims.items].some(([key, view]) => mine(view, key));
+    // The IPPool cache is keyed namespace/name, in the pools' namespace.
+    const ippool =
+      lookup.kind === 'ready' ? this.#o.pools.items.get(`${this.#api.namespace}/${lookup.space.pool.name}`) : undefined;
+    const ownRecords = lookup.kind === 'ready' && lookup.space.prefixes ? claimsIn(ippool) : [];
+    const inUse = claimed.length > 0 || prefixesHeld || ownRecords.length > 0;
+    if ((await protectPool(this.#api, kind, meta, inUse)) === 'conflict') return 'conflict';
+    if (meta.deleting) return 'deleting';
+    const counts =
+      lookup.kind === 'ready'
+        ? poolCounts(lookup.space, ippool, lookup.space.prefixes ? ownRecords : claimed)
+        : undefined;
+    const object = await getOne(this.#api, global ? GLOBALADDRESSPOOLS : ADDRESSPOOLS, namespace, name);
+    await writePoolStatus(this.#api, this.#o.events, lookup, meta, kind, counts, recordOf(object)['status']);
+    return lookup.kind;
+  }
+
+  /**
+   * Records of claims that are gone (their finalizer was removed by hand, or they were deleted between a commit and
+   * the next step) go back to their pools; IPAddresses of claims that are gone lose their protection.
+   */
+  async #recordPass(): Promise<string> {
+    const now = Date.now();
+    const writer = new PoolWriter(this.#api);
+    let released = 0;
+    for (const pool of this.#o.pools.items.values()) {
+      if (pool.range === undefined) continue;
+      const suspects = new Map<string, ClaimHolder>();
+      for (const [address, record] of pool.allocations) {
+        const holder = claimHolder(record);
+        if (holder === undefined || this.#cached(holder)) continue;
+        const at = pool.allocatedAt.get(address);
+        if (at !== undefined && now - at < RECORD_GRACE_MS) continue;
+        suspects.set(`${holder.kind}|${holderKey(holder)}`, holder);
+      }
+      for (const holder of suspects.values()) {
+        if (!this.#o.leading() || (await this.#claimExists(holder))) continue;
+        // An own-addresses pool's reservations carry CLAIMS_NETWORK; a network's are left to the reservation pass,
+        // which deletes them once no pool holds their address.
+        const own = pool.name.startsWith(`${CLAIMS_NETWORK}.`);
+        const ref = recordedPool(pool.name, formatCidr(pool.range), own ? CLAIMS_NETWORK : '');
+        if (ref === undefined) continue;
+        const gone = own
+          ? await this.#ctx.handler.releaseAddress(ref, holder)
+          : await writer.commit(ref, planClaimRelease(holder), {
+              budgetMs: 10_000,
+              log: this.#o.log,
+              beforeWrite: () => {
+                if (!this.#o.leading()) throw new Error('lost the lease: no more writes');
+              },
+            });
+        for (const value of gone) {
+          released++;
+          this.#o.log.info(
+            `released ${formatIP({ family: pool.range.family, value })} of ${holder.kind} ${holderKey(holder)} from IPPool ${pool.name}: claim gone`,
+          );
+        }
+      }
+    }
+    for (const [key, view] of this.addresses.items) {
+      if (!view.protected || this.claims.items.has(`${splitKey(key)[0]}/${view.claim}`)) continue;
+      const [namespace, name] = splitKey(key);
+      if (await this.#claimExists({ kind: 'IPAddressClaim', namespace, name: view.claim })) continue;
+      const object = await getOne(this.#api, IPADDRESSES, namespace, name);
+      if (object === undefined) continue;
+      const meta = metaOf(object);
+      const patch = finalizerPatch(meta, PROTECT_FINALIZER, false);
+      if (patch !== undefined)
+        await patchOne(this.#api, IPADDRESSES, meta, patch, { resourceVersion: meta.resourceVersion });
+      if (!meta.deleting) {
+        const fresh = await getOne(this.#api, IPADDRESSES, namespace, name);
+        if (fresh !== undefined) await deleteOne(this.#api, IPADDRESSES, metaOf(fresh));
+      }
+      this.#o.log.info(`deleted IPAddress ${key}: its IPAddressClaim is gone`);
+    }
+    return released > 0 ? 'released' : 'clean';
+  }
+
+  #cached(holder: ClaimHolder): boolean {
+    const cache = holder.kind === 'IPAddressClaim' ? this.claims : this.prefixClaims;
+    return cache.items.has(holderKey(holder));
+  }
+
+  async #claimExists(holder: ClaimHolder): Promise<boolean> {
+    const resource = holder.kind === 'IPAddressClaim' ? IPADDRESSCLAIMS : PREFIXCLAIMS;
+    return (await getOne(this.#api, resource, holder.namespace, holder.name)) !== undefined;
+  }
+}
+
+function text(value: unknown): string {
+  return typeof value === 'string' ? value : '';
+}
+
+function splitKey(key: string): [string, string] {
+  const slash = key.indexOf('/');
+  return [key.slice(0, slash), key.slice(slash + 1)];
+}
