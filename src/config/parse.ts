@@ -33,6 +33,8 @@ export const DEFAULT_GC_GRACE_SECONDS = 300;
 const LOG_LEVELS: readonly PluginLogLevel[] = ['debug', 'verbose', 'info', 'warning', 'error', 'panic'];
 // CNI network names (spec): alphanumerics first, then alphanumerics, '_', '.', '-'.
 const CNI_NAME = /^[a-zA-Z0-9][a-zA-Z0-9_.-]*$/;
+/** The network name of AddressPools' own IPPools and reservations (src/controller/claims/claim-space.ts). */
+export const CLAIMS_NETWORK = 'hereabouts-claims';
 // network_name prefixes Kubernetes object names: a DNS-1123 subdomain (lowercase RFC 1123 labels joined by '.').
 const NETWORK_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 const MAX_NETWORK_NAME = 63;
@@ -90,6 +92,13 @@ export function parseNetworkConfig(request: Json, options: ParseOptions): Networ
     throw configError(
       `ipam.network_name ${describeValue(networkName)} must be lowercase letters, digits, "-" and "." ` +
         '(at most 63, each "."-separated part starting and ending alphanumeric): it prefixes Kubernetes object names',
+    );
+  }
+  // The IPPools and reservations of pools that list their own addresses (DESIGN §12) carry this network name: a
+  // tenant's NAD naming it would draw pods from the machines' addresses, past the prefix claims those pools hold.
+  if (networkName !== undefined && (networkName === CLAIMS_NETWORK || networkName.startsWith(`${CLAIMS_NETWORK}.`))) {
+    throw configError(
+      `ipam.network_name ${describeValue(networkName)} is reserved: hereabouts names the IPPools of its AddressPools with it`,
     );
   }
   const log = logFileOf(ipam, flat?.keys, sources);

@@ -8,6 +8,7 @@
 // address.
 import type { NetworkConfig, RangeConfig } from '../../config/types.ts';
 import { poolName } from '../../config/names.ts';
+import { CLAIMS_NETWORK } from '../../config/parse.ts';
 import { formatIP, type Family, type IPAddress } from '../../ip/address.ts';
 import { intersectBlocks, mergeBlocks, type Block } from '../../ip/block.ts';
 import { formatCidr, lastOf, networkOf, type Cidr } from '../../ip/cidr.ts';
@@ -16,7 +17,7 @@ import type { PoolRef } from '../../store/store.ts';
 import { describeBlock, subnetOf, type AddressPoolSpec, type OwnAddressesSpec } from './pool-spec.ts';
 
 /** The network name of every own-addresses pool's reservations (and a prefix of its IPPool's name). */
-export const CLAIMS_NETWORK = 'hereabouts-claims';
+export { CLAIMS_NETWORK };
 
 export interface PoolIdentity {
   readonly kind: string;

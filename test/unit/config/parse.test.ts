@@ -201,6 +201,13 @@ test('parseNetworkConfig() rejects a network_name that is not a safe object-name
   }
 });
 
+test('parseNetworkConfig() refuses the network_name of AddressPools\' own IPPools; names that only resemble it pass', () => {
+  for (const bad of ['hereabouts-claims', 'hereabouts-claims.ns.tenant.pool', 'hereabouts-claims.global.p'])
+    rejects(() => parse({ range: '10.0.0.0/24', network_name: bad }), /ipam\.network_name "[^"]+" is reserved/);
+  for (const fine of ['hereabouts-claims2', 'my-hereabouts-claims', 'hereabouts'])
+    assert.equal(parse({ range: '10.0.0.0/24', network_name: fine }).ipam.networkName, fine);
+});
+
 test('parseNetworkConfig() reads node_slice_size as "/26", "26" or 26', () => {
   for (const value of ['/26', '26', 26])
     assert.equal(parse({ range: '10.0.0.0/16', node_slice_size: value }).ipam.nodeSliceSize, 26);
