@@ -13,6 +13,7 @@ import type { Log } from '../log/json-log.ts';
 import { ControllerMetrics } from './runtime/metrics.ts';
 import { NodeSlices, sliceCounts } from './slices/node-slices.ts';
 import { RENEW_MS as WARM_GATE_RENEW_MS, WarmGatePublisher, warmVerdict } from './runtime/warm-gate.ts';
+import { WARM_ALLOWED } from '../store/kubernetes/objects.ts';
 import { podReleaseReason } from './orphans/orphans.ts';
 import type { PodView } from './orphans/pod-view.ts';
 import { reportExhausted } from './pools/exhaustion-events.ts';
@@ -103,6 +104,10 @@ export class Controller {
       events: this.#events,
       log,
       namespaces: flags.claims,
+      whereabouts: () => {
+        const verdict = warmVerdict(this.caches.pods.items, this.caches.pods.synced);
+        return verdict === WARM_ALLOWED ? undefined : verdict.replace(/: its reconciler would free warm records$/, '');
+      },
     });
     this.#slices = new NodeSlices(this.#api, { drainGraceMs: flags.sliceDrainGraceMs });
     this.#warmGate = new WarmGatePublisher(this.#api, flags.leader.identity, log);

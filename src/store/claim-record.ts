@@ -40,9 +40,10 @@ export function claimHolder(
   if (id.startsWith(PREFIX_ID_PREFIX)) {
     const rest = id.slice(PREFIX_ID_PREFIX.length);
     const colon = rest.indexOf(':');
-    const length = Number(rest.slice(0, colon));
+    const digits = rest.slice(0, colon);
+    const length = Number(digits);
     const ref = splitRef(rest.slice(colon + 1));
-    if (colon < 1 || !Number.isInteger(length) || length < 0 || length > 128 || ref === undefined) return undefined;
+    if (!/^\d{1,3}$/.test(digits) || length > 128 || ref === undefined) return undefined;
     return { kind: 'PrefixClaim', ...ref, prefixLength: length };
   }
   return undefined;

@@ -9,6 +9,7 @@ import type { ApiClient } from '../../kube/api.ts';
 import type { Log } from '../../log/json-log.ts';
 import { recordOf } from '../../record.ts';
 import type { ClaimHolder } from '../../store/claim-record.ts';
+import type { PoolRef } from '../../store/store.ts';
 import { conditionsMatch, withConditions, type Condition } from '../runtime/conditions.ts';
 import type { EventRecorder, InvolvedObject } from '../runtime/events.ts';
 import type { ClaimSpace } from './claim-space.ts';
@@ -62,6 +63,11 @@ export interface ClaimContext {
   readonly log: Log;
   /** Addresses released within their pool's reuse grace (IPPool name -> address -> when), kept by the caller. */
   readonly resting: Map<string, Map<bigint, number>>;
+  /**
+   * Why Whereabouts runs in the cluster (its pods), or undefined: its reconciler deletes every reservation whose
+   * podref is no live pod, so no new address is claimed with a reservation while it runs.
+   */
+  readonly whereabouts?: () => string | undefined;
 }
 
 /** Reconciles one IPAddressClaim, read live. */
@@ -97,10 +103,17 @@ export async function reconcileAddressClaim(ctx: ClaimContext, namespace: string
     return 'waiting';
   }
   const wanted = owned === undefined ? undefined : tryParseIP(String(recordOf(recordOf(owned)['spec'])['address']));
+  const whereabouts = space.reservations ? ctx.whereabouts?.() : undefined;
   const outcome = await ctx.handler.ensureAddress(space, holder, {
     ...(wanted === undefined || wanted.family !== space.family ? {} : { wanted: wanted.value }),
     resting: restingIn(ctx.resting, space),
+    claimable: whereabouts === undefined,
   });
+  if (outcome.kind === 'blocked') {
+    const message = `${whereabouts ?? ''}: its reconciler deletes the reservations of machines' addresses; new claims wait until it is gone (docs/capi.md)`;
+    await setReady(ctx, object, { status: 'False', reason: 'PoolNotReady', message });
+    return 'waiting';
+  }
   if (outcome.kind === 'exhausted') {
     const message = `no free address in ${ref.kind} ${ref.name} (${space.total} addresses)`;
     await setReady(ctx, object, { status: 'False', reason: 'PoolExhausted', message });
@@ -125,28 +138,23 @@ export async function reconcileAddressClaim(ctx: ClaimContext, namespace: string
   return 'ready';
 }
 
-/** The claim is being deleted: its address goes back, its IPAddress goes, then its finalizer. */
+/**
+ * The claim is being deleted: its IPAddress goes, then its address goes back, then its finalizer. In that order: an
+ * address is never free in its pool while an IPAddress still names it (a machine may still use it until then).
+ */
 async function releaseClaim(ctx: ClaimContext, meta: Meta, holder: ClaimHolder, ref: PoolRefOf): Promise<ClaimResult> {
   if (!meta.finalizers.includes(RELEASE_FINALIZER)) return 'gone';
   const address = await getOne(ctx.api, IPADDRESSES, meta.namespace, meta.name);
   const owned = address !== undefined && claimNameOf(address) === meta.name ? address : undefined;
+  let pool: PoolRef | undefined;
   if (owned !== undefined) {
-    const annotations = metaOf(owned).annotations;
-    const pool = recordedPool(
+    const addressMeta = metaOf(owned);
+    const annotations = addressMeta.annotations;
+    pool = recordedPool(
       annotations[IPPOOL_ANNOTATION] ?? '',
       annotations[RANGE_ANNOTATION] ?? '',
       annotations[RESERVATION_NETWORK_ANNOTATION] ?? '',
     );
-    if (pool !== undefined) {
-      const released = await ctx.handler.releaseAddress(pool, holder);
-      for (const value of released) {
-        restingFor(ctx.resting, pool.name).set(value, Date.now());
-        ctx.log.info(
-          `released ${formatIP({ family: pool.range.cidr.family, value })} of IPAddressClaim ${meta.namespace}/${meta.name} from IPPool ${pool.name}`,
-        );
-      }
-    }
-    const addressMeta = metaOf(owned);
     const unprotect = finalizerPatch(addressMeta, PROTECT_FINALIZER, false);
     if (unprotect !== undefined) {
       const written = await patchOne(ctx.api, IPADDRESSES, addressMeta, unprotect, {
@@ -154,17 +162,30 @@ async function releaseClaim(ctx: ClaimContext, meta: Meta, holder: ClaimHolder, 
       });
       if (written === 'conflict') return 'conflict';
     }
-    if (!addressMeta.deleting) {
-      const fresh = await getOne(ctx.api, IPADDRESSES, meta.namespace, meta.name);
-      if (fresh !== undefined && (await deleteOne(ctx.api, IPADDRESSES, metaOf(fresh))) === 'conflict')
-        return 'conflict';
-    }
+    const fresh = await getOne(ctx.api, IPADDRESSES, meta.namespace, meta.name);
+    if (
+      fresh !== undefined &&
+      !metaOf(fresh).deleting &&
+      (await deleteOne(ctx.api, IPADDRESSES, metaOf(fresh))) === 'conflict'
+    )
+      return 'conflict';
+    // Another finalizer may hold it: its address stays held until it is gone.
+    if ((await getOne(ctx.api, IPADDRESSES, meta.namespace, meta.name)) !== undefined) return 'waiting';
   }
-  if (owned === undefined) {
-    // No IPAddress (a crash before it was made, or deleted by hand): the record, if any, is in the pool's IPPool.
+  if (pool === undefined) {
+    // No IPAddress (a crash before it was made, or after it went; or deleted by hand): the pool's IPPool.
     const lookup = await ctx.handler.fetchPool(meta.namespace, ref.kind, ref.name, { release: true });
-    if (lookup.kind === 'ready') await ctx.handler.releaseAddress(lookup.space.pool, holder);
-    // Otherwise the record pass finds it once the claim is gone (record-pass.ts).
+    if (lookup.kind === 'ready') pool = lookup.space.pool;
+    // Otherwise the record pass finds the record once the claim is gone (record-pass.ts).
+  }
+  if (pool !== undefined) {
+    const released = await ctx.handler.releaseAddress(pool, holder);
+    for (const value of released) {
+      restingFor(ctx.resting, pool.name).set(value, Date.now());
+      ctx.log.info(
+        `released ${formatIP({ family: pool.range.cidr.family, value })} of IPAddressClaim ${meta.namespace}/${meta.name} from IPPool ${pool.name}`,
+      );
+    }
   }
   const written = await patchOne(ctx.api, IPADDRESSCLAIMS, meta, finalizerPatch(meta, RELEASE_FINALIZER, false) ?? {}, {
     resourceVersion: meta.resourceVersion,

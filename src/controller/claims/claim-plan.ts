@@ -15,6 +15,8 @@ import type { ClaimSpace } from './claim-space.ts';
 export type AddressOutcome =
   | { readonly kind: 'held'; readonly address: bigint; readonly claimed: boolean }
   | { readonly kind: 'exhausted' }
+  /** The claim holds nothing and may not claim now (`claimable: false`). */
+  | { readonly kind: 'blocked' }
   | { readonly kind: 'taken'; readonly address: bigint }
   | { readonly kind: 'outside'; readonly address: bigint };
 
@@ -51,11 +53,18 @@ export function heldBy(current: Allocations, holder: ClaimHolder): bigint | unde
 export function planAddressClaim(
   space: ClaimSpace,
   holder: ClaimHolder,
-  options: { readonly createdAt: string; readonly wanted?: bigint; readonly resting?: ReadonlySet<bigint> },
+  options: {
+    readonly createdAt: string;
+    readonly wanted?: bigint;
+    readonly resting?: ReadonlySet<bigint>;
+    /** false: only an address the claim holds already is answered. */
+    readonly claimable?: boolean;
+  },
 ): Plan<AddressOutcome> {
   return (current, refused, hints) => {
     const held = heldBy(current, holder);
     if (held !== undefined) return { change: null, value: { kind: 'held', address: held, claimed: false } };
+    if (options.claimable === false) return { change: null, value: { kind: 'blocked' } };
     const taken = heldBlocks(current, space.family);
     const record = claimRecord(holder, options.createdAt);
     if (options.wanted !== undefined) {

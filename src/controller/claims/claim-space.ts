@@ -46,10 +46,14 @@ export interface ClaimSpace {
   readonly total: bigint;
 }
 
-/** The claims' IPPool of an own-addresses pool: its name carries the pool's scope, namespace and name. */
+/**
+ * The claims' IPPool of an own-addresses pool: its name carries the pool's scope, namespace and name, the name's
+ * length first, so that no pool's name and subnet can spell another's (pool "x" on 2001:db8::/64 and pool "x-2001"
+ * on db8::/64 would otherwise both be "…x-2001-db8---64").
+ */
 export function ownPoolName(identity: PoolIdentity, subnet: Cidr): string {
   const scope = identity.namespace === undefined ? 'global' : `ns.${identity.namespace}`;
-  return poolName(subnet, { networkName: `${CLAIMS_NETWORK}.${scope}.${identity.name}` });
+  return poolName(subnet, { networkName: `${CLAIMS_NETWORK}.${scope}.${identity.name.length}.${identity.name}` });
 }
 
 /**
@@ -83,6 +87,13 @@ export function claimSpaceOf(
     );
   const range = chosen.ref.range;
   const family = range.cidr.family;
+  const ofFamily = (field: string, found: Family | undefined): void => {
+    if (found !== undefined && found !== family)
+      throw new TypeError(`${field} is IPv${found}, but the network's range ${formatCidr(range.cidr)} is IPv${family}`);
+  };
+  ofFamily(`spec.gateway ${spec.gateway === undefined ? '' : formatIP(spec.gateway)}`, spec.gateway?.family);
+  ofFamily('spec.addresses', spec.addressFamily);
+  ofFamily('spec.excludedAddresses', spec.excludedFamily);
   let blocks = subtract([{ first: range.start, last: range.end }], range.exclude);
   if (range.gateway !== undefined) blocks = subtract(blocks, [single(range.gateway.value)]);
   if (spec.addresses !== undefined) {

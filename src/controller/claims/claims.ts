@@ -2,45 +2,31 @@
 // pool kinds (every replica keeps them warm; a kind whose CRD is not installed is an empty cache, looked for again
 // every minute), and a work queue the leader drains: a claim or a pool per key, plus a record pass that releases
 // the records of claims that are gone (a finalizer removed by hand) and unprotects their IPAddresses.
-import { formatIP } from '../../ip/address.ts';
+import { tryParseIP } from '../../ip/address.ts';
 import type { ApiClient } from '../../kube/api.ts';
 import type { Log } from '../../log/json-log.ts';
 import { recordOf } from '../../record.ts';
-import { claimHolder, holderKey, type ClaimHolder } from '../../store/claim-record.ts';
-import { PoolWriter } from '../../store/kubernetes/writer.ts';
+import { holderKey, type ClaimHolder } from '../../store/claim-record.ts';
 import type { PoolView } from '../pools/view.ts';
 import type { EventRecorder } from '../runtime/events.ts';
 import { Informer } from '../runtime/informer.ts';
 import { ourPoolRef, reconcileAddressClaim, type ClaimContext, type PoolRefOf } from './address-claims.ts';
-import { planClaimRelease } from './claim-plan.ts';
-import { ClaimHandler, recordedPool } from './handler.ts';
-import { CLAIMS_NETWORK } from './claim-space.ts';
-import { formatCidr } from '../../ip/cidr.ts';
+import { ClaimHandler } from './handler.ts';
 import {
   ADDRESSPOOLS,
-  deleteOne,
-  finalizerPatch,
   getOne,
   GLOBALADDRESSPOOLS,
   IPADDRESSCLAIMS,
   IPADDRESSES,
   metaOf,
-  patchOne,
   pathOf,
   PREFIXCLAIMS,
-  PROTECT_FINALIZER,
   type PoolKind,
 } from './objects.ts';
 import { claimsIn, poolCounts, protectPool, writePoolStatus } from './pool-status.ts';
 import { reconcilePrefixClaim } from './prefix-claims.ts';
+import { releaseGoneClaims } from './record-pass.ts';
 import { WorkQueue } from './work-queue.ts';
-import { tryParseIP } from '../../ip/address.ts';
-
-/**
- * A record whose claim is gone is released only this long after it was written: a reconcile that committed it for a
- * claim deleted meanwhile (its finalizer removed by hand) may still be making its IPAddress.
- */
-const RECORD_GRACE_MS = 15_000;
 
 interface ClaimView {
   readonly pool: PoolRefOf;
@@ -49,7 +35,6 @@ interface AddressView {
   readonly claim: string;
   readonly pool: PoolRefOf;
   readonly address: string;
-  readonly protected: boolean;
 }
 interface PoolObjectView {
   readonly deleting: boolean;
@@ -61,6 +46,8 @@ export interface ClaimsOptions {
   readonly pools: Informer<PoolView>;
   readonly events: EventRecorder;
   readonly log: Log;
+  /** Why Whereabouts runs in the cluster, or undefined (the warm-set verdict: runtime/warm-gate.ts). */
+  readonly whereabouts: () => string | undefined;
   /** The namespaces whose claims are served: all, or these (none when empty: nothing is watched). */
   readonly namespaces: 'all' | readonly string[];
   readonly workers?: number;
@@ -83,7 +70,14 @@ export class ClaimsController {
     this.#api = api;
     this.#o = options;
     const handler = new ClaimHandler(api, { log: options.log, leading: options.leading });
-    this.#ctx = { api, handler, events: options.events, log: options.log, resting: new Map() };
+    this.#ctx = {
+      api,
+      handler,
+      events: options.events,
+      log: options.log,
+      resting: new Map(),
+      whereabouts: options.whereabouts,
+    };
     this.#queue = new WorkQueue((key) => this.#reconcile(key), { workers: options.workers ?? 4, log: options.log });
     const log = options.log;
     const served = (object: unknown): boolean =>
@@ -122,7 +116,6 @@ export class ClaimsController {
           claim: text(recordOf(spec['claimRef'])['name']),
           pool,
           address: text(spec['address']),
-          protected: metaOf(object).finalizers.includes(PROTECT_FINALIZER),
         };
       },
       log,
@@ -252,75 +245,20 @@ export class ClaimsController {
     return lookup.kind;
   }
 
-  /**
-   * Records of claims that are gone (their finalizer was removed by hand, or they were deleted between a commit and
-   * the next step) go back to their pools; IPAddresses of claims that are gone lose their protection.
-   */
+  /** The record pass (record-pass.ts) on the caches. */
   async #recordPass(): Promise<string> {
-    const now = Date.now();
-    const writer = new PoolWriter(this.#api);
-    let released = 0;
-    for (const pool of this.#o.pools.items.values()) {
-      if (pool.range === undefined) continue;
-      const suspects = new Map<string, ClaimHolder>();
-      for (const [address, record] of pool.allocations) {
-        const holder = claimHolder(record);
-        if (holder === undefined || this.#cached(holder)) continue;
-        const at = pool.allocatedAt.get(address);
-        if (at !== undefined && now - at < RECORD_GRACE_MS) continue;
-        suspects.set(`${holder.kind}|${holderKey(holder)}`, holder);
-      }
-      for (const holder of suspects.values()) {
-        if (!this.#o.leading() || (await this.#claimExists(holder))) continue;
-        // An own-addresses pool's reservations carry CLAIMS_NETWORK; a network's are left to the reservation pass,
-        // which deletes them once no pool holds their address.
-        const own = pool.name.startsWith(`${CLAIMS_NETWORK}.`);
-        const ref = recordedPool(pool.name, formatCidr(pool.range), own ? CLAIMS_NETWORK : '');
-        if (ref === undefined) continue;
-        const gone = own
-          ? await this.#ctx.handler.releaseAddress(ref, holder)
-          : await writer.commit(ref, planClaimRelease(holder), {
-              budgetMs: 10_000,
-              log: this.#o.log,
-              beforeWrite: () => {
-                if (!this.#o.leading()) throw new Error('lost the lease: no more writes');
-              },
-            });
-        for (const value of gone) {
-          released++;
-          this.#o.log.info(
-            `released ${formatIP({ family: pool.range.family, value })} of ${holder.kind} ${holderKey(holder)} from IPPool ${pool.name}: claim gone`,
-          );
-        }
-      }
-    }
-    for (const [key, view] of this.addresses.items) {
-      if (!view.protected || this.claims.items.has(`${splitKey(key)[0]}/${view.claim}`)) continue;
-      const [namespace, name] = splitKey(key);
-      if (await this.#claimExists({ kind: 'IPAddressClaim', namespace, name: view.claim })) continue;
-      const object = await getOne(this.#api, IPADDRESSES, namespace, name);
-      if (object === undefined) continue;
-      const meta = metaOf(object);
-      const patch = finalizerPatch(meta, PROTECT_FINALIZER, false);
-      if (patch !== undefined)
-        await patchOne(this.#api, IPADDRESSES, meta, patch, { resourceVersion: meta.resourceVersion });
-      if (!meta.deleting) {
-        const fresh = await getOne(this.#api, IPADDRESSES, namespace, name);
-        if (fresh !== undefined) await deleteOne(this.#api, IPADDRESSES, metaOf(fresh));
-      }
-      this.#o.log.info(`deleted IPAddress ${key}: its IPAddressClaim is gone`);
-    }
+    const released = await releaseGoneClaims(this.#ctx, {
+      pools: this.#o.pools.items.values(),
+      addresses: this.addresses.items,
+      cached: (holder) => this.#cached(holder),
+      leading: this.#o.leading,
+    });
     return released > 0 ? 'released' : 'clean';
   }
 
   #cached(holder: ClaimHolder): boolean {
     const cache = holder.kind === 'IPAddressClaim' ? this.claims : this.prefixClaims;
     return cache.items.has(holderKey(holder));
-  }
-
-  async #claimExists(holder: ClaimHolder): Promise<boolean> {
-    const resource = holder.kind === 'IPAddressClaim' ? IPADDRESSCLAIMS : PREFIXCLAIMS;
-    return (await getOne(this.#api, resource, holder.namespace, holder.name)) !== undefined;
   }
 }
 

@@ -77,7 +77,7 @@ export class ClaimHandler {
   ensureAddress(
     space: ClaimSpace,
     holder: ClaimHolder,
-    options: { readonly wanted?: bigint; readonly resting?: ReadonlySet<bigint> } = {},
+    options: { readonly wanted?: bigint; readonly resting?: ReadonlySet<bigint>; readonly claimable?: boolean } = {},
   ): Promise<AddressOutcome> {
     const plan = planAddressClaim(space, holder, { createdAt: now(), ...options });
     return this.#writer.claim(space.pool, plan, this.#commitOptions(space.reservations));

@@ -33,6 +33,9 @@ export interface OwnAddressesSpec extends PoolSpecBase {
 
 export interface NetworkSpec extends PoolSpecBase {
   readonly mode: 'network';
+  /** The families of spec.addresses and spec.excludedAddresses, checked against the network's range. */
+  readonly addressFamily?: Family;
+  readonly excludedFamily?: Family;
   readonly nad: NadRef;
   /** Which of the NAD's ranges (absent: its first). */
   readonly range?: Cidr;
@@ -76,6 +79,8 @@ export function parsePoolSpec(spec: unknown, namespace: string | undefined): Add
       nad: { namespace: nadNamespace, name },
       ...(range === undefined ? {} : { range }),
       ...(listed === undefined ? {} : { addresses: listed }),
+      ...familyField('addressFamily', s['addresses']),
+      ...familyField('excludedFamily', s['excludedAddresses']),
       excluded,
       ...(gateway === undefined ? {} : { gateway }),
       reuseGraceMs,
@@ -127,6 +132,11 @@ function blocksOf(value: unknown, field: string): Block[] {
     return parsed.block;
   });
   return mergeBlocks(blocks);
+}
+
+/** `{ [key]: family }` of a list already checked by blocksOf (empty when the list is). */
+function familyField(key: 'addressFamily' | 'excludedFamily', entries: unknown): Partial<Record<typeof key, Family>> {
+  return Array.isArray(entries) && entries.length > 0 ? { [key]: familyOf(entries) } : {};
 }
 
 function familyOf(entries: readonly unknown[]): Family {

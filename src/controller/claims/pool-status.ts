@@ -3,7 +3,7 @@
 // not among the pool's addresses any more (an edit that shrank the pool): those are never taken back, they are
 // reported (a condition and an Event). A pool being deleted keeps its finalizer while any claim still holds an
 // address or block of it.
-import { formatIP } from '../../ip/address.ts';
+import { bitsOf, formatIP } from '../../ip/address.ts';
 import type { Block } from '../../ip/block.ts';
 import type { ApiClient } from '../../kube/api.ts';
 import { recordOf } from '../../record.ts';
@@ -37,27 +37,35 @@ export interface PoolCounts {
 export function poolCounts(
   space: ClaimSpace,
   ippool: PoolView | undefined,
-  claimed: ReadonlyArray<{ readonly claim: string; readonly address: bigint }>,
+  claimed: ReadonlyArray<{ readonly claim: string; readonly address: bigint; readonly last?: bigint }>,
 ): PoolCounts {
   let used = 0n;
   if (ippool !== undefined) {
     for (const held of heldBlocks(ippool.allocations, space.family))
       for (const block of space.blocks) used += overlap(held, block);
   }
-  const inPool = (value: bigint): boolean => space.blocks.some((b) => value >= b.first && value <= b.last);
+  // A prefix claim's whole block must lie in one of the pool's blocks, not only its first address.
+  const inPool = (first: bigint, last: bigint): boolean => space.blocks.some((b) => first >= b.first && last <= b.last);
   const outOfRange = claimed
-    .filter((c) => !inPool(c.address))
+    .filter((c) => !inPool(c.address, c.last ?? c.address))
     .map((c) => `${c.claim} (${formatIP({ family: space.family, value: c.address })})`);
   const free = space.total - used;
   return { total: space.total, used, free: free < 0n ? 0n : free, outOfRange };
 }
 
-/** The claims recorded in the IPPool as holding an address or block (for pools whose IPPool only claims write). */
-export function claimsIn(ippool: PoolView | undefined): Array<{ claim: string; address: bigint }> {
-  const out: Array<{ claim: string; address: bigint }> = [];
+/**
+ * The claims recorded in the IPPool as holding an address or block (`last`: a block's last address), for pools whose
+ * IPPool only claims write.
+ */
+export function claimsIn(ippool: PoolView | undefined): Array<{ claim: string; address: bigint; last: bigint }> {
+  const out: Array<{ claim: string; address: bigint; last: bigint }> = [];
+  const family = ippool?.range?.family ?? 4;
   for (const [address, record] of ippool?.allocations ?? []) {
     const holder = claimHolder(record);
-    if (holder !== undefined) out.push({ claim: `${holder.kind} ${holder.namespace}/${holder.name}`, address });
+    if (holder === undefined) continue;
+    const size =
+      holder.prefixLength === undefined ? 1n : 1n << BigInt(Math.max(0, bitsOf(family) - holder.prefixLength));
+    out.push({ claim: `${holder.kind} ${holder.namespace}/${holder.name}`, address, last: address + size - 1n });
   }
   return out;
 }

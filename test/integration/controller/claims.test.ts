@@ -124,7 +124,7 @@ describe('Cluster API IPAddressClaims and PrefixClaims on hereabouts pools', () 
     }
     assert.deepEqual([...seen].sort(), ['10.70.0.10', '10.70.0.11', '10.70.0.12']);
     // Recorded in the pool's own IPPool and reserved cluster-wide, by the claim's name.
-    const ippoolName = `hereabouts-claims.ns.${ns.name}.own-10.70.0.0-24`;
+    const ippoolName = `hereabouts-claims.ns.${ns.name}.3.own-10.70.0.0-24`;
     const allocations = await ippool(ippoolName);
     assert.deepEqual(Object.keys(allocations ?? {}).sort(), ['10', '11', '12']);
     assert.equal(rec(allocations?.['10'])['podref'], '');
@@ -285,7 +285,7 @@ describe('Cluster API IPAddressClaims and PrefixClaims on hereabouts pools', () 
     );
     await del(CAPI, 'ipaddressclaims', 'manual');
     // The record stays through its grace (15 s from its write), then goes; the IPAddress loses its protection.
-    const ippoolName = `hereabouts-claims.ns.${ns.name}.manual-10.74.0.0-24`;
+    const ippoolName = `hereabouts-claims.ns.${ns.name}.6.manual-10.74.0.0-24`;
     assert.ok(
       await eventually(async () => Object.keys((await ippool(ippoolName)) ?? {}).length === 0, 90_000),
       controller.log().slice(-3000),
