@@ -29,6 +29,7 @@ import { makeLegacy } from './legacy.ts';
 import { stallHoldingLock } from './lock-view.ts';
 import { Networks } from './networks.ts';
 import { errorLine, Processes } from './processes.ts';
+import { ClaimsModel } from './claims.ts';
 import { NETS, type Binary, type DisruptionReason, type NetId, type Step } from './steps.ts';
 import { advanceClock } from './virtual-clock.ts';
 import { whereaboutsReconcile } from './whereabouts-reconciler.ts';
@@ -109,6 +110,8 @@ export class Cluster {
   readonly #interleaving = new Interleaving();
   readonly #processes: Processes;
   readonly #attach: AttachContext;
+  /** IPAddressClaims and PrefixClaims (claims.ts). */
+  readonly claims: ClaimsModel;
   #seq = 0;
 
   constructor(options: ClusterOptions) {
@@ -136,6 +139,7 @@ export class Cluster {
       counts: options.counts,
       hooks: () => this.#interleaving.hooks(),
     });
+    this.claims = new ClaimsModel(options.api, this.#processes, options.counts);
     this.#attach = {
       api: options.api,
       processes: this.#processes,
@@ -196,6 +200,7 @@ export class Cluster {
   async setup(initialNodes: readonly string[]): Promise<void> {
     await this.#renewWarmGate(this.api);
     for (const net of Object.values(NETS)) await this.networks.create(net.id);
+    await this.claims.setup();
     for (const node of initialNodes) await this.run({ op: 'node-join', node, wipe: true });
     await this.pass(NO_FAULTS, []);
   }
@@ -317,6 +322,11 @@ export class Cluster {
         await this.#write('PATCH', path, { spec }, 'application/merge-patch+json');
         return `node_slice_size /${step.size}`;
       }
+      case 'claim-create':
+      case 'claim-reconcile':
+      case 'claim-delete':
+      case 'claim-unfinalize':
+        return this.claims.run(step);
       case 'nad-delete':
         return this.networks.delete(step.net);
       case 'nad-create':
@@ -542,6 +552,9 @@ export class Cluster {
     const api = this.#processes.faulty(faults);
     try {
       await this.#renewWarmGate(this.#o.api);
+      // The claims' record pass first (it runs on its own queue in the controller), on the pools listed now: the
+      // reservations of what it releases are then judged by this pass's cleanup.
+      await this.claims.recordPass(api, this.#o.api);
       const caches = await this.#informers.refresh(this.#o.api, new Set(stale));
       const result = await controllerPass(api, caches, this.#flags, this.#slices, this.#firstMissing);
       return `released ${result.released}, reservations deleted ${result.reservationsDeleted}`;
@@ -568,6 +581,7 @@ export class Cluster {
     await this.#processes.settleAgents(0);
     advanceClock(2 * 3600_000);
     this.epoch++;
+    await this.claims.quiesce();
     await this.pass(NO_FAULTS, []);
     return problems;
   }

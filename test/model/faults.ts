@@ -32,6 +32,8 @@ export interface FaultCounts {
   byKind: Record<string, number>;
   /** Sequences whose nodes ran node agents with warm sets, and what their agents did. */
   warm: { sequences: number; handedOut: number; released: number; groupWrites: number; agentsKilled: number };
+  /** Claims' reconciles (claims.ts) and how they ended: an address or block held, one given back. */
+  claims: { reconciles: number; ready: number; released: number };
 }
 
 export function newFaultCounts(): FaultCounts {
@@ -40,6 +42,7 @@ export function newFaultCounts(): FaultCounts {
     kills: 0,
     byKind: {},
     warm: { sequences: 0, handedOut: 0, released: 0, groupWrites: 0, agentsKilled: 0 },
+    claims: { reconciles: 0, ready: 0, released: 0 },
   };
 }
 

@@ -5,6 +5,7 @@ import { RESOURCES } from './controller-pass.ts';
 import type { Cluster, PodModel } from './cluster.ts';
 import type { FaultSpec } from './faults.ts';
 import type { Prng } from './prng.ts';
+import { CLAIMS } from './claims.ts';
 import { DISRUPTION_REASONS, type NetId, type Step, type Trigger } from './steps.ts';
 
 export const NODES = ['n1', 'n2', 'n3', 'n4'] as const;
@@ -27,6 +28,7 @@ export const FEATURES = [
   'interleave',
   'pidns',
   'warm',
+  'claims',
 ] as const;
 export type Feature = (typeof FEATURES)[number];
 
@@ -177,7 +179,7 @@ const parallel: Generator = (v) => {
   for (let i = 0, n = 2 + v.prng.int(2); i < n; i++) {
     const step = nested(v);
     if (step === undefined) continue;
-    const who = nodeOf(v.cluster, step) ?? 'controller';
+    const who = step.op === 'claim-reconcile' ? 'claims' : (nodeOf(v.cluster, step) ?? 'controller');
     if (used.has(who)) continue;
     used.add(who);
     steps.push(step);
@@ -188,6 +190,7 @@ const parallel: Generator = (v) => {
 /** A step that runs beside others: a node's ADD, DEL or GC, or a controller pass. */
 function nested(v: View): Step | undefined {
   const r = v.prng.next();
+  if (r < 0.12 && on(v, 'claims')) return claimReconcile(v);
   if (r < 0.4) return add(v);
   if (r < 0.65) return del(v);
   if (r < 0.85) return freshController(v);
@@ -201,31 +204,35 @@ const interleave: Generator = (v) => {
   const { prng } = v;
   const r = prng.next();
   const main =
-    r < 0.55
-      ? add(v)
-      : r < 0.75
-        ? del(v)
-        : r < 0.9
-          ? freshController(v)
-          : r < 0.95 || !on(v, 'whereabouts')
-            ? gc(v)
-            : wbReconcile(v);
+    r < 0.08 && on(v, 'claims')
+      ? claimReconcile(v)
+      : r < 0.55
+        ? add(v)
+        : r < 0.75
+          ? del(v)
+          : r < 0.9
+            ? freshController(v)
+            : r < 0.95 || !on(v, 'whereabouts')
+              ? gc(v)
+              : wbReconcile(v);
   if (main === undefined) return undefined;
   const q = prng.next();
   const other: Step | undefined =
-    q < 0.3
-      ? freshController(v)
-      : q < 0.5
-        ? on(v, 'whereabouts')
-          ? wbReconcile(v)
-          : undefined
-        : q < 0.8
-          ? add(v)
-          : q < 0.92
-            ? del(v)
-            : on(v, 'networks')
-              ? prng.pick<Step>([{ op: 'nsp-delete' }, { op: 'nad-delete', net: 'S' }])
-              : undefined;
+    q < 0.1 && on(v, 'claims')
+      ? claimReconcile(v)
+      : q < 0.3
+        ? freshController(v)
+        : q < 0.5
+          ? on(v, 'whereabouts')
+            ? wbReconcile(v)
+            : undefined
+          : q < 0.8
+            ? add(v)
+            : q < 0.92
+              ? del(v)
+              : on(v, 'networks')
+                ? prng.pick<Step>([{ op: 'nsp-delete' }, { op: 'nad-delete', net: 'S' }])
+                : undefined;
   if (other === undefined) return undefined;
   const mainNode = nodeOf(v.cluster, main);
   if (mainNode !== undefined && nodeOf(v.cluster, other) === mainNode) return undefined;
@@ -319,6 +326,23 @@ const legacy: Generator = ({ prng, live }) => {
   return attachedPods.length === 0 ? undefined : { op: 'legacy', pod: prng.pick(attachedPods).name };
 };
 
+/** A claim's life, mostly reconciles (each one a controller process with faults and kills). */
+const claim: Generator = ({ prng, o, cluster }) => {
+  const live = CLAIMS.filter((c) => cluster.claims.live.has(c));
+  const absent = CLAIMS.filter((c) => !cluster.claims.live.has(c));
+  if (absent.length > 0 && (live.length === 0 || prng.chance(0.3)))
+    return { op: 'claim-create', claim: prng.pick(absent), length: prng.pick([28, 29, 30]) };
+  const name = prng.pick(live);
+  if (prng.chance(0.6)) return { op: 'claim-reconcile', claim: name, faults: faults(prng, o) };
+  return prng.chance(0.75) ? { op: 'claim-delete', claim: name } : { op: 'claim-unfinalize', claim: name };
+};
+
+/** A claim's reconcile, as the controller's claims queue runs it beside everything else. */
+const claimReconcile: Generator = ({ prng, o, cluster }) => {
+  const live = CLAIMS.filter((c) => cluster.claims.live.has(c));
+  return live.length === 0 ? undefined : { op: 'claim-reconcile', claim: prng.pick(live), faults: faults(prng, o) };
+};
+
 const TABLE: ReadonlyArray<readonly [number, Generator, Feature?]> = [
   [0.22, add],
   [0.11, del],
@@ -344,6 +368,7 @@ const TABLE: ReadonlyArray<readonly [number, Generator, Feature?]> = [
   [0.005, () => ({ op: 'nsp-delete' }), 'networks'],
   [0.008, tenant, 'tenant'],
   [0.01, legacy, 'legacy'],
+  [0.1, claim, 'claims'],
 ];
 
 export function generateStep(prng: Prng, cluster: Cluster, o: GenerateOptions): Step {

@@ -16,6 +16,8 @@ import { parseIP } from '../../src/ip/address.ts';
 import type { HandOut } from '../../src/store/kubernetes/warm/journal.ts';
 import type { AllocationRecord } from '../../src/store/store.ts';
 import { warmHolder } from '../../src/store/warm-record.ts';
+import { claimHolder } from '../../src/store/claim-record.ts';
+import { CLAIMS_NETWORK } from '../../src/config/parse.ts';
 import { crashKey, attached, windowKey, type Attachment } from './attach.ts';
 import type { Cluster, PodModel } from './cluster.ts';
 import { checkSliceSpace } from './slice-invariants.ts';
@@ -23,7 +25,8 @@ import { readState, type Held } from './state.ts';
 import { NETS } from './steps.ts';
 
 export interface Violation {
-  readonly invariant: 'duplicate' | 'reservation' | 'lost-address' | 'leak' | 'kubelet' | 'slice' | 'lock' | 'slicing';
+  readonly invariant:
+    'duplicate' | 'reservation' | 'lost-address' | 'leak' | 'kubelet' | 'slice' | 'lock' | 'slicing' | 'claim';
   readonly message: string;
 }
 
@@ -136,6 +139,7 @@ export async function checkStep(cluster: Cluster): Promise<Violation[]> {
     }
   }
   out.push(...(await checkSliceSpace(cluster, held)));
+  out.push(...(await cluster.claims.check('step')));
   return out;
 }
 
@@ -144,6 +148,8 @@ export async function checkLeaks(cluster: Cluster): Promise<Violation[]> {
   const { held, reservations } = await readState(cluster);
   const out: Violation[] = [];
   for (const h of held) {
+    // A claim's record is the claims model's to judge (claims.ts).
+    if (claimHolder(recordOfHeld(h)) !== undefined) continue;
     // A warm record is its node's while the node exists (the controller releases the others: node-gone).
     const holder = warmHolder(recordOfHeld(h));
     if (holder !== undefined) {
@@ -180,6 +186,8 @@ export async function checkLeaks(cluster: Cluster): Promise<Violation[]> {
     });
   }
   for (const [name, podRef] of reservations) {
+    // An AddressPool's own reservations: released with their records (claims.ts judges what the records hold).
+    if (name.startsWith(`${CLAIMS_NETWORK}-`)) continue;
     const record = held.find(
       (h) => h.ip === name && h.net !== undefined && NETS[h.net].overlapping && h.podRef === podRef,
     );
@@ -189,5 +197,6 @@ export async function checkLeaks(cluster: Cluster): Promise<Violation[]> {
         message: `reservation ${name} of ${podRef} survived a controller pass without its allocation`,
       });
   }
+  out.push(...(await cluster.claims.check('quiesce')));
   return out;
 }

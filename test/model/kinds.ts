@@ -24,6 +24,11 @@ const SHAPES = new RegExp(
     'does not exist after a controller pass',
     'slices \\S+ by',
     'has no slice of',
+    'no record of that claim holds',
+    'is named by \\d+ IPAddresses',
+    'overlaps',
+    'which no record of it holds',
+    'although its claim is gone',
   ].join('|'),
 );
 
@@ -71,6 +76,12 @@ export function featuresOf(steps: readonly Step[]): string {
         return;
       case 'legacy':
         found.add('legacy');
+        return;
+      case 'claim-create':
+      case 'claim-reconcile':
+      case 'claim-delete':
+      case 'claim-unfinalize':
+        found.add('claims');
         return;
       case 'tenant-nad':
         found.add('tenant');

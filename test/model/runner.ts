@@ -218,7 +218,7 @@ export function formatTotals(t: Totals, ms: number): string {
   const kinds = Object.entries(t.faults.byKind)
     .map(([k, v]) => `${k} ${v}`)
     .join(', ');
-  return `model totals: ${t.sequences} sequences, ${t.steps} steps, ${t.checks} invariant checks, ${t.faults.injected} faults injected (${kinds}), ${t.faults.kills} process kills, ${w.sequences} sequences with node agents (warm sets: ${w.handedOut} ADDs and ${w.released} DELs answered from them, ${w.groupWrites} grouped writes, ${w.agentsKilled} agents killed), ${t.shrinkRuns} shrink replays, ${t.failures.length} distinct failures, ${(ms / 1000).toFixed(1)} s (${((ms - t.shrinkMs) / 1000).toFixed(1)} s of sequences)`;
+  return `model totals: ${t.sequences} sequences, ${t.steps} steps, ${t.checks} invariant checks, ${t.faults.injected} faults injected (${kinds}), ${t.faults.kills} process kills, ${w.sequences} sequences with node agents (warm sets: ${w.handedOut} ADDs and ${w.released} DELs answered from them, ${w.groupWrites} grouped writes, ${w.agentsKilled} agents killed), ${t.faults.claims.reconciles} claim reconciles (${t.faults.claims.ready} held an address or block, ${t.faults.claims.released} released one), ${t.shrinkRuns} shrink replays, ${t.failures.length} distinct failures, ${(ms / 1000).toFixed(1)} s (${((ms - t.shrinkMs) / 1000).toFixed(1)} s of sequences)`;
 }
 
 export { NODES };

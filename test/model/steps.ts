@@ -1,5 +1,6 @@
 // The operations of a model run, as plain data: a failing sequence prints as JSON and replays from it.
 import type { Resource } from './controller-pass.ts';
+import type { ClaimStep } from './claims.ts';
 import type { FaultSpec } from './faults.ts';
 
 export type NetId = 'A' | 'B' | 'C' | 'S';
@@ -118,7 +119,9 @@ export type Step =
   /** The pod's current records and reservations read as an older Whereabouts (< 0.7) wrote them: no ifname. */
   | { readonly op: 'legacy'; readonly pod: string }
   /** `other` runs inside `main`, right before main's request that `at` names. */
-  | { readonly op: 'interleave'; readonly main: Step; readonly at: Trigger; readonly other: Step };
+  | { readonly op: 'interleave'; readonly main: Step; readonly at: Trigger; readonly other: Step }
+  /** Claims beyond pods (claims.ts). */
+  | ClaimStep;
 
 export function describeStep(step: Step): string {
   const f = (spec: FaultSpec): string =>
@@ -141,6 +144,8 @@ export function describeStep(step: Step): string {
     }
     case 'wb-reconcile':
       return `Whereabouts reconciler run${f(step.faults)}`;
+    case 'claim-reconcile':
+      return `reconcile claim ${step.claim}${f(step.faults)}`;
     case 'interleave':
       return `${describeStep(step.main)}, and right before its ${ordinal(step.at.nth)} ${step.at.on}: ${describeStep(step.other)}`;
     default:
