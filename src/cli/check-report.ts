@@ -5,9 +5,22 @@ import { formatIP } from '../ip/address.ts';
 import { heldAddresses } from '../controller/orphans/cleanup-pass.ts';
 import { missingReservations } from '../controller/reservations/repair.ts';
 import { lastTakenMs } from '../controller/reservations/orphaned.ts';
-import { columns, podOf, reservationState, type Inventory } from './inventory.ts';
+import {
+  CLAIM_RECORD_GRACE_MS,
+  claimBlock,
+  claimState,
+  columns,
+  describeClaim,
+  podOf,
+  reservationNetworkOf,
+  reservationState,
+  type ClaimKind,
+  type Inventory,
+} from './inventory.ts';
 import { allocationVerdict, type Judging } from './orphans-report.ts';
 import { warmHolder } from '../store/warm-record.ts';
+import { claimHolder } from '../store/claim-record.ts';
+import { formatCidr } from '../ip/cidr.ts';
 
 export const PROBLEM_KINDS = [
   'unreadable-pool',
@@ -19,6 +32,8 @@ export const PROBLEM_KINDS = [
   'reservation-without-allocation',
   'warm-of-gone-node',
   'pods-not-listed',
+  'claim-gone',
+  'claims-not-listed',
 ] as const;
 export type ProblemKind = (typeof PROBLEM_KINDS)[number];
 
@@ -31,6 +46,8 @@ export interface Problem {
   readonly podRef?: string;
   /** For an orphan: the controller's reason (pod-gone, pod-recreated, ...). */
   readonly reason?: string;
+  /** For a claim record (DESIGN §12): the claim named, "IPAddressClaim ns/name" or "PrefixClaim ns/name". */
+  readonly claim?: string;
 }
 
 export interface CheckReport {
@@ -47,6 +64,7 @@ export function checkReport(inv: Inventory, judging: Judging): CheckReport {
   if (inv.pods === undefined)
     problems.push({ kind: 'pods-not-listed', message: 'pods cannot be listed: orphans and nodes are not checked' });
   const byNetwork = new Map<string, string[]>(); // "<network>|<address>" -> pools holding it
+  const unlisted = new Map<ClaimKind, number>(); // claim records whose kind could not be listed
   for (const pool of inv.pools) {
     const { view } = pool;
     for (const problem of view.problems) problems.push({ kind: 'unreadable-pool', pool: view.name, message: problem });
@@ -57,8 +75,11 @@ export function checkReport(inv: Inventory, judging: Judging): CheckReport {
       const ip = { family: range.family, value: address };
       const text = formatIP(ip);
       const at = { pool: view.name, address: text, ...(record.podRef === '' ? {} : { podRef: record.podRef }) };
-      if (pool.network !== undefined) {
-        const key = `${pool.network}|${text}`;
+      // Pools whose records share reservations may never hold one address twice (a claims pool's reservations
+      // carry hereabouts-claims, whatever the pool).
+      const network = reservationNetworkOf(pool);
+      if (network !== undefined) {
+        const key = `${network}|${text}`;
         byNetwork.set(key, [...(byNetwork.get(key) ?? []), view.name]);
       }
       const node = record.node ?? podOf(inv, record)?.node;
@@ -86,6 +107,25 @@ export function checkReport(inv: Inventory, judging: Judging): CheckReport {
           message: `${text} in IPPool ${view.name} is held warm by the node agent of ${warmNode}, a node that no longer exists: the controller releases it`,
         });
       }
+      // A claim's record is no pod's: its claim's existence is what keeps it (the controller's record pass releases it
+      // once the claim is gone, RECORD_GRACE_MS after it was written).
+      const holder = claimHolder(record);
+      if (holder !== undefined) {
+        const state = claimState(inv, holder);
+        const writtenAt = view.allocatedAt.get(address);
+        const young = writtenAt !== undefined && inv.nowMs - writtenAt < CLAIM_RECORD_GRACE_MS;
+        if (state === 'unknown') unlisted.set(holder.kind, (unlisted.get(holder.kind) ?? 0) + 1);
+        else if (state === 'gone' && !young) {
+          const block = claimBlock(holder, range.family, address);
+          const claim = describeClaim(holder);
+          problems.push({
+            kind: 'claim-gone',
+            ...at,
+            claim,
+            message: `${block === undefined ? text : `the block ${formatCidr(block)}`} in IPPool ${view.name} is held by ${claim}, which no longer exists: the controller releases it`,
+          });
+        }
+      }
       const reservation = reservationState(inv, pool, ip, record);
       if (reservation.state === 'other-attachment' && reservation.reservation !== undefined) {
         problems.push({
@@ -96,6 +136,12 @@ export function checkReport(inv: Inventory, judging: Judging): CheckReport {
         });
       }
     }
+  }
+  for (const [kind, count] of unlisted) {
+    problems.push({
+      kind: 'claims-not-listed',
+      message: `${kind}s cannot be listed: ${count} record(s) held by ${kind}s are not checked against their claims`,
+    });
   }
   for (const [key, pools] of byNetwork) {
     if (pools.length < 2) continue;

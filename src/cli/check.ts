@@ -1,4 +1,4 @@
-// `hereabouts check`: a consistency report of pools, reservations, pods and node slices; exit 1 on any problem.
+// `hereabouts check`: a consistency report of pools, reservations, pods, node slices and claims; exit 1 on any problem.
 import { EXIT } from './command.ts';
 import { COMMON_HELP, toJson } from './connect.ts';
 import { checkReport, formatCheck, PROBLEM_KINDS } from './check-report.ts';
@@ -6,7 +6,8 @@ import { runJudgedCommand } from './judged-command.ts';
 import { POLICY_HELP } from './policy-flags.ts';
 
 const usage = `Usage: hereabouts check [flags]
-  Checks that pools, OverlappingRangeIPReservations, pods and node slices agree. Problems:
+  Checks that pools, OverlappingRangeIPReservations, pods, node slices and the claims (Cluster API IPAddressClaims,
+  PrefixClaims) pool records name agree. Problems:
   ${PROBLEM_KINDS.join(', ')}.
   Exit 0 when consistent, 1 on any problem.
 ${POLICY_HELP}${COMMON_HELP}`;

@@ -1,8 +1,12 @@
 // What the operator commands judge: the IPPools, reservations and NodeSlicePools of one namespace and the pods they
 // name, as listed at one instant, with each pool's network (the `network_name` prefix of its object names) and, for
-// a node-slice pool, its node. Pure: the reads are in inventory-read.ts.
-import type { IPAddress } from '../ip/address.ts';
-import { contains } from '../ip/cidr.ts';
+// a node-slice pool, its node, and the claims (DESIGN §12) its records name. Pure: the reads are in
+// inventory-read.ts.
+import { bitsOf, type Family, type IPAddress } from '../ip/address.ts';
+import { contains, type Cidr } from '../ip/cidr.ts';
+import { CLAIMS_NETWORK } from '../config/parse.ts';
+import { CLUSTER_NAME_LABEL, metaOf } from '../controller/claims/objects.ts';
+import { claimHolder, holderKey, type ClaimHolder } from '../store/claim-record.ts';
 import type { PodView } from '../controller/orphans/pod-view.ts';
 import { poolIdentity as identity, sliceOwners } from '../controller/pools/identity.ts';
 import { poolView, type PoolView } from '../controller/pools/view.ts';
@@ -34,6 +38,42 @@ export interface PoolInfo {
   readonly node?: string;
 }
 
+export type ClaimKind = ClaimHolder['kind'];
+
+/** What an IPAddress says (the one of an IPAddressClaim's name, in its namespace). */
+export interface IPAddressInfo {
+  readonly name: string;
+  readonly address: string;
+  readonly prefix?: number;
+  readonly gateway?: string;
+  /** spec.claimRef.name. */
+  readonly claim?: string;
+}
+
+/** A claim object of DESIGN §12, as read. */
+export interface ClaimInfo {
+  /** It has a deletionTimestamp: its finalizer releases the record first, then lets it go. */
+  readonly deleting: boolean;
+  /** An IPAddressClaim's Cluster: spec.clusterName, else its cluster.x-k8s.io/cluster-name label. */
+  readonly cluster?: string;
+  /** An IPAddressClaim's IPAddress (same name): null when there is none; absent when not read. */
+  readonly ipAddress?: IPAddressInfo | null;
+  /** Read, and there is no such claim (kept for its IPAddress, which may outlive it). */
+  readonly gone?: true;
+}
+
+/** The claims of each kind by "namespace/name"; a kind absent was not read (not asked for, or not allowed). */
+export type Claims = Partial<Record<ClaimKind, ReadonlyMap<string, ClaimInfo>>>;
+
+/**
+ * present, deleting (its finalizer is releasing it), gone (the controller's record pass releases its record), or
+ * unknown (the claims of its kind were not read).
+ */
+export type ClaimState = 'present' | 'deleting' | 'gone' | 'unknown';
+
+/** The controller's record pass releases a gone claim's record only this long after it was written. */
+export { RECORD_GRACE_MS as CLAIM_RECORD_GRACE_MS } from '../controller/claims/record-pass.ts';
+
 export interface ReservationInfo extends ReservationView {
   readonly containerId: string;
   readonly ifname: string;
@@ -52,6 +92,8 @@ export interface Inventory {
   readonly networkNames: ReadonlySet<string>;
   /** The cluster's nodes by name; undefined when they were not listed (not asked for, or not allowed). */
   readonly nodes?: ReadonlySet<string>;
+  /** The claims the pools' records name (DESIGN §12); undefined when none were read. */
+  readonly claims?: Claims;
 }
 
 export interface Listed {
@@ -63,6 +105,7 @@ export interface Listed {
   readonly pods: Pods;
   readonly nadNetworkNames: readonly string[];
   readonly nodes?: readonly string[] | undefined;
+  readonly claims?: Claims | undefined;
 }
 
 const str = (v: unknown): string => (typeof v === 'string' ? v : '');
@@ -77,7 +120,11 @@ export function buildInventory(listed: Listed): Inventory {
   }
   pools.sort((a, b) => a.view.name.localeCompare(b.view.name));
   const networkNames = new Set(listed.nadNetworkNames);
-  for (const p of pools) if (p.network !== undefined && p.network !== '') networkNames.add(p.network);
+  for (const p of pools) {
+    const network = reservationNetworkOf(p);
+    if (network !== undefined && network !== '') networkNames.add(network);
+    if (p.network !== undefined && p.network !== '') networkNames.add(p.network);
+  }
   const reservations = new Map<string, ReservationInfo>();
   for (const item of listed.reservations) {
     const spec = recordOf(recordOf(item)['spec']);
@@ -98,7 +145,19 @@ export function buildInventory(listed: Listed): Inventory {
     pods: listed.pods,
     networkNames,
     ...(listed.nodes === undefined ? {} : { nodes: new Set(listed.nodes) }),
+    ...(listed.claims === undefined ? {} : { claims: listed.claims }),
   };
+}
+
+/**
+ * The network_name the reservations of a pool's addresses carry: its network's, except for the IPPool of a claims
+ * pool that lists its own addresses ("hereabouts-claims.<scope>.<pool>-<range>"), whose reservations all carry
+ * "hereabouts-claims" (so overlapping claims pools never hand out one address twice). Undefined when the pool's
+ * name follows no naming rule.
+ */
+export function reservationNetworkOf(pool: PoolInfo): string | undefined {
+  const network = pool.network;
+  return network?.startsWith(`${CLAIMS_NETWORK}.`) === true ? CLAIMS_NETWORK : network;
 }
 
 /** The pools whose range contains the address (of network `network` when given). */
@@ -110,10 +169,12 @@ export function poolsContaining(inv: Inventory, ip: IPAddress, network?: string)
 
 /** The name of the reservation an address of this pool has (undefined when the pool's network is unknown). */
 export function reservationNameFor(pool: PoolInfo, ip: IPAddress): string | undefined {
-  return pool.network === undefined ? undefined : reservationName(ip, pool.network === '' ? undefined : pool.network);
+  const network = reservationNetworkOf(pool);
+  return network === undefined ? undefined : reservationName(ip, network === '' ? undefined : network);
 }
 
-export type ReservationState = 'agrees' | 'other-attachment' | 'missing' | 'unknown';
+/** none: a PrefixClaim's block, which is never reserved (its pool has no other writer). */
+export type ReservationState = 'agrees' | 'other-attachment' | 'missing' | 'unknown' | 'none';
 
 /** Whether the address's reservation names the same pod (and container, when it records one) as the pool's record. */
 export function reservationState(
@@ -122,6 +183,7 @@ export function reservationState(
   ip: IPAddress,
   record: AllocationRecord,
 ): { name?: string; state: ReservationState; reservation?: ReservationInfo } {
+  if (claimHolder(record)?.kind === 'PrefixClaim') return { state: 'none' };
   const name = reservationNameFor(pool, ip);
   if (name === undefined) return { state: 'unknown' };
   const reservation = inv.reservations.get(name);
@@ -135,6 +197,82 @@ export function reservationState(
 /** The pod a record names, when pods were listed: undefined when it does not exist. */
 export function podOf(inv: Inventory, record: AllocationRecord): PodInfo | undefined {
   return inv.pods?.get(record.podRef);
+}
+
+/** A claim's object, as read from the API: spec.clusterName (else the Cluster API label) and its deletion. */
+export function claimInfo(object: unknown): ClaimInfo {
+  const meta = metaOf(object);
+  const clusterName = recordOf(recordOf(object)['spec'])['clusterName'];
+  const cluster = typeof clusterName === 'string' && clusterName !== '' ? clusterName : meta.labels[CLUSTER_NAME_LABEL];
+  return { deleting: meta.deleting, ...(cluster === undefined || cluster === '' ? {} : { cluster }) };
+}
+
+/** An IPAddress object, as read from the API. */
+export function ipAddressInfo(object: unknown): IPAddressInfo {
+  const spec = recordOf(recordOf(object)['spec']);
+  const claim = recordOf(spec['claimRef'])['name'];
+  return {
+    name: metaOf(object).name,
+    address: str(spec['address']),
+    ...(typeof spec['prefix'] === 'number' ? { prefix: spec['prefix'] } : {}),
+    ...(typeof spec['gateway'] === 'string' && spec['gateway'] !== '' ? { gateway: spec['gateway'] } : {}),
+    ...(typeof claim === 'string' ? { claim } : {}),
+  };
+}
+
+/** The claim, as read (undefined when its kind was not read, or it is gone and nothing of it was read). */
+export function claimOf(inv: Inventory, holder: ClaimHolder): ClaimInfo | undefined {
+  return inv.claims?.[holder.kind]?.get(holderKey(holder));
+}
+
+export function claimState(inv: Inventory, holder: ClaimHolder): ClaimState {
+  const known = inv.claims?.[holder.kind];
+  if (known === undefined) return 'unknown';
+  const info = known.get(holderKey(holder));
+  return info === undefined || info.gone === true ? 'gone' : info.deleting ? 'deleting' : 'present';
+}
+
+/** The kinds of claim the pools' records name. */
+export function claimKindsIn(pools: readonly PoolInfo[]): Set<ClaimKind> {
+  const kinds = new Set<ClaimKind>();
+  for (const pool of pools) {
+    for (const record of pool.view.allocations.values()) {
+      const holder = claimHolder(record);
+      if (holder !== undefined) kinds.add(holder.kind);
+    }
+  }
+  return kinds;
+}
+
+/** The block a PrefixClaim's record at `first` holds; undefined for any other holder. */
+export function claimBlock(holder: ClaimHolder, family: Family, first: bigint): Cidr | undefined {
+  if (holder.prefixLength === undefined) return undefined;
+  return { family, address: first, prefix: Math.min(holder.prefixLength, bitsOf(family)) };
+}
+
+/** "PrefixClaim ns/name 10.0.0.64/26", "IPAddressClaim ns/name": who holds a claim record. */
+export function describeClaim(holder: Pick<ClaimHolder, 'kind' | 'namespace' | 'name'>, block?: string): string {
+  return `${holder.kind} ${holder.namespace}/${holder.name}${block === undefined ? '' : ` ${block}`}`;
+}
+
+/**
+ * The record holding the address in the pool: its own, else the PrefixClaim record whose block contains it (the
+ * record sits at the block's first address). `at` is where the record sits.
+ */
+export function holdingRecord(
+  pool: PoolInfo,
+  ip: IPAddress,
+): { readonly at: bigint; readonly record: AllocationRecord } | undefined {
+  const own = pool.view.allocations.get(ip.value);
+  if (own !== undefined) return { at: ip.value, record: own };
+  for (const [at, record] of pool.view.allocations) {
+    if (at > ip.value) continue;
+    const holder = claimHolder(record);
+    if (holder?.prefixLength === undefined) continue;
+    const size = 1n << BigInt(Math.max(0, bitsOf(ip.family) - holder.prefixLength));
+    if (ip.value < at + size) return { at, record };
+  }
+  return undefined;
 }
 
 /** "3m", "2h5m", "4d": how long ago, for tables. */

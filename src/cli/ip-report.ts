@@ -1,8 +1,29 @@
 // `hereabouts ip`: who holds an address, from the inventory (pure). One entry per pool holding it (two pools of one
-// network holding it is a problem `check` reports), and the reservations of the address no pool holds it for.
-import { formatIP, type IPAddress } from '../ip/address.ts';
+// network holding it is a problem `check` reports), and the reservations of the address no pool holds it for. A
+// holder is a pod, a node agent (a warm record) or a claim (DESIGN §12): an IPAddressClaim, or a PrefixClaim whose
+// block contains the address.
+import { formatIP, tryParseIP, type IPAddress } from '../ip/address.ts';
+import { formatCidr } from '../ip/cidr.ts';
 import { reservationName } from '../config/names.ts';
-import { age, podOf, poolsContaining, reservationState, type Inventory, type ReservationState } from './inventory.ts';
+import { claimHolder } from '../store/claim-record.ts';
+import {
+  age,
+  CLAIM_RECORD_GRACE_MS,
+  inTime,
+  claimBlock,
+  claimOf,
+  claimState,
+  describeClaim,
+  holdingRecord,
+  podOf,
+  poolsContaining,
+  reservationState,
+  type ClaimKind,
+  type ClaimState,
+  type Inventory,
+  type IPAddressInfo,
+  type ReservationState,
+} from './inventory.ts';
 
 export interface PodState {
   /** The pod's phase, 'gone' (no such pod), 'recreated' (the name is another pod's now) or 'unknown' (not read). */
@@ -27,6 +48,25 @@ export interface Holder {
   /** When it was allocated (RFC 3339), when recorded (Whereabouts records no time). */
   readonly since?: string;
   readonly reservation: { readonly name: string | null; readonly state: ReservationState; readonly podRef?: string };
+  /** A claim record (DESIGN §12): the claim holding the address instead of a pod. */
+  readonly claim?: ClaimDetail;
+}
+
+export interface ClaimDetail {
+  readonly kind: ClaimKind;
+  readonly namespace: string;
+  readonly name: string;
+  /** A PrefixClaim's block, which contains the address (the record sits at its first address). */
+  readonly block?: string;
+  /** Where the record sits: the block's first address (the address itself for an IPAddressClaim). */
+  readonly recordedAt: string;
+  readonly state: ClaimState;
+  /** An IPAddressClaim's Cluster (spec.clusterName, else its cluster.x-k8s.io/cluster-name label). */
+  readonly cluster?: string;
+  /** An IPAddressClaim's IPAddress (same name): null when there is none; absent when not read. */
+  readonly ipAddress?: IPAddressInfo | null;
+  /** A claim that is gone: when the controller's record pass may release the record (RFC 3339), when recorded. */
+  readonly releasableAt?: string;
 }
 
 export interface StrayReservation {
@@ -61,13 +101,34 @@ export function ipReport(inv: Inventory, ip: IPAddress, network?: string): IpRep
   const holders: Holder[] = [];
   const accounted = new Set<string>();
   for (const pool of poolsContaining(inv, ip, network)) {
-    const record = pool.view.allocations.get(ip.value);
-    if (record === undefined) continue;
+    const held = holdingRecord(pool, ip);
+    if (held === undefined) continue;
+    const { record, at } = held;
     const reservation = reservationState(inv, pool, ip, record);
     if (reservation.name !== undefined) accounted.add(reservation.name);
     const pod = podState(inv, record.podRef, record.podUid);
     const node = record.node ?? podOf(inv, record)?.node;
-    const allocatedAt = pool.view.allocatedAt.get(ip.value);
+    const allocatedAt = pool.view.allocatedAt.get(at);
+    const holder = claimHolder(record);
+    let claim: ClaimDetail | undefined;
+    if (holder !== undefined) {
+      const block = claimBlock(holder, ip.family, at);
+      const info = claimOf(inv, holder);
+      const state = claimState(inv, holder);
+      claim = {
+        kind: holder.kind,
+        namespace: holder.namespace,
+        name: holder.name,
+        ...(block === undefined ? {} : { block: formatCidr(block) }),
+        recordedAt: formatIP({ family: ip.family, value: at }),
+        state,
+        ...(info?.cluster === undefined ? {} : { cluster: info.cluster }),
+        ...(info?.ipAddress === undefined ? {} : { ipAddress: info.ipAddress }),
+        ...(state === 'gone' && allocatedAt !== undefined
+          ? { releasableAt: new Date(allocatedAt + CLAIM_RECORD_GRACE_MS).toISOString() }
+          : {}),
+      };
+    }
     holders.push({
       network: pool.network ?? null,
       pool: pool.view.name,
@@ -84,6 +145,7 @@ export function ipReport(inv: Inventory, ip: IPAddress, network?: string): IpRep
         state: reservation.state,
         ...(reservation.reservation === undefined ? {} : { podRef: reservation.reservation.podRef }),
       },
+      ...(claim === undefined ? {} : { claim }),
     });
   }
   const reservations: StrayReservation[] = [];
@@ -105,7 +167,46 @@ const REASON: Record<ReservationState, string> = {
   'other-attachment': 'DISAGREES: names another attachment',
   missing: 'MISSING',
   unknown: 'unknown (the pool name follows no naming rule)',
+  none: "none (a PrefixClaim's block is not reserved: no other writer shares its pool)",
 };
+
+const CLAIM_STATE: Record<ClaimState, string> = {
+  present: 'exists',
+  deleting: 'being deleted: its finalizer releases the address first',
+  gone: 'GONE',
+  unknown: 'unknown (its kind could not be read)',
+};
+
+/** The lines that say which claim holds the address, in place of the pod's. */
+function claimLines(c: ClaimDetail, address: string, nowMs: number): Array<[string, string]> {
+  let state = CLAIM_STATE[c.state];
+  if (c.state === 'gone') {
+    const at = c.releasableAt === undefined ? undefined : Date.parse(c.releasableAt);
+    const first = c.ipAddress === null || c.ipAddress === undefined ? '' : ' deletes its IPAddress, then';
+    state += `: the controller's record pass${first} releases the ${c.block === undefined ? 'address' : 'block'}`;
+    if (at !== undefined && at > nowMs) state += ` (not before ${inTime(at, nowMs)})`;
+  }
+  const lines: Array<[string, string]> = [['claim', `${c.kind} ${c.namespace}/${c.name}: ${state}`]];
+  if (c.kind === 'IPAddressClaim') {
+    lines.push(['cluster', c.cluster ?? (c.state === 'present' || c.state === 'deleting' ? '(none named)' : '-')]);
+    if (c.ipAddress === null) lines.push(['ipaddress', `${c.namespace}/${c.name}: none`]);
+    else if (c.ipAddress !== undefined) {
+      const a = c.ipAddress;
+      const named = tryParseIP(a.address);
+      const agrees =
+        named !== undefined && formatIP(named) === address
+          ? ''
+          : `: DISAGREES (the pool holds ${address} for the claim)`;
+      const details = [
+        `${a.address}${a.prefix === undefined ? '' : `/${a.prefix}`}`,
+        a.gateway === undefined ? undefined : `gateway ${a.gateway}`,
+      ].filter((d) => d !== undefined);
+      lines.push(['ipaddress', `${c.namespace}/${a.name}: ${details.join(', ')}${agrees}`]);
+    }
+  }
+  if (c.block !== undefined) lines.push(['block', `${c.block}, recorded at ${c.recordedAt}`]);
+  return lines;
+}
 
 export function formatIpReport(report: IpReport, nowMs: number): string {
   const where =
@@ -119,17 +220,27 @@ export function formatIpReport(report: IpReport, nowMs: number): string {
       h.pod.uid === undefined ? undefined : `uid ${h.pod.uid}`,
       h.pod.node === undefined ? undefined : `on ${h.pod.node}`,
     ];
-    out += `${report.address} is held by ${h.podRef === '' ? '(no pod)' : h.podRef} in IPPool ${h.pool}\n`;
+    const who =
+      h.claim !== undefined
+        ? describeClaim(h.claim, h.claim.block === undefined ? undefined : `(block ${h.claim.block})`)
+        : h.podRef === ''
+          ? '(no pod)'
+          : h.podRef;
+    out += `${report.address} is held by ${who} in IPPool ${h.pool}\n`;
     const lines: Array<[string, string]> = [
       ['network', h.network === null ? '?' : h.network === '' ? '(unnamed)' : h.network],
       ...(h.sliceOf === undefined ? [] : [['node slice', `of node ${h.sliceOf}`] as [string, string]]),
-      ['pod', pod.filter((p) => p !== undefined).join(', ')],
-      ['node', h.node ?? '-'],
+      ...(h.claim === undefined
+        ? ([
+            ['pod', pod.filter((p) => p !== undefined).join(', ')],
+            ['node', h.node ?? '-'],
+          ] as Array<[string, string]>)
+        : claimLines(h.claim, report.address, nowMs)),
       ['container', `${h.containerId === '' ? '-' : h.containerId}, interface ${h.ifname === '' ? '-' : h.ifname}`],
       ['since', h.since === undefined ? 'not recorded' : `${h.since} (${age(Date.parse(h.since), nowMs)} ago)`],
       [
         'reservation',
-        `${h.reservation.name ?? '?'}: ${REASON[h.reservation.state]}${h.reservation.state === 'other-attachment' ? ` (${h.reservation.podRef ?? ''})` : ''}`,
+        `${h.reservation.state === 'none' ? '' : `${h.reservation.name ?? '?'}: `}${REASON[h.reservation.state]}${h.reservation.state === 'other-attachment' ? ` (${h.reservation.podRef ?? ''})` : ''}`,
       ],
     ];
     for (const [key, value] of lines) out += `  ${key.padEnd(12)} ${value}\n`;

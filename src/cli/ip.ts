@@ -1,16 +1,20 @@
 // `hereabouts ip <address>`: who holds an address. Reads the whereabouts objects of the namespace and, live, the
-// pods the holding records name.
+// pods the holding records name, or the claims (an IPAddressClaim with its IPAddress, a PrefixClaim).
 import { tryParseIP, type IPAddress } from '../ip/address.ts';
 import { EXIT, runSubcommand } from './command.ts';
 import { COMMON_FLAGS, COMMON_HELP, commonFlagsOf, connect, toJson } from './connect.ts';
 import { UsageError } from './flags.ts';
-import { readInventory, readPod } from './inventory-read.ts';
+import { readClaims, readInventory, readPod } from './inventory-read.ts';
+import { claimHolder, type ClaimHolder } from '../store/claim-record.ts';
 import type { PodInfo } from './inventory.ts';
 import { formatIpReport, ipReport } from './ip-report.ts';
 
 const usage = `Usage: hereabouts ip <address> [--network NAME] [flags]
   Who holds the address: the pool(s), the pod (namespace/name, uid, phase, node), the container and interface,
-  since when (when recorded), and its OverlappingRangeIPReservation, and whether pool and reservation agree.
+  since when (when recorded), and its OverlappingRangeIPReservation, and whether pool and reservation agree. An
+  address a Cluster API IPAddressClaim holds names the claim, its Cluster and its IPAddress; one inside a
+  PrefixClaim's block names the claim and the block. A claim that is gone is said to be (the controller releases
+  its address).
   Exit 0 when some pool holds it, 1 when none does.
   --network NAME      only the pools and reservations of this network_name ("" for those without one)
 ${COMMON_HELP}`;
@@ -36,7 +40,10 @@ export function runIp(argv: readonly string[]): Promise<number> {
         const pod = await readPod(api, ref);
         if (pod !== null) pods.set(ref, pod);
       }
-      const report = ipReport({ ...inv, pods }, ip, network);
+      // And the claims they name.
+      const holders = first.holders.map((h) => claimHolder(h)).filter((h): h is ClaimHolder => h !== undefined);
+      const claims = holders.length === 0 ? undefined : await readClaims(api, holders);
+      const report = ipReport({ ...inv, pods, ...(claims === undefined ? {} : { claims }) }, ip, network);
       process.stdout.write(flags.output === 'json' ? toJson(report) : formatIpReport(report, inv.nowMs));
       return report.holders.length > 0 ? EXIT.ok : EXIT.problem;
     } finally {

@@ -1,5 +1,5 @@
 // The shape `check` and `orphans` share: the controller's policy flags, one inventory of the namespace with its
-// pods, and a report of it judged by the controller's rules.
+// pods (and the claims its records name), and a report of it judged by the controller's rules.
 import type { Judging } from './orphans-report.ts';
 import { runSubcommand } from './command.ts';
 import { COMMON_FLAGS, commonFlagsOf, connect, type CommonFlags } from './connect.ts';
@@ -19,7 +19,7 @@ export function runJudgedCommand(
     const judging = judgingOf(values);
     const api = await connect(flags);
     try {
-      return report(await readInventory(api, { pods: true }), judging, flags);
+      return report(await readInventory(api, { pods: true, claims: true }), judging, flags);
     } finally {
       api.close();
     }

@@ -1,15 +1,21 @@
-// `hereabouts pool <name>`: every allocation of one IPPool with its pod, node, age, reservation and the controller's
-// verdict (pure).
+// `hereabouts pool <name>`: every allocation of one IPPool with its pod (or the node agent or claim holding it), node,
+// age, reservation and the controller's verdict (pure).
 import { warmHolder } from '../store/warm-record.ts';
+import { claimHolder } from '../store/claim-record.ts';
 import { formatCidr } from '../ip/cidr.ts';
 import { formatIP } from '../ip/address.ts';
 import type { OrphanReason } from '../controller/orphans/orphans.ts';
 import {
   age,
+  claimBlock,
+  claimState,
   columns,
+  describeClaim,
   inTime,
   podOf,
   reservationState,
+  type ClaimKind,
+  type ClaimState,
   type Inventory,
   type PoolInfo,
   type ReservationState,
@@ -23,6 +29,8 @@ export interface AllocationRow {
   readonly containerId: string;
   /** A warm record (DESIGN §11): the node whose agent holds the address, not handed to a pod yet. */
   readonly warm?: string;
+  /** A claim record (DESIGN §12): the claim holding the address (a PrefixClaim: the block it holds), not a pod. */
+  readonly claim?: ClaimRow;
   readonly ifname: string;
   readonly node?: string;
   readonly pod: PodState;
@@ -32,6 +40,15 @@ export interface AllocationRow {
   readonly reservation: { readonly name: string | null; readonly state: ReservationState };
   /** The controller's verdict: released now, or once a grace period ends. */
   readonly orphan?: { readonly reason: OrphanReason; readonly releasableAt?: string };
+}
+
+export interface ClaimRow {
+  readonly kind: ClaimKind;
+  readonly namespace: string;
+  readonly name: string;
+  /** A PrefixClaim's block: the record sits at its first address. */
+  readonly block?: string;
+  readonly state: ClaimState;
 }
 
 export interface PoolReport {
@@ -44,6 +61,9 @@ export interface PoolReport {
   readonly used: number;
   /** Of `used`: warm records, held by node agents for their next ADDs. */
   readonly warm: number;
+  /** Of `used`: addresses held by IPAddressClaims, and PrefixClaims (one record each, holding its block). */
+  readonly claims: number;
+  readonly prefixes: number;
   readonly free: bigint;
   readonly allocations: readonly AllocationRow[];
   readonly problems: readonly string[];
@@ -59,6 +79,18 @@ export function poolReport(inv: Inventory, pool: PoolInfo, judging: Judging): Po
       const allocatedAt = pool.view.allocatedAt.get(address);
       const node = record.node ?? podOf(inv, record)?.node;
       const warm = warmHolder(record);
+      const holder = claimHolder(record);
+      const block = holder === undefined ? undefined : claimBlock(holder, range.family, address);
+      const claim: ClaimRow | undefined =
+        holder === undefined
+          ? undefined
+          : {
+              kind: holder.kind,
+              namespace: holder.namespace,
+              name: holder.name,
+              ...(block === undefined ? {} : { block: formatCidr(block) }),
+              state: claimState(inv, holder),
+            };
       const reservation = reservationState(inv, pool, ip, record);
       const verdict = allocationVerdict(inv, pool, address, record, judging.policy);
       const orphan =
@@ -72,6 +104,7 @@ export function poolReport(inv: Inventory, pool: PoolInfo, judging: Judging): Po
         podRef: record.podRef,
         containerId: record.containerId,
         ...(warm === undefined ? {} : { warm }),
+        ...(claim === undefined ? {} : { claim }),
         ifname: record.ifname,
         ...(node === undefined ? {} : { node }),
         pod: podState(inv, record.podRef, record.podUid),
@@ -95,6 +128,8 @@ export function poolReport(inv: Inventory, pool: PoolInfo, judging: Judging): Po
     capacity: pool.view.capacity,
     used: pool.view.allocations.size,
     warm: rows.filter((r) => r.warm !== undefined).length,
+    claims: rows.filter((r) => r.claim?.kind === 'IPAddressClaim').length,
+    prefixes: rows.filter((r) => r.claim?.kind === 'PrefixClaim').length,
     free: pool.view.free,
     allocations: rows,
     problems: pool.view.problems,
@@ -103,9 +138,14 @@ export function poolReport(inv: Inventory, pool: PoolInfo, judging: Judging): Po
 
 export function formatPool(report: PoolReport, nowMs: number): string {
   const network = report.network === null ? '?' : report.network === '' ? '(unnamed)' : report.network;
+  const held = [
+    report.warm === 0 ? '' : `${report.warm} warm`,
+    report.claims === 0 ? '' : `${report.claims} by IPAddressClaims`,
+    report.prefixes === 0 ? '' : `${report.prefixes} PrefixClaim block${report.prefixes === 1 ? '' : 's'}`,
+  ].filter((part) => part !== '');
   let out =
     `IPPool ${report.name}: range ${report.range}, network ${network}${report.node === undefined ? '' : `, node slice of ${report.node}`}; ` +
-    `${report.used} used of ${report.capacity}${report.warm === 0 ? '' : ` (${report.warm} warm)`}, ${report.free} free\n`;
+    `${report.used} used of ${report.capacity}${held.length === 0 ? '' : ` (${held.join(', ')})`}, ${report.free} free\n`;
   const short = (id: string): string => (id.length > 12 ? id.slice(0, 12) : id === '' ? '-' : id);
   const orphan = (r: AllocationRow): string =>
     r.orphan === undefined
@@ -118,8 +158,8 @@ export function formatPool(report: PoolReport, nowMs: number): string {
       ['ADDRESS', 'POD', 'POD STATE', 'NODE', 'AGE', 'CONTAINER', 'IFNAME', 'RESERVATION', 'ORPHAN'],
       ...report.allocations.map((r) => [
         r.address,
-        r.warm !== undefined ? '(warm)' : r.podRef === '' ? '-' : r.podRef,
-        r.pod.state,
+        holderOf(r),
+        r.claim === undefined ? r.pod.state : `claim ${r.claim.state}`,
         r.node ?? '-',
         age(r.since === undefined ? undefined : Date.parse(r.since), nowMs),
         short(r.containerId),
@@ -131,4 +171,11 @@ export function formatPool(report: PoolReport, nowMs: number): string {
   }
   for (const problem of report.problems) out += `warning: ${problem}\n`;
   return out;
+}
+
+/** The POD cell: the pod, "(warm)", or the claim ("IPAddressClaim ns/name", "PrefixClaim ns/name 10.0.0.64/26"). */
+function holderOf(r: AllocationRow): string {
+  if (r.warm !== undefined) return '(warm)';
+  if (r.claim !== undefined) return describeClaim(r.claim, r.claim.block);
+  return r.podRef === '' ? '-' : r.podRef;
 }

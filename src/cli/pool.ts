@@ -7,9 +7,11 @@ import { judgingOf, POLICY_FLAGS, POLICY_HELP } from './policy-flags.ts';
 import { formatPool, poolReport } from './pool-report.ts';
 
 const usage = `Usage: hereabouts pool <name> [flags]
-  Every allocation of the IPPool: address, pod (and its state), node, age, container, interface, the state of its
-  reservation (agrees, other-attachment, missing) and the controller's verdict (released now, or when a grace
-  period ends). Exit 1 when there is no such pool.
+  Every allocation of the IPPool: address, pod (and its state) or what holds it instead ("(warm)": a node agent;
+  "IPAddressClaim ns/name", "PrefixClaim ns/name CIDR": a claim, with whether it still exists), node, age,
+  container, interface, the state of its reservation (agrees, other-attachment, missing; none for a PrefixClaim's
+  block) and the controller's verdict (released now, or when a grace period ends). Exit 1 when there is no such
+  pool.
 ${POLICY_HELP}${COMMON_HELP}`;
 
 export function runPool(argv: readonly string[]): Promise<number> {
@@ -20,7 +22,7 @@ export function runPool(argv: readonly string[]): Promise<number> {
     const name = positionals[0] ?? '';
     const api = await connect(flags);
     try {
-      const inv = await readInventory(api, { pods: true });
+      const inv = await readInventory(api, { pods: true, claims: true });
       const pool = inv.pools.find((p) => p.view.name === name);
       if (pool === undefined) {
         process.stderr.write(`hereabouts pool: no IPPool ${JSON.stringify(name)} in namespace ${inv.namespace}\n`);

@@ -3,7 +3,8 @@
 // address only while the pool still holds it for the very attachment judged: an address re-allocated meanwhile is
 // never removed. The reservation goes afterwards with the exact-precondition delete, and only once no pool of the
 // network holds the address. A live pod's address (Running or Pending, its sandbox not torn down) is refused
-// unless --force.
+// unless --force, and so is a claim's (DESIGN §12) while the claim exists: deleting the claim releases it. An
+// address inside a PrefixClaim's block is never released alone.
 import { formatIP, type IPAddress } from '../ip/address.ts';
 import { releaseRef, sameRecord } from '../controller/orphans/pool-release.ts';
 import { PoolWriter, type CommitLog } from '../store/kubernetes/writer.ts';
@@ -14,18 +15,33 @@ import type { AllocationRecord, PoolRef } from '../store/store.ts';
 import { EXIT, runSubcommand } from './command.ts';
 import { COMMON_FLAGS, COMMON_HELP, commonFlagsOf, connect, toJson } from './connect.ts';
 import { UsageError } from './flags.ts';
-import { readInventory, readPod } from './inventory-read.ts';
-import { poolsContaining, type PodInfo, type PoolInfo } from './inventory.ts';
+import { readClaims, readInventory, readPod } from './inventory-read.ts';
+import {
+  claimBlock,
+  claimState,
+  describeClaim,
+  holdingRecord,
+  poolsContaining,
+  type ClaimState,
+  type PodInfo,
+  type PoolInfo,
+} from './inventory.ts';
+import { CLAIMS_NETWORK } from '../config/parse.ts';
+import { formatCidr } from '../ip/cidr.ts';
+import { claimHolder, type ClaimHolder } from '../store/claim-record.ts';
 import { addressArgument } from './ip.ts';
 
 const usage = `Usage: hereabouts release <address> --network NAME [--force] [flags]
   Releases the address from the pools of the network, through the same conditional write the plugin and the
   controller use, then deletes its OverlappingRangeIPReservation (only the version read, only while it still names
   the released attachment, and only once no pool of the network holds the address). Refuses an address whose pod is
-  live (Running or Pending, its sandbox not torn down) unless --force. An address that another writer re-allocates
-  between the read and the write is not released. Exit 0 when released, 1 when refused or not held.
+  live (Running or Pending, its sandbox not torn down) unless --force, and an address a Cluster API IPAddressClaim
+  or a PrefixClaim holds while the claim exists (deleting the claim releases it) unless --force; an address inside
+  a PrefixClaim's block is never released alone. An address that another writer re-allocates between the read and
+  the write is not released. Exit 0 when released, 1 when refused or not held.
   --network NAME      the network_name of the pools ("" for pools named without one); required
-  --force             release even when the pod is live (its network breaks)
+  --force             release even when the pod is live (its network breaks), or its claim exists (the claim's
+                      IPAddress then names a free address until the controller claims it again)
 ${COMMON_HELP}`;
 
 export interface ReleaseReport {
@@ -57,6 +73,21 @@ export function liveReason(record: AllocationRecord, pod: PodInfo | null): strin
   if (view.phase !== 'Running' && view.phase !== 'Pending') return undefined;
   if (view.sandboxGone) return undefined;
   return `pod ${record.podRef} is ${view.phase}${pod.node === undefined ? '' : ` on ${pod.node}`} with its sandbox present`;
+}
+
+/** Why a claim's record (DESIGN §12) is not released by hand: its claim holds it (undefined once the claim is gone). */
+export function claimReason(holder: ClaimHolder, state: ClaimState): string | undefined {
+  const what = describeClaim(holder);
+  switch (state) {
+    case 'gone':
+      return undefined;
+    case 'deleting':
+      return `${what} holds it and is being deleted: its finalizer releases the address`;
+    case 'unknown':
+      return `${what} holds it (the claim could not be read): delete the claim to release its address`;
+    case 'present':
+      return `${what} holds it: delete the claim to release its address`;
+  }
 }
 
 export function runRelease(argv: readonly string[]): Promise<number> {
@@ -91,7 +122,20 @@ const stderrLog: CommitLog = {
   warning: (msg) => process.stderr.write(`hereabouts release: warning: ${msg}\n`),
 };
 
-function refOf(pool: PoolInfo, network: string): PoolRef {
+/** The address lies inside a PrefixClaim's block (not at its record): why it is not released alone. */
+function blockRefusal(pools: readonly PoolInfo[], ip: IPAddress): string | undefined {
+  for (const pool of pools) {
+    const held = holdingRecord(pool, ip);
+    const holder = held === undefined ? undefined : claimHolder(held.record);
+    if (held === undefined || holder === undefined || pool.view.range === undefined) continue;
+    const block = claimBlock(holder, pool.view.range.family, held.at);
+    const first = formatIP({ family: ip.family, value: held.at });
+    return `${formatIP(ip)} lies in the block ${block === undefined ? '?' : formatCidr(block)} of ${describeClaim(holder)} in IPPool ${pool.view.name} (recorded at ${first}): a block is released whole, when its claim is deleted`;
+  }
+  return undefined;
+}
+
+function poolRefOf(pool: PoolInfo, network: string): PoolRef {
   const range = pool.view.range;
   if (range === undefined) throw new TypeError(`IPPool ${pool.view.name} has no valid spec.range`); // poolsContaining() keeps none such
   return releaseRef(pool.view.name, range, network);
@@ -105,16 +149,33 @@ export async function release(api: ApiClient, ip: IPAddress, network: string, fo
     const record = pool.view.allocations.get(ip.value);
     return record === undefined ? [] : [{ pool, record }];
   });
-  const name = reservationName(ip, network === '' ? undefined : network);
+  // The reservations of a claims pool's addresses carry hereabouts-claims, whatever the pool (DESIGN §12).
+  const reserved = network.startsWith(`${CLAIMS_NETWORK}.`) ? CLAIMS_NETWORK : network;
+  const name = reservationName(ip, reserved === '' ? undefined : reserved);
   const base = { address, network };
   // Liveness first, for every holder: nothing is written when any of them is refused.
   const pods = new Map<string, PodInfo | null>();
-  for (const podRef of new Set(judged.map((j) => j.record.podRef))) pods.set(podRef, await readPod(api, podRef));
+  const holders = judged.map((j) => claimHolder(j.record));
+  for (const [i, j] of judged.entries())
+    if (holders[i] === undefined && !pods.has(j.record.podRef))
+      pods.set(j.record.podRef, await readPod(api, j.record.podRef));
+  const claimed = holders.filter((h) => h !== undefined);
+  const claims = claimed.length === 0 ? {} : await readClaims(api, claimed);
   const live = judged
-    .map((j) => liveReason(j.record, pods.get(j.record.podRef) ?? null))
+    .map((j, i) => {
+      const holder = holders[i];
+      return holder === undefined
+        ? liveReason(j.record, pods.get(j.record.podRef) ?? null)
+        : claimReason(holder, claimState({ ...inv, claims }, holder));
+    })
     .filter((r) => r !== undefined);
   const [firstJudged] = judged;
-  if (firstJudged === undefined) return releaseStray(api, base, name, force);
+  if (firstJudged === undefined) {
+    const inBlock = blockRefusal(pools, ip);
+    if (inBlock !== undefined)
+      return { ...base, released: [], skipped: [], reservation: { name, outcome: 'kept' }, refused: inBlock };
+    return releaseStray(api, base, name, force);
+  }
   if (live.length > 0 && !force) {
     return {
       ...base,
@@ -130,7 +191,7 @@ export async function release(api: ApiClient, ip: IPAddress, network: string, fo
   const writer = new PoolWriter(api);
   for (const { pool, record } of judged) {
     const outcome = await writer.commit(
-      refOf(pool, network),
+      poolRefOf(pool, reserved),
       (current) => {
         const now = current.get(ip.value);
         if (now === undefined) return { change: null, value: 'already free' };
@@ -154,7 +215,7 @@ export async function release(api: ApiClient, ip: IPAddress, network: string, fo
   }
   // The reservation stays while any pool of the network still holds the address (read now, not from the listing).
   for (const pool of pools) {
-    const state = await writer.read(refOf(pool, network), stderrLog);
+    const state = await writer.read(poolRefOf(pool, reserved), stderrLog);
     const holder = state.allocations.get(ip.value);
     if (holder !== undefined)
       return {
@@ -170,7 +231,7 @@ export async function release(api: ApiClient, ip: IPAddress, network: string, fo
   }
   // The attachment whose reservation may go: the one released (or the one judged, when another writer freed it first).
   const owner = judged.find((j) => j.pool.view.name === released[0]?.pool) ?? firstJudged;
-  const outcome = await writer.releaseReservation(refOf(owner.pool, network), ip, owner.record);
+  const outcome = await writer.releaseReservation(poolRefOf(owner.pool, reserved), ip, owner.record);
   return {
     ...base,
     released,

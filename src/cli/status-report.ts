@@ -1,6 +1,7 @@
 // `hereabouts status`: what the pools look like, decided from listed objects only (pure). Counts are bigints: JSON
 // prints them as numbers, or as decimal strings where an IPv6 range makes them exceed 2^53 - 1 (connect.ts toJson).
 import { warmHolder } from '../store/warm-record.ts';
+import { claimHolder } from '../store/claim-record.ts';
 import { capacity, freeCount } from '../allocator/capacity.ts';
 import { HereaboutsError } from '../errors.ts';
 import { DEFAULT_POLICY, orphanReason, type CleanupPolicy } from '../controller/orphans/orphans.ts';
@@ -14,6 +15,7 @@ import { decodeAllocations } from '../store/kubernetes/pool-object.ts';
 import { poolName } from '../config/names.ts';
 import { columns } from './inventory.ts';
 import { recordOf } from '../record.ts';
+import type { AllocationRecord } from '../store/store.ts';
 
 /** "namespace/name" -> every pod in the cluster; undefined when pods could not be listed. */
 export type LivePods = ReadonlyMap<string, PodView> | undefined;
@@ -32,6 +34,10 @@ export interface PoolRow {
   readonly used: number;
   /** Of `used`: warm addresses node agents hold, not handed to a pod yet (DESIGN §11). */
   readonly warm: number;
+  /** Of `used`: addresses held by Cluster API IPAddressClaims (DESIGN §12), one record each. */
+  readonly claims: number;
+  /** Of `used`: PrefixClaims, one record each (at its block's first address; the block is the claim's). */
+  readonly prefixes: number;
   readonly free: bigint | null;
   /** Allocations the controller (default flags) would release now; null when pods could not be listed. */
   readonly orphans: number | null;
@@ -120,6 +126,8 @@ function poolRow(item: unknown, pods: LivePods, owners: ReadonlyMap<string, stri
       capacity: null,
       used: 0,
       warm: 0,
+      claims: 0,
+      prefixes: 0,
       free: null,
       orphans: null,
       problems: [`IPPool ${name}: spec.range ${JSON.stringify(rangeText)} is not a CIDR`],
@@ -141,6 +149,8 @@ function poolRow(item: unknown, pods: LivePods, owners: ReadonlyMap<string, stri
       capacity: null,
       used: 0,
       warm: 0,
+      claims: 0,
+      prefixes: 0,
       free: null,
       orphans: null,
       problems: [err.message],
@@ -166,23 +176,37 @@ function poolRow(item: unknown, pods: LivePods, owners: ReadonlyMap<string, stri
     range: formatCidr(cidr),
     capacity: capacity(range),
     used: allocations.size,
-    warm: [...allocations.values()].filter((record) => warmHolder(record) !== undefined).length,
+    ...holderCounts(allocations.values()),
     free: freeCount(range, allocations),
     orphans,
     problems,
   };
 }
 
+/** How many records node agents hold warm, IPAddressClaims hold, and PrefixClaims hold. */
+function holderCounts(records: Iterable<AllocationRecord>): { warm: number; claims: number; prefixes: number } {
+  const counts = { warm: 0, claims: 0, prefixes: 0 };
+  for (const record of records) {
+    if (warmHolder(record) !== undefined) counts.warm++;
+    const kind = claimHolder(record)?.kind;
+    if (kind === 'IPAddressClaim') counts.claims++;
+    else if (kind === 'PrefixClaim') counts.prefixes++;
+  }
+  return counts;
+}
+
 /** Aligned columns: the pools, then the node-slice pools, then warnings. */
 export function formatTable(report: StatusReport): string {
   const rows = [
-    ['POOL', 'RANGE', 'CAPACITY', 'USED', 'WARM', 'FREE', 'ORPHANS', 'NODE'],
+    ['POOL', 'RANGE', 'CAPACITY', 'USED', 'WARM', 'CLAIMS', 'PREFIXES', 'FREE', 'ORPHANS', 'NODE'],
     ...report.pools.map((p) => [
       p.name,
       p.range,
       p.capacity?.toString() ?? '?',
       String(p.used),
       String(p.warm),
+      String(p.claims),
+      String(p.prefixes),
       p.free?.toString() ?? '?',
       p.orphans === null ? '?' : String(p.orphans),
       p.node ?? '-',

@@ -24,6 +24,8 @@ test('buildReport() counts an allocation of a pod that no longer exists as an or
     capacity: 2,
     used: 1,
     warm: 0,
+    claims: 0,
+    prefixes: 0,
     free: 1,
     orphans: 1,
     problems: [],
