@@ -70,6 +70,10 @@ describe('a real single-node cluster', () => {
 
   before(() => {
     c = cluster();
+    // Cluster API's IPAM CRDs, as the cluster-api Go module ships them (cached by the script), before the controller
+    // starts: its IPAddressClaim informer then finds them at once.
+    const capi = execFileSync(join(repoRoot, 'scripts/tools/capi-crds.sh'), { encoding: 'utf8' }).trim();
+    kubectl(c, ['apply', '--server-side', '-f', capi]);
   });
   after(() => {
     stopCluster(c);
@@ -526,6 +530,101 @@ describe('a real single-node cluster', () => {
     assert.equal(value('hereabouts_node_agent_calls_total{result="deadline"}'), 0);
     const adds = text.split('\n').filter((l) => l.startsWith('hereabouts_cni_requests_total{verb="ADD",code="ok"'));
     assert.ok(adds.length > 0 && adds.every((l) => Number(l.split(' ')[1]) > 0), text);
+  });
+
+  test("a Cluster API IPAddressClaim on a pods' network: its address is no pod's, and a pod gets it once the claim is deleted", async () => {
+    const X = '10.235.1.200';
+    apply(c, [
+      // The same network as mvl (its range, so its IPPool), where a pod may ask for an address (Multus' "ips").
+      nad('mvl-ips', {
+        type: 'macvlan',
+        master: 'hbc-mvl0',
+        mode: 'bridge',
+        capabilities: { ips: true },
+        ipam: { type: 'hereabouts', range: MACVLAN_RANGE },
+      }),
+      {
+        apiVersion: 'hereabouts.cni.cncf.io/v1alpha1',
+        kind: 'AddressPool',
+        metadata: { name: 'machines', namespace: NS },
+        spec: { network: { nad: { name: 'mvl' } }, addresses: [`${X}-10.235.1.209`] },
+      },
+      {
+        apiVersion: 'ipam.cluster.x-k8s.io/v1beta2',
+        kind: 'IPAddressClaim',
+        metadata: { name: 'machine-0', namespace: NS },
+        spec: { poolRef: { apiGroup: 'hereabouts.cni.cncf.io', kind: 'AddressPool', name: 'machines' } },
+      },
+    ]);
+    type Claim = { status?: { addressRef?: { name: string }; conditions?: Array<{ type: string; status: string }> } };
+    await until('IPAddressClaim machine-0 Ready', 120_000, () => {
+      const claim = getJson(c, ['-n', NS, 'ipaddressclaims.ipam.cluster.x-k8s.io', 'machine-0']) as Claim;
+      return claim.status?.conditions?.some((x) => x.type === 'Ready' && x.status === 'True') === true
+        ? true
+        : undefined;
+    });
+    const address = getJson(c, ['-n', NS, 'ipaddresses.ipam.cluster.x-k8s.io', 'machine-0']) as {
+      spec: { address: string; prefix: number };
+    };
+    assert.deepEqual([address.spec.address, address.spec.prefix], [X, 24]);
+    const held = allocations(c).filter((a) => a.ip === X);
+    assert.deepEqual(
+      held.map((a) => [a.pool, a.id, a.podref]),
+      [['10.235.1.0-24', `hereabouts-claim:${NS}/machine-0`, '']],
+    );
+    // No pod holds it: every pod's mvl address is another.
+    const pods = (getJson(c, ['-n', NS, 'pods']) as { items: Pod[] }).items;
+    for (const p of pods) assert.ok(!ipsOn(p, 'mvl').includes(X), `${p.metadata.name} has ${X}`);
+    // A pod that asks for it cannot have it while the claim holds it: its ADD fails, and the claim keeps it.
+    const wantsX = (name: string): unknown => ({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: {
+        name,
+        namespace: NS,
+        annotations: { 'k8s.v1.cni.cncf.io/networks': JSON.stringify([{ name: 'mvl-ips', ips: [`${X}/24`] }]) },
+      },
+      spec: {
+        terminationGracePeriodSeconds: 1,
+        containers: [{ name: 'main', image: BUSYBOX, imagePullPolicy: 'Never', command: ['/bin/sleep', '100000'] }],
+      },
+    });
+    apply(c, [wantsX('wants-x')]);
+    await until('a failed sandbox of wants-x naming the address', 90_000, () => {
+      const events = getJson(c, ['-n', NS, 'events', '--field-selector', 'involvedObject.name=wants-x']) as {
+        items: Array<{ reason: string; message: string }>;
+      };
+      return events.items.some((e) => e.reason === 'FailedCreatePodSandBox' && e.message.includes(X))
+        ? true
+        : undefined;
+    });
+    assert.equal(podReady(pod('wants-x')), false);
+    assert.deepEqual(
+      allocations(c)
+        .filter((a) => a.ip === X)
+        .map((a) => a.id),
+      [`hereabouts-claim:${NS}/machine-0`],
+    );
+    kubectl(c, ['-n', NS, 'delete', 'pod', 'wants-x', '--wait=true']);
+    // The claim goes: its IPAddress first, then its address, then its finalizer.
+    kubectl(c, [
+      '-n',
+      NS,
+      'delete',
+      'ipaddressclaims.ipam.cluster.x-k8s.io',
+      'machine-0',
+      '--wait=true',
+      '--timeout=120s',
+    ]);
+    assert.equal(allocations(c).filter((a) => a.ip === X).length, 0);
+    assert.match(
+      kubectl(c, ['-n', NS, 'get', 'ipaddresses.ipam.cluster.x-k8s.io', '--ignore-not-found', '-o', 'name']),
+      /^$/,
+    );
+    apply(c, [wantsX('gets-x')]);
+    const p = await readyPod('gets-x');
+    assert.deepEqual(ipsOn(p, 'mvl-ips'), [X]);
+    kubectl(c, ['-n', NS, 'delete', 'pod', 'gets-x', '--wait=true']);
   });
 
   test('hereabouts status shows the truth: every allocation counted, none orphaned', () => {
