@@ -6,9 +6,15 @@
 // file on each node. A pool none of
 // whose records has a reservation is left alone (reservations may be disabled for it).
 //
+// A claim's record (DESIGN §12: an IPAddressClaim's address) is repaired like a pod's, naming the claim; an
+// AddressPool's own IPPool needs no evidence, its reservations always carry the network name hereabouts-claims. A
+// PrefixClaim's block has no reservation.
+//
 // A record just written may be waiting for its reservation (Whereabouts writes the pool first): only a record older
 // than the reservation grace is repaired; one without createdAt (Whereabouts') once it has been seen missing its
 // reservation for that long. The create is a POST: 409 means it exists, and nothing is ever overwritten.
+import { CLAIMS_NETWORK } from '../../config/parse.ts';
+import { claimHolder } from '../../store/claim-record.ts';
 import { formatIP, type IPAddress } from '../../ip/address.ts';
 import type { ApiClient } from '../../kube/api.ts';
 import { PoolWriter } from '../../store/kubernetes/writer.ts';
@@ -87,16 +93,19 @@ export function missingReservations(
     if (range === undefined || pool.allocations.size === 0) continue;
     const ipOf = (address: bigint): IPAddress => ({ family: range.family, value: address });
     const prefixes = candidatePrefixes(pool.name);
+    const own = pool.name.startsWith(`${CLAIMS_NETWORK}.`);
     const named = (base: string, prefix: string): string => (prefix === '' ? base : `${prefix}-${base}`);
     // Evidence: the prefixes of existing reservations that name the same pod as the pool's record.
     const used = new Set<string>();
     const bases = new Map<bigint, string>();
     for (const [address, record] of pool.allocations) {
-      if (record.podRef === '') continue;
+      const claim = claimHolder(record);
+      if (record.podRef === '' && (claim === undefined || claim.prefixLength !== undefined)) continue;
       const base = reservationName(ipOf(address));
       bases.set(address, base);
       for (const prefix of prefixes) if (podOf.get(named(base, prefix)) === record.podRef) used.add(prefix);
     }
+    if (own) used.add(CLAIMS_NETWORK);
     if (used.size !== 1) continue; // no evidence, or writers that disagree: not ours to decide
     const prefix = [...used].join('');
     for (const [address, record] of pool.allocations) {

@@ -88,3 +88,31 @@ test('missingReservations() repairs a young record only after the grace; one wit
   missingReservations([whereabouts], [resv('10.0.0.1', 'a'), resv('10.0.0.2', 'b')], judge({ firstMissing }));
   assert.equal(firstMissing.size, 0, 'forgotten once the reservation is there');
 });
+
+test("missingReservations() repairs a machine claim's reservation beside the pods' (naming the claim), never a prefix block's", () => {
+  const claim = (name: string) => ({ id: `hereabouts-claim:ns/${name}`, podref: '', ifname: 'claim', createdAt: old });
+  const block = { id: 'hereabouts-prefix:30:ns/pc', podref: '', ifname: 'claim', createdAt: old };
+  const p = pool('10.0.0.0-24', '10.0.0.0/24', { '1': rec('a', { createdAt: old }), '2': claim('m0'), '8': block });
+  const found = missingReservations([p], [resv('10.0.0.1', 'a')], judge());
+  assert.deepEqual(
+    found.map((m) => [m.name, m.record.containerId, m.record.podRef]),
+    [['10.0.0.2', 'hereabouts-claim:ns/m0', '']],
+  );
+  // A claim's reservation is evidence too (its podref is the record's, ''), as a pod's is.
+  const q = pool('blue-10.0.0.0-24', '10.0.0.0/24', { '1': claim('m0'), '2': claim('m1') });
+  const named = { ...resv('blue-10.0.0.1', 'x'), podRef: '' };
+  assert.deepEqual(
+    missingReservations([q], [named], judge()).map((m) => m.name),
+    ['blue-10.0.0.2'],
+  );
+});
+
+test("missingReservations() names an AddressPool's own reservations hereabouts-claims-<ip> without evidence", () => {
+  const claim = (name: string) => ({ id: `hereabouts-claim:ns/${name}`, podref: '', ifname: 'claim', createdAt: old });
+  const own = pool('hereabouts-claims.ns.ns.1.p-10.9.0.0-24', '10.9.0.0/24', { '5': claim('m0') });
+  const unrelated = resv('10.1.1.1', 'z'); // some reservation exists in the cluster
+  assert.deepEqual(
+    missingReservations([own], [unrelated], judge()).map((m) => m.name),
+    ['hereabouts-claims-10.9.0.5'],
+  );
+});
