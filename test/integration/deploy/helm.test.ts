@@ -121,11 +121,13 @@ describe('Helm chart deploy/helm/hereabouts', () => {
     const withoutCrds = helm(helmBin, 'template', 'hereabouts', chartDir);
     assert.equal(withoutCrds.status, 0, withoutCrds.stderr);
     assert.doesNotMatch(withoutCrds.stdout, /kind: CustomResourceDefinition/);
-    assert.equal(defaults.filter((o) => o.kind === 'CustomResourceDefinition').length, 3);
-    for (const file of readdirSync(join(repoRoot, 'deploy', 'crds')).filter((f) => f.startsWith('whereabouts.'))) {
+    // Whereabouts' three and hereabouts' own pool kinds and PrefixClaim (the NAD CRD in deploy/crds/ is Multus', for tests).
+    const ours = readdirSync(join(repoRoot, 'deploy', 'crds')).filter((f) => f.startsWith('whereabouts.') || f.startsWith('hereabouts.'));
+    assert.equal(defaults.filter((o) => o.kind === 'CustomResourceDefinition').length, 6);
+    for (const file of ours) {
       assert.equal(readFileSync(join(chartDir, 'crds', file), 'utf8'), readFileSync(join(repoRoot, 'deploy', 'crds', file), 'utf8'), file);
     }
-    assert.deepEqual(readdirSync(join(chartDir, 'crds')).sort(), readdirSync(join(repoRoot, 'deploy', 'crds')).filter((f) => f.startsWith('whereabouts.')).sort());
+    assert.deepEqual(readdirSync(join(chartDir, 'crds')).sort(), ours.sort());
   });
 
   test('image: repository, tag, digest, pull policy and pull secrets reach both workloads', () => {
@@ -166,7 +168,7 @@ describe('Helm chart deploy/helm/hereabouts', () => {
       kubeconfig: '/etc/hereabouts/kubeconfig', namespace: 'ipam', 'leader-elect-namespace': 'ipam', 'leader-elect-name': 'ipam-lease',
       'lease-duration': '30s', 'renew-deadline': '20s', 'retry-period': '4s', identity: 'one', 'reconcile-interval': '1m',
       'cleanup-terminating': true, 'cleanup-disrupted': false, 'verify-network-status': false, 'pending-grace': '10m',
-      'reservation-grace': '2m', 'pool-status': false, 'metrics-addr': ':9191', 'health-addr': ':8181', 'log-level': 'debug', once: true,
+      'reservation-grace': '2m', 'pool-status': false, claims: 'ipam,machines', 'metrics-addr': ':9191', 'health-addr': ':8181', 'log-level': 'debug', once: true,
     };
     const objects = template(helmBin, { controller: { flags: set, extraArgs: ['--log-level=warning'] } });
     const command = commandOf(controllerPod(objects));
