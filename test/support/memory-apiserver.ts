@@ -47,7 +47,12 @@ const KINDS: Readonly<Record<string, Kind>> = {
     custom: true,
   },
   // Claims beyond pods (DESIGN §12): Cluster API's kinds and hereabouts' own.
-  'ipam.cluster.x-k8s.io/v1beta2/ipaddressclaims': { kind: 'IPAddressClaim', namespaced: true, status: true, custom: true },
+  'ipam.cluster.x-k8s.io/v1beta2/ipaddressclaims': {
+    kind: 'IPAddressClaim',
+    namespaced: true,
+    status: true,
+    custom: true,
+  },
   'ipam.cluster.x-k8s.io/v1beta2/ipaddresses': { kind: 'IPAddress', namespaced: true, status: false, custom: true },
   'cluster.x-k8s.io/v1beta2/clusters': { kind: 'Cluster', namespaced: true, status: true, custom: true },
   'hereabouts.cni.cncf.io/v1alpha1/addresspools': { kind: 'AddressPool', namespaced: true, status: true, custom: true },

@@ -201,7 +201,7 @@ test('parseNetworkConfig() rejects a network_name that is not a safe object-name
   }
 });
 
-test('parseNetworkConfig() refuses the network_name of AddressPools\' own IPPools; names that only resemble it pass', () => {
+test("parseNetworkConfig() refuses the network_name of AddressPools' own IPPools; names that only resemble it pass", () => {
   for (const bad of ['hereabouts-claims', 'hereabouts-claims.ns.tenant.pool', 'hereabouts-claims.global.p'])
     rejects(() => parse({ range: '10.0.0.0/24', network_name: bad }), /ipam\.network_name "[^"]+" is reserved/);
   for (const fine of ['hereabouts-claims2', 'my-hereabouts-claims', 'hereabouts'])
