@@ -104,6 +104,7 @@ export class Controller {
       events: this.#events,
       log,
       namespaces: flags.claims,
+      onResult: (kind, result) => this.metrics.claimReconciled(kind, result),
       whereabouts: () => {
         const verdict = warmVerdict(this.caches.pods.items, this.caches.pods.synced);
         return verdict === WARM_ALLOWED ? undefined : verdict.replace(/: its reconciler would free warm records$/, '');
@@ -117,7 +118,13 @@ export class Controller {
       slices: () => sliceCounts(this.caches.nodeSlicePools.items.values()),
       starved: () => this.#starved,
       leading: () => this.leading,
-      informers: () => this.caches.all.map((i) => ({ resource: i.resource, synced: i.synced, size: i.items.size })),
+      informers: () =>
+        [...this.caches.all, ...(this.claims.enabled ? this.claims.informers : [])].map((i) => ({
+          resource: i.resource,
+          synced: i.synced,
+          size: i.items.size,
+        })),
+      claims: () => this.claims.counts(),
     });
   }
 

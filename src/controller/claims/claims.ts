@@ -50,6 +50,8 @@ export interface ClaimsOptions {
   readonly whereabouts: () => string | undefined;
   /** The namespaces whose claims are served: all, or these (none when empty: nothing is watched). */
   readonly namespaces: 'all' | readonly string[];
+  /** Told of every reconcile's result (metrics): kind claim, prefix, pool or records. */
+  readonly onResult?: (kind: string, result: string) => void;
   readonly workers?: number;
 }
 
@@ -63,8 +65,6 @@ export class ClaimsController {
   readonly #o: ClaimsOptions;
   readonly #queue: WorkQueue;
   readonly #ctx: ClaimContext;
-  /** Reconciles done, by kind and result: metrics and tests. */
-  readonly results = new Map<string, number>();
 
   constructor(api: ApiClient, watchApi: ApiClient, options: ClaimsOptions) {
     this.#api = api;
@@ -199,20 +199,33 @@ export class ClaimsController {
     const kind = slash < 0 ? key : key.slice(0, slash);
     const rest = key.slice(slash + 1);
     let result: string;
-    if (kind === 'claim') {
-      const [namespace, name] = splitKey(rest);
-      result = await reconcileAddressClaim(this.#ctx, namespace, name);
-    } else if (kind === 'prefix') {
-      const [namespace, name] = splitKey(rest);
-      result = await reconcilePrefixClaim(this.#ctx, namespace, name);
-    } else if (kind === 'pool') {
-      const [poolKind, namespace, ...name] = rest.split('/');
-      result = await this.#reconcilePool(poolKind as PoolKind, namespace ?? '', name.join('/'));
-    } else {
-      result = await this.#recordPass();
+    try {
+      if (kind === 'claim') {
+        const [namespace, name] = splitKey(rest);
+        result = await reconcileAddressClaim(this.#ctx, namespace, name);
+      } else if (kind === 'prefix') {
+        const [namespace, name] = splitKey(rest);
+        result = await reconcilePrefixClaim(this.#ctx, namespace, name);
+      } else if (kind === 'pool') {
+        const [poolKind, namespace, ...name] = rest.split('/');
+        result = await this.#reconcilePool(poolKind as PoolKind, namespace ?? '', name.join('/'));
+      } else {
+        result = await this.#recordPass();
+      }
+    } catch (err) {
+      this.#o.onResult?.(kind, 'error');
+      throw err; // the queue retries it after a backoff
     }
-    this.results.set(`${kind}:${result}`, (this.results.get(`${kind}:${result}`) ?? 0) + 1);
+    this.#o.onResult?.(kind, result);
     if (result === 'conflict') this.#queue.addAfter(key, 200);
+  }
+
+  /** How many claims of each kind the caches hold (metrics). */
+  counts(): Array<{ kind: string; count: number }> {
+    return [
+      { kind: 'IPAddressClaim', count: this.claims.items.size },
+      { kind: 'PrefixClaim', count: this.prefixClaims.items.size },
+    ];
   }
 
   async #reconcilePool(kind: PoolKind, namespace: string, name: string): Promise<string> {

@@ -33,6 +33,8 @@ export interface MetricSources {
   readonly starved: () => ReadonlyMap<string, readonly string[]>;
   readonly leading: () => boolean;
   readonly informers: () => Iterable<{ readonly resource: string; readonly synced: boolean; readonly size: number }>;
+  /** The claims served (DESIGN §12), by kind: IPAddressClaim, PrefixClaim. */
+  readonly claims?: () => Iterable<{ readonly kind: string; readonly count: number }>;
 }
 
 export class ControllerMetrics {
@@ -42,6 +44,7 @@ export class ControllerMetrics {
   readonly #recreated: Counter;
   readonly #passes: Counter<'kind' | 'result'>;
   readonly #passSeconds: Histogram<'kind'>;
+  readonly #claimReconciles: Counter<'kind' | 'result'>;
 
   constructor(sources: MetricSources) {
     const registers = [this.registry];
@@ -157,7 +160,28 @@ export class ControllerMetrics {
       registers,
       buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30],
     });
+    new Gauge({
+      name: 'hereabouts_claims',
+      help: 'IPAddressClaims and PrefixClaims on hereabouts pools, as the caches hold them',
+      labelNames: ['kind'],
+      registers,
+      collect() {
+        this.reset();
+        for (const c of sources.claims?.() ?? []) this.set({ kind: c.kind }, c.count);
+      },
+    });
+    this.#claimReconciles = new Counter({
+      name: 'hereabouts_claim_reconciles_total',
+      help: 'Reconciles of claims and pool kinds by kind and result',
+      labelNames: ['kind', 'result'],
+      registers,
+    });
     collectDefaultMetrics({ register: this.registry });
+  }
+
+  /** One reconcile of the claims' queue: `kind` claim, prefix, pool or records; `result` ready, waiting, ..., error. */
+  claimReconciled(kind: string, result: string): void {
+    this.#claimReconciles.inc({ kind, result });
   }
 
   released(released: readonly Released[]): void {

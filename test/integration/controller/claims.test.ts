@@ -7,6 +7,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { api, apiRequest, controlPlane, createNamespace, type Namespace } from '../../support/control-plane.ts';
 import { requireBinary } from '../../support/paths.ts';
+import { freePort } from '../../support/free-port.ts';
 import { runCni } from '../../support/cni.ts';
 import { cniConf } from '../kubernetes/harness.ts';
 import { createNad, eventually, events, startController, type Running } from './harness.ts';
@@ -66,9 +67,22 @@ describe('Cluster API IPAddressClaims and PrefixClaims on hereabouts pools', () 
   const ippool = async (name: string) =>
     rec(rec(await ns.get('ippools', name))['spec'])['allocations'] as Obj | undefined;
 
+  let metricsUrl: string;
   before(async () => {
     ns = await createNamespace(await controlPlane(), 'claims');
-    controller = startController(ns, '--claims', ns.name, '--reconcile-interval', '2s', '--log-level', 'debug');
+    const port = await freePort();
+    metricsUrl = `http://127.0.0.1:${port}/metrics`;
+    controller = startController(
+      ns,
+      '--claims',
+      ns.name,
+      '--reconcile-interval',
+      '2s',
+      '--log-level',
+      'debug',
+      '--metrics-addr',
+      `127.0.0.1:${port}`,
+    );
     await controller.waitForLine((l) => l.msg.startsWith('leading:'), 30_000);
   });
   after(async () => {
@@ -158,6 +172,13 @@ describe('Cluster API IPAddressClaims and PrefixClaims on hereabouts pools', () 
       JSON.stringify(status?.['status']),
     );
     assert.deepEqual(rec(status?.['metadata'])['finalizers'], ['hereabouts.cni.cncf.io/protect-pool']);
+    // Metrics: the claims the caches hold, and how their reconciles ended.
+    const metrics = await (await fetch(metricsUrl)).text();
+    const value = (line: RegExp): number => Number(line.exec(metrics)?.[1] ?? NaN);
+    assert.equal(value(/^hereabouts_claims\{kind="IPAddressClaim"\} (\d+)$/m), 3, metrics);
+    assert.ok(value(/^hereabouts_claim_reconciles_total\{kind="claim",result="ready"\} (\d+)$/m) >= 4, metrics);
+    assert.ok(value(/^hereabouts_claim_reconciles_total\{kind="claim",result="waiting"\} (\d+)$/m) >= 1, metrics);
+    assert.ok(value(/^hereabouts_claim_reconciles_total\{kind="claim",result="released"\} (\d+)$/m) >= 1, metrics);
   });
 
   test('a pool that shares a network with pods: the plugin and the controller never hand out one address twice', async () => {
