@@ -33,6 +33,9 @@ bash scripts/tools/helm.sh >/dev/null
 # cold build; without a Go toolchain that test says so and skips.
 echo "== whereabouts v0.9.4 (built once from its Go module, cached in ~/.cache/hereabouts)"
 bash scripts/bench/build-tools.sh >/dev/null || echo "whereabouts: not built (see above); the mixed-use test skips or fails saying why"
+# The peer of test/integration/controller/claims-upstream.test.ts, likewise; without it that test skips saying why.
+echo "== Cluster API in-cluster IPAM provider v1.1.0 (built once from its Go module, cached in ~/.cache/hereabouts)"
+bash scripts/tools/capi-in-cluster.sh >/dev/null || echo "capi-in-cluster: not built (see above); the side-by-side claims test skips saying why"
 
 # Tests run on the embedded Node (the runtime we ship), which also strips TypeScript types natively.
 echo "== tests"

@@ -126,20 +126,20 @@ function ownSpace(identity: PoolIdentity, spec: OwnAddressesSpec): ClaimSpace {
   const family = spec.family;
   const inSubnet = { first: networkOf(subnet), last: lastOf(subnet) };
   for (const listed of spec.addresses)
-    if (intersectBlocks(listed, inSubnet) === undefined || listed.first < inSubnet.first || listed.last > inSubnet.last)
+    if (listed.first < inSubnet.first || listed.last > inSubnet.last)
       throw new TypeError(
         `spec.addresses ${describeBlock(family, listed)} is outside the subnet ${formatCidr(subnet)}`,
       );
   let blocks = subtract(spec.addresses, spec.excluded);
+  const reserved: Block[] = [];
+  // As the in-cluster provider: the gateway is never handed out; the network address and the IPv4 broadcast only
+  // with allocateReservedIPAddresses.
+  if (spec.gateway !== undefined) reserved.push(single(spec.gateway.value));
   if (!spec.allocateReserved) {
-    const reserved: Block[] = [];
-    // As the in-cluster provider: the network address, the IPv4 broadcast and the gateway are not handed out.
-    if ((family === 4 && spec.prefix < 31) || (family === 6 && spec.prefix < 127))
-      reserved.push(single(inSubnet.first));
+    if ((family === 4 && spec.prefix < 31) || (family === 6 && spec.prefix < 127)) reserved.push(single(inSubnet.first));
     if (family === 4 && spec.prefix < 31) reserved.push(single(inSubnet.last));
-    if (spec.gateway !== undefined) reserved.push(single(spec.gateway.value));
-    blocks = subtract(blocks, reserved);
   }
+  blocks = subtract(blocks, reserved);
   return {
     pool: {
       name: ownPoolName(identity, subnet),

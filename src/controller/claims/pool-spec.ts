@@ -27,7 +27,7 @@ export interface OwnAddressesSpec extends PoolSpecBase {
   readonly family: Family;
   readonly addresses: readonly Block[];
   readonly prefix: number;
-  /** Hand out the subnet's network and broadcast addresses and the gateway too (the in-cluster provider's key). */
+  /** Hand out the subnet's network and broadcast addresses too (the in-cluster provider's key; never the gateway). */
   readonly allocateReserved: boolean;
 }
 
