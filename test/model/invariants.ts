@@ -90,11 +90,22 @@ export async function checkStep(cluster: Cluster): Promise<Violation[]> {
         e.attachment.containerId === containerId &&
         e.attachment.ifname === ifname,
     );
-  // A hand-out its node's journal still holds (its rename landed, its agent died before the reservation followed):
-  // the next agent of the node brings the reservation in step before anything else on that pool.
+  // A hand-out its node's journal still holds (its rename landed, its agent died before the reservation followed),
+  // the record maybe taken over since by a re-ADD of the same pod and interface (another container): the next agent
+  // of the node brings the reservation in step before anything else on that pool (group-plan.ts, landed).
   const pendingHandOut = (h: Held): boolean => {
     const pod = [...cluster.pods.values()].find((p) => cluster.podRef(p.name) === h.podRef);
-    return pod !== undefined && journalHandsOut(pod.node, h.pool, h.ip, h.containerId, h.ifname);
+    return (
+      pod !== undefined &&
+      pendingOf(pod.node).some(
+        (e) =>
+          e.op === 'handed-out' &&
+          e.pool === `${cluster.ns}/${h.pool}` &&
+          e.address === String(parseIP(h.ip).value) &&
+          e.attachment.podRef === h.podRef &&
+          e.attachment.ifname === h.ifname,
+      )
+    );
   };
   for (const h of held) {
     if (h.net === undefined || !NETS[h.net].overlapping || cluster.reconcilerShared.has(h.ip)) continue;

@@ -61,6 +61,13 @@ export interface GroupOutcome {
 const isSameAttachmentRecord = (a: AllocationRecord, b: AllocationRecord): boolean =>
   a.containerId === b.containerId && a.ifname === b.ifname;
 
+/**
+ * `now` is what an idempotent re-ADD of `handedOut`'s pod and interface wrote over it: the same pod (a re-created
+ * pod of the name takes over its predecessor's record too) and interface, another container.
+ */
+const isReAddOf = (now: AllocationRecord, handedOut: AllocationRecord): boolean =>
+  handedOut.podRef !== '' && now.podRef === handedOut.podRef && now.ifname === handedOut.ifname;
+
 export function groupPlan(input: GroupInput): Plan<GroupOutcome> {
   const { node, pool, range, pending, policy } = input;
   return (current, refused, hints) => {
@@ -75,8 +82,13 @@ export function groupPlan(input: GroupInput): Plan<GroupOutcome> {
       const now = current.get(address);
       if (write.kind === 'name') {
         if (mine(now)) update.push({ address, record: write.record });
-        else if (now === undefined || !isSameAttachmentRecord(now, write.record)) lost.push({ address, holder: now });
-        else landed.push({ address, record: now, previous: warmBack });
+        // Renamed already (an earlier write landed; its agent died, or the write failed, before the reservation
+        // followed), and maybe taken over since by a re-ADD of the same pod and interface (a new sandbox, on the
+        // synchronous path: its follow finds the reservation naming the warm record, not the record it rewrote).
+        // Either way the reservation may still name the warm record: it follows the record the pool holds now.
+        else if (now !== undefined && (isSameAttachmentRecord(now, write.record) || isReAddOf(now, write.record)))
+          landed.push({ address, record: now, previous: warmBack });
+        else lost.push({ address, holder: now });
       } else if (now !== undefined && now.containerId === write.attachment.containerId) {
         // By the sandbox alone: the DEL was answered from the node's last view, and the record at this address may
         // have been rewritten since without an interface (as Whereabouts before 0.7 wrote them); a new sandbox of the

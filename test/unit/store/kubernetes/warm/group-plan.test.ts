@@ -119,3 +119,28 @@ test('give-back returns only warm records of this node that no call is using', (
   assert.deepEqual(planned.change.update, [{ address: at(2), record: pod('y') }]);
   assert.deepEqual([...planned.value.warm], []);
 });
+
+test("a hand-out whose renamed record a re-ADD of its pod took over has landed, its reservation to follow the new container; another pod's is lost", () => {
+  const reAdd: AllocationRecord = { ...pod('a'), containerId: 'c-a-2' };
+  const current = new Map<bigint, AllocationRecord>([
+    [at(1), reAdd],
+    [at(2), { ...pod('intruder'), ifname: pod('b').ifname }],
+    [at(3), { ...pod('c'), containerId: 'c-c-2', ifname: 'eth1' }],
+  ]);
+  const pending = new Map<bigint, PendingWrite>([
+    [at(1), { kind: 'name', record: pod('a') }],
+    [at(2), { kind: 'name', record: pod('b') }],
+    [at(3), { kind: 'name', record: pod('c') }],
+  ]);
+  const planned = groupPlan(input({ pending }))(current, new Set());
+  assert.equal(planned.change, null);
+  assert.deepEqual(
+    planned.value.landed.map((l) => [l.address, l.record.containerId, l.previous.containerId]),
+    [[at(1), 'c-a-2', warm().containerId]],
+  );
+  assert.deepEqual(
+    planned.value.lost.map((l) => l.address),
+    [at(2), at(3)], // another pod; the same pod's other interface
+  );
+  assert.deepEqual(planned.value.settled, [at(1), at(2), at(3)]);
+});

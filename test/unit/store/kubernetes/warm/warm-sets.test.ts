@@ -453,3 +453,43 @@ test("a pod's new sandbox gets the address its DEL released even when a lower on
   );
   assert.equal(addressOf(again), mine, 'the address it had, not the lowest free one');
 });
+
+test("a hand-out's rename that landed unanswered, then taken over by a re-ADD of its pod on the synchronous path: the reservation follows to the new container", async (t) => {
+  const server = new MemoryApiServer();
+  const admin = new MemoryApiClient(server, { namespace: NS });
+  await gate(admin, WARM_ALLOWED);
+  const a = await warmedAgent(t, server, { journal: tempDir(t, 'journal'), cache: tempDir(t, 'cache') });
+  await a.warm.settle();
+  // The rename's pool write is applied, but its answer is a 504; the next request (the grouped write the re-ADD waits
+  // for) gets a 503: the re-ADD runs the synchronous path on a pool that names the pod, its reservation the agent.
+  const send = a.api.send.bind(a.api);
+  let phase: 'rename' | 'fail-next' | 'pass' = 'rename';
+  a.api.send = async (req: ApiRequest): Promise<ApiResponse> => {
+    if (phase === 'rename' && req.method === 'PATCH' && JSON.stringify(req.body ?? '').includes('"c-web"')) {
+      await send(req);
+      phase = 'fail-next';
+      return { status: 504, body: { kind: 'Status', status: 'Failure', reason: 'Timeout', code: 504 } };
+    }
+    if (phase === 'fail-next') {
+      phase = 'pass';
+      return { status: 503, body: { kind: 'Status', status: 'Failure', reason: 'ServiceUnavailable', code: 503 } };
+    }
+    return send(req);
+  };
+  const address = addressOf(await add(a.store, 'web'));
+  await until('the rename to land unanswered', () => phase !== 'rename');
+  const ip = `10.77.0.${Number(address & 0xffn)}`;
+  const again = await a.store.update(
+    pool,
+    planAssign(pool, { ...pod('web'), containerId: 'c-web-2' }, { createdAt: new Date().toISOString() }),
+  );
+  assert.equal(addressOf(again), address, 'the re-ADD keeps the address');
+  assert.equal(phase, 'pass');
+  await a.warm.settle();
+  assert.equal((await records(admin)).get(address)?.containerId, 'c-web-2');
+  const spec = ((await getObject(admin, 'overlappingrangeipreservations', ip)) as Obj | undefined)?.['spec'] as
+    Obj | undefined;
+  assert.deepEqual([spec?.['podref'], spec?.['containerid']], ['default/web', 'c-web-2'], 'the reservation follows');
+  assert.equal(a.warm.stats().lost, 0, 'the hand-out was not lost: its record was taken over by its own pod');
+  assert.equal(a.warm.stats().pending, 0);
+});
