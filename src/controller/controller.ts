@@ -92,7 +92,7 @@ export class Controller {
       log,
       onChange: (leading) => {
         if (!leading) return;
-        this.claims.resync();
+        this.claims.resync(true);
         this.request('full', 0);
         void this.#publishWarmGate();
       },

@@ -68,6 +68,11 @@ export interface ClaimContext {
    * podref is no live pod, so no new address is claimed with a reservation while it runs.
    */
   readonly whereabouts?: () => string | undefined;
+  /**
+   * Told each resourceVersion of a claim this reconcile wrote or found settled ("IPAddressClaim/ns/name" or
+   * "PrefixClaim/ns/name"): the caller skips the watch events of its own writes.
+   */
+  readonly noteVersion?: (claim: string, resourceVersion: string) => void;
 }
 
 /** Reconciles one IPAddressClaim, read live. */
@@ -81,10 +86,13 @@ export async function reconcileAddressClaim(ctx: ClaimContext, namespace: string
   if (meta.deleting) return releaseClaim(ctx, meta, holder, ref);
   if (await paused(ctx, object, meta)) return 'paused';
 
+  const note = (rv: string): void => ctx.noteVersion?.(`IPAddressClaim/${namespace}/${name}`, rv);
+  note(meta.resourceVersion);
   const withFinalizer = finalizerPatch(meta, RELEASE_FINALIZER, true);
   if (withFinalizer !== undefined) {
     const written = await patchOne(ctx.api, IPADDRESSCLAIMS, meta, withFinalizer, {
       resourceVersion: meta.resourceVersion,
+      written: note,
     });
     if (written !== 'done') return 'conflict'; // changed meanwhile: read again
   }
@@ -155,22 +163,24 @@ async function releaseClaim(ctx: ClaimContext, meta: Meta, holder: ClaimHolder, 
       annotations[RANGE_ANNOTATION] ?? '',
       annotations[RESERVATION_NETWORK_ANNOTATION] ?? '',
     );
+    // Unprotected and deleted on the version just written (no read between): another finalizer may hold it, and
+    // then its address stays held until it is gone.
+    let version = addressMeta.resourceVersion;
     const unprotect = finalizerPatch(addressMeta, PROTECT_FINALIZER, false);
     if (unprotect !== undefined) {
       const written = await patchOne(ctx.api, IPADDRESSES, addressMeta, unprotect, {
         resourceVersion: addressMeta.resourceVersion,
+        written: (rv) => (version = rv),
       });
       if (written === 'conflict') return 'conflict';
     }
-    const fresh = await getOne(ctx.api, IPADDRESSES, meta.namespace, meta.name);
-    if (
-      fresh !== undefined &&
-      !metaOf(fresh).deleting &&
-      (await deleteOne(ctx.api, IPADDRESSES, metaOf(fresh))) === 'conflict'
-    )
-      return 'conflict';
-    // Another finalizer may hold it: its address stays held until it is gone.
-    if ((await getOne(ctx.api, IPADDRESSES, meta.namespace, meta.name)) !== undefined) return 'waiting';
+    if (addressMeta.deleting) {
+      if (unprotect === undefined || addressMeta.finalizers.length > 1) return 'waiting';
+    } else {
+      const deleted = await deleteOne(ctx.api, IPADDRESSES, { ...addressMeta, resourceVersion: version });
+      if (deleted === 'conflict') return 'conflict';
+      if (deleted === 'lingers') return 'waiting';
+    }
   }
   if (pool === undefined) {
     // No IPAddress (a crash before it was made, or after it went; or deleted by hand): the pool's IPPool.
@@ -248,7 +258,10 @@ async function setReady(
       ...(addressRef === undefined ? {} : { addressRef: { name: addressRef } }),
     },
   };
-  await patchOne(ctx.api, IPADDRESSCLAIMS, meta, patch, { status: true });
+  await patchOne(ctx.api, IPADDRESSCLAIMS, meta, patch, {
+    status: true,
+    written: (rv) => ctx.noteVersion?.(`IPAddressClaim/${meta.namespace}/${meta.name}`, rv),
+  });
   if (ready.status !== 'True') await ctx.events.emit(involved(meta), 'Warning', ready.reason, ready.message);
   else await ctx.events.emit(involved(meta), 'Normal', 'AddressAllocated', ready.message);
 }

@@ -136,7 +136,8 @@ function ownSpace(identity: PoolIdentity, spec: OwnAddressesSpec): ClaimSpace {
   // with allocateReservedIPAddresses.
   if (spec.gateway !== undefined) reserved.push(single(spec.gateway.value));
   if (!spec.allocateReserved) {
-    if ((family === 4 && spec.prefix < 31) || (family === 6 && spec.prefix < 127)) reserved.push(single(inSubnet.first));
+    if ((family === 4 && spec.prefix < 31) || (family === 6 && spec.prefix < 127))
+      reserved.push(single(inSubnet.first));
     if (family === 4 && spec.prefix < 31) reserved.push(single(inSubnet.last));
   }
   blocks = subtract(blocks, reserved);

@@ -6,7 +6,7 @@ import { tryParseIP } from '../../ip/address.ts';
 import type { ApiClient } from '../../kube/api.ts';
 import type { Log } from '../../log/json-log.ts';
 import { recordOf } from '../../record.ts';
-import { holderKey, type ClaimHolder } from '../../store/claim-record.ts';
+import { claimHolder, holderKey, sameHolder, type ClaimHolder } from '../../store/claim-record.ts';
 import type { PoolView } from '../pools/view.ts';
 import type { EventRecorder } from '../runtime/events.ts';
 import { Informer } from '../runtime/informer.ts';
@@ -18,6 +18,7 @@ import {
   GLOBALADDRESSPOOLS,
   IPADDRESSCLAIMS,
   IPADDRESSES,
+  IPPOOL_ANNOTATION,
   metaOf,
   pathOf,
   PREFIXCLAIMS,
@@ -28,16 +29,23 @@ import { reconcilePrefixClaim } from './prefix-claims.ts';
 import { releaseGoneClaims } from './record-pass.ts';
 import { WorkQueue } from './work-queue.ts';
 
+/** How long the counts of a pool wait after an IPAddress of it changed: a burst of claims makes one status write. */
+const POOL_STATUS_DELAY_MS = 1000;
+
 interface ClaimView {
   readonly pool: PoolRefOf;
+  readonly resourceVersion: string;
 }
 interface AddressView {
   readonly claim: string;
   readonly pool: PoolRefOf;
   readonly address: string;
+  /** The IPPool that records it (its annotation). */
+  readonly ippool: string;
 }
 interface PoolObjectView {
   readonly deleting: boolean;
+  readonly generation: number;
 }
 
 export interface ClaimsOptions {
@@ -65,6 +73,13 @@ export class ClaimsController {
   readonly #o: ClaimsOptions;
   readonly #queue: WorkQueue;
   readonly #ctx: ClaimContext;
+  /**
+   * Claims whose last reconcile left them served ("claim/ns/name", "prefix/ns/name"), with the resourceVersions that
+   * reconcile read or wrote: a watch event of one of those is this controller's own write, not news.
+   */
+  readonly #settled = new Map<string, Set<string>>();
+  /** The versions the reconcile running for a key has read or written so far. */
+  readonly #noted = new Map<string, Set<string>>();
 
   constructor(api: ApiClient, watchApi: ApiClient, options: ClaimsOptions) {
     this.#api = api;
@@ -77,6 +92,10 @@ export class ClaimsController {
       log: options.log,
       resting: new Map(),
       whereabouts: options.whereabouts,
+      noteVersion: (claim, rv) => {
+        const key = `${claim.startsWith('PrefixClaim/') ? 'prefix' : 'claim'}/${claim.slice(claim.indexOf('/') + 1)}`;
+        this.#noted.get(key)?.add(rv);
+      },
     };
     this.#queue = new WorkQueue((key) => this.#reconcile(key), { workers: options.workers ?? 4, log: options.log });
     const log = options.log;
@@ -84,14 +103,14 @@ export class ClaimsController {
       options.namespaces === 'all' || options.namespaces.includes(metaOf(object).namespace);
     const claimView = (object: unknown): ClaimView | undefined => {
       const pool = served(object) ? ourPoolRef(object) : undefined;
-      return pool === undefined ? undefined : { pool };
+      return pool === undefined ? undefined : { pool, resourceVersion: metaOf(object).resourceVersion };
     };
     this.claims = new Informer(watchApi, {
       resource: 'ipaddressclaims',
       path: pathOf(IPADDRESSCLAIMS),
       view: claimView,
       log,
-      onChange: (_kind, key) => this.#queue.add(`claim/${key}`),
+      onChange: (_kind, key, current) => this.#claimChanged(`claim/${key}`, current),
     });
     this.prefixClaims = new Informer(watchApi, {
       resource: 'prefixclaims',
@@ -100,10 +119,11 @@ export class ClaimsController {
         if (!served(object)) return undefined;
         const ref = recordOf(recordOf(recordOf(object)['spec'])['poolRef']);
         const kind = ref['kind'] === 'GlobalAddressPool' ? 'GlobalAddressPool' : 'AddressPool';
-        return { pool: { kind, name: typeof ref['name'] === 'string' ? ref['name'] : '' } };
+        const name = typeof ref['name'] === 'string' ? ref['name'] : '';
+        return { pool: { kind, name }, resourceVersion: metaOf(object).resourceVersion };
       },
       log,
-      onChange: (_kind, key) => this.#queue.add(`prefix/${key}`),
+      onChange: (_kind, key, current) => this.#claimChanged(`prefix/${key}`, current),
     });
     this.addresses = new Informer(watchApi, {
       resource: 'ipaddresses',
@@ -116,27 +136,37 @@ export class ClaimsController {
           claim: text(recordOf(spec['claimRef'])['name']),
           pool,
           address: text(spec['address']),
+          ippool: metaOf(object).annotations[IPPOOL_ANNOTATION] ?? '',
         };
       },
       log,
-      onChange: (_kind, key, current, previous) => {
+      onChange: (kind, key, current, previous) => {
         const view = current ?? previous;
         if (view === undefined) return;
         const namespace = key.slice(0, key.indexOf('/'));
-        this.#queue.add(`claim/${namespace}/${view.claim}`);
-        this.#queue.add(
-          `pool/${view.pool.kind}/${view.pool.kind === 'GlobalAddressPool' ? '' : namespace}/${view.pool.name}`,
-        );
+        // Its claim made it (and is looked at once settled): only a deletion is news to the claim.
+        const claim = `claim/${namespace}/${view.claim}`;
+        if (kind === 'deleted' || !this.#settled.has(claim)) this.#queue.add(claim);
+        // The pool's counts follow, once for a burst of claims.
+        const pool = `pool/${view.pool.kind}/${view.pool.kind === 'GlobalAddressPool' ? '' : namespace}/${view.pool.name}`;
+        this.#queue.addAfter(pool, POOL_STATUS_DELAY_MS);
       },
     });
     const poolInformer = (kind: PoolKind): Informer<PoolObjectView> =>
       new Informer(watchApi, {
         resource: kind === 'AddressPool' ? 'addresspools' : 'globaladdresspools',
         path: pathOf(kind === 'AddressPool' ? ADDRESSPOOLS : GLOBALADDRESSPOOLS),
-        view: (object) =>
-          kind === 'AddressPool' && !served(object) ? undefined : { deleting: metaOf(object).deleting },
+        view: (object) => {
+          if (kind === 'AddressPool' && !served(object)) return undefined;
+          const meta = metaOf(object);
+          return { deleting: meta.deleting, generation: meta.generation };
+        },
         log,
-        onChange: (_kind, key) => this.#poolChanged(kind, key),
+        onChange: (_kind, key, current, previous) => {
+          // Its status (written by this controller) is no news: a new spec, a deletion, or a pool come or gone is.
+          if (current?.generation === previous?.generation && current?.deleting === previous?.deleting) return;
+          this.#poolChanged(kind, key);
+        },
       });
     this.addressPools = poolInformer('AddressPool');
     this.globalPools = poolInformer('GlobalAddressPool');
@@ -163,11 +193,17 @@ export class ClaimsController {
     for (const informer of this.informers) informer.stop();
   }
 
-  /** Every claim, pool and the record pass, queued (a new leader, the periodic resync). */
-  resync(): void {
+  /**
+   * Every claim, pool and the record pass, queued: the periodic resync, or (`full`) a new leader. A claim settled by
+   * this replica is skipped when the caches show it as it was left (its version, its IPAddress, its pool's record).
+   */
+  resync(full = false): void {
     if (!this.enabled) return;
-    for (const key of this.claims.items.keys()) this.#queue.add(`claim/${key}`);
-    for (const key of this.prefixClaims.items.keys()) this.#queue.add(`prefix/${key}`);
+    if (full) this.#settled.clear();
+    for (const key of this.claims.items.keys())
+      if (!this.#stillSettled(`claim/${key}`)) this.#queue.add(`claim/${key}`);
+    for (const key of this.prefixClaims.items.keys())
+      if (!this.#stillSettled(`prefix/${key}`)) this.#queue.add(`prefix/${key}`);
     for (const key of this.addressPools.items.keys()) this.#queue.add(`pool/AddressPool/${key}`);
     for (const key of this.globalPools.items.keys()) this.#queue.add(`pool/GlobalAddressPool//${key}`);
     this.#queue.add('records');
@@ -178,19 +214,54 @@ export class ClaimsController {
     return this.#queue.idle();
   }
 
+  /** A claim's watch event: news unless it is a version its last reconcile read or wrote. */
+  #claimChanged(key: string, current: ClaimView | undefined): void {
+    if (current !== undefined && this.#settled.get(key)?.has(current.resourceVersion) === true) return;
+    this.#settled.delete(key);
+    this.#queue.add(key);
+  }
+
+  /** The caches show a settled claim as its last reconcile left it. */
+  #stillSettled(key: string): boolean {
+    const versions = this.#settled.get(key);
+    if (versions === undefined) return false;
+    const rest = key.slice(key.indexOf('/') + 1);
+    const kind = key.slice(0, key.indexOf('/'));
+    const view = (kind === 'claim' ? this.claims : this.prefixClaims).items.get(rest);
+    if (view === undefined || !versions.has(view.resourceVersion)) return false;
+    if (kind === 'prefix') return true;
+    // An address claim: its IPAddress is there, and its pool's IPPool still records the address for it.
+    const address = this.addresses.items.get(rest);
+    const ip = address === undefined ? undefined : tryParseIP(address.address);
+    const ippool =
+      address === undefined ? undefined : this.#o.pools.items.get(`${this.#api.namespace}/${address.ippool}`);
+    const record = ip === undefined ? undefined : ippool?.allocations.get(ip.value);
+    const holder = record === undefined ? undefined : claimHolder(record);
+    const slash = rest.indexOf('/');
+    return (
+      holder !== undefined &&
+      sameHolder(holder, { kind: 'IPAddressClaim', namespace: rest.slice(0, slash), name: rest.slice(slash + 1) })
+    );
+  }
+
   #poolChanged(kind: PoolKind, key: string): void {
     const [namespace, name] = kind === 'GlobalAddressPool' ? ['', key] : splitKey(key);
     this.#queue.add(`pool/${kind}/${namespace}/${name}`);
-    // Claims waiting on this pool (not found, not ready, exhausted) are looked at again.
+    // Claims waiting on this pool (not found, not ready, exhausted) are looked at again; a settled one keeps its
+    // address (one a new spec strands is reported by the pool's status).
+    this.#wakeWaiting({ kind, name }, namespace);
+  }
+
+  /** Queues the claims of the pool (`namespace`: a namespaced pool's) that are not settled. */
+  #wakeWaiting(pool: PoolRefOf, namespace: string): void {
+    const ofPool = (view: ClaimView, claimKey: string): boolean =>
+      view.pool.kind === pool.kind &&
+      view.pool.name === pool.name &&
+      (pool.kind === 'GlobalAddressPool' || claimKey.startsWith(`${namespace}/`));
     for (const [claimKey, view] of this.claims.items)
-      if (
-        view.pool.kind === kind &&
-        view.pool.name === name &&
-        (kind === 'GlobalAddressPool' || claimKey.startsWith(`${namespace}/`))
-      )
-        this.#queue.add(`claim/${claimKey}`);
+      if (ofPool(view, claimKey) && !this.#settled.has(`claim/${claimKey}`)) this.#queue.add(`claim/${claimKey}`);
     for (const [claimKey, view] of this.prefixClaims.items)
-      if (view.pool.kind === kind && view.pool.name === name) this.#queue.add(`prefix/${claimKey}`);
+      if (ofPool(view, claimKey) && !this.#settled.has(`prefix/${claimKey}`)) this.#queue.add(`prefix/${claimKey}`);
   }
 
   async #reconcile(key: string): Promise<void> {
@@ -198,6 +269,13 @@ export class ClaimsController {
     const slash = key.indexOf('/');
     const kind = slash < 0 ? key : key.slice(0, slash);
     const rest = key.slice(slash + 1);
+    const claimKind = kind === 'claim' || kind === 'prefix';
+    const view = claimKind ? (kind === 'claim' ? this.claims : this.prefixClaims).items.get(rest) : undefined;
+    if (claimKind) {
+      // Asked again for an event of its own write (seen while it ran): nothing to do.
+      if (view !== undefined && this.#settled.get(key)?.has(view.resourceVersion) === true) return;
+      this.#noted.set(key, new Set());
+    }
     let result: string;
     try {
       if (kind === 'claim') {
@@ -213,8 +291,18 @@ export class ClaimsController {
         result = await this.#recordPass();
       }
     } catch (err) {
+      this.#settled.delete(key);
+      this.#noted.delete(key);
       this.#o.onResult?.(kind, 'error');
       throw err; // the queue retries it after a backoff
+    }
+    if (claimKind) {
+      const noted = this.#noted.get(key);
+      this.#noted.delete(key);
+      if (result === 'ready' && noted !== undefined) this.#settled.set(key, noted);
+      else this.#settled.delete(key);
+      // What a released claim gave back may serve the claims that wait on its pool.
+      if (result === 'released' && view !== undefined) this.#wakeWaiting(view.pool, rest.slice(0, rest.indexOf('/')));
     }
     this.#o.onResult?.(kind, result);
     if (result === 'conflict') this.#queue.addAfter(key, 200);

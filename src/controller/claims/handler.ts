@@ -35,6 +35,8 @@ export class ClaimHandler {
   readonly #writer: PoolWriter;
   readonly #log: Log;
   readonly #leading: () => boolean;
+  /** The last write queued per IPPool: this controller's writes of one pool go one at a time (no self-conflicts). */
+  readonly #tails = new Map<string, Promise<unknown>>();
 
   constructor(api: ApiClient, options: { readonly log: Log; readonly leading: () => boolean }) {
     this.#api = api;
@@ -80,7 +82,9 @@ export class ClaimHandler {
     options: { readonly wanted?: bigint; readonly resting?: ReadonlySet<bigint>; readonly claimable?: boolean } = {},
   ): Promise<AddressOutcome> {
     const plan = planAddressClaim(space, holder, { createdAt: now(), ...options });
-    return this.#writer.claim(space.pool, plan, this.#commitOptions(space.reservations));
+    return this.#serial(space.pool.name, () =>
+      this.#writer.claim(space.pool, plan, this.#commitOptions(space.reservations)),
+    );
   }
 
   /** The block a prefix claim holds, claiming one of its length (or exactly `cidr`) when it holds none. */
@@ -91,7 +95,7 @@ export class ClaimHandler {
   ): Promise<PrefixOutcome> {
     const plan = planPrefixClaim(space, holder, { createdAt: now(), ...(cidr === undefined ? {} : { cidr }) });
     // A block's reservation would name its first address only: prefixes live in pools no other writer shares.
-    return this.#writer.claim(space.pool, plan, this.#commitOptions(false));
+    return this.#serial(space.pool.name, () => this.#writer.claim(space.pool, plan, this.#commitOptions(false)));
   }
 
   /**
@@ -99,11 +103,13 @@ export class ClaimHandler {
    * released address goes if it still names the claim. The released addresses.
    */
   async releaseAddress(pool: PoolRef, holder: ClaimHolder): Promise<bigint[]> {
-    const released = await this.#writer.commit(pool, planClaimRelease(holder), {
-      budgetMs: COMMIT_BUDGET_MS,
-      log: this.#log,
-      beforeWrite: () => this.#checkLeading(),
-    });
+    const released = await this.#serial(pool.name, () =>
+      this.#writer.commit(pool, planClaimRelease(holder), {
+        budgetMs: COMMIT_BUDGET_MS,
+        log: this.#log,
+        beforeWrite: () => this.#checkLeading(),
+      }),
+    );
     for (const address of released) {
       const ip = { family: pool.range.cidr.family, value: address };
       // The reservation names the claim as its record did (podref, ifname and id are what is compared).
@@ -122,6 +128,24 @@ export class ClaimHandler {
     beforeWrite: () => void;
   } {
     return { reservations, budgetMs: COMMIT_BUDGET_MS, log: this.#log, beforeWrite: () => this.#checkLeading() };
+  }
+
+  /**
+   * Runs `write` after the writes of this pool queued before it: claims of one pool reconciled by several workers
+   * would otherwise all plan the same lowest free address and refuse each other (a reservation taken, a 409).
+   */
+  #serial<T>(pool: string, write: () => Promise<T>): Promise<T> {
+    const before = this.#tails.get(pool) ?? Promise.resolve();
+    const run = before.then(write, write);
+    const tail = run.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.#tails.set(pool, tail);
+    void tail.then(() => {
+      if (this.#tails.get(pool) === tail) this.#tails.delete(pool);
+    });
+    return run;
   }
 
   #checkLeading(): void {

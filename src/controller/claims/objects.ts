@@ -116,13 +116,20 @@ export async function getOne(api: ApiClient, r: Resource, namespace: string, nam
 
 export type WriteResult = 'done' | 'conflict' | 'gone';
 
-/** A merge patch; with `resourceVersion` it lands only on that version. `status`: the status subresource. */
+/**
+ * A merge patch; with `resourceVersion` it lands only on that version. `status`: the status subresource. `written`
+ * is told the resourceVersion the patch made.
+ */
 export async function patchOne(
   api: ApiClient,
   r: Resource,
   target: { readonly namespace: string; readonly name: string },
   patch: Record<string, unknown>,
-  options: { readonly resourceVersion?: string; readonly status?: boolean } = {},
+  options: {
+    readonly resourceVersion?: string;
+    readonly status?: boolean;
+    readonly written?: (resourceVersion: string) => void;
+  } = {},
 ): Promise<WriteResult> {
   const body =
     options.resourceVersion === undefined
@@ -137,6 +144,7 @@ export async function patchOne(
   if (res.status === 409) return 'conflict';
   if (res.status === 404) return 'gone';
   check(res, `patch ${r.plural} ${target.namespace}/${target.name}`);
+  options.written?.(metaOf(res.body).resourceVersion);
   return 'done';
 }
 
@@ -149,12 +157,15 @@ export async function createOne(api: ApiClient, r: Resource, object: unknown): P
   return 'created';
 }
 
-/** Deletes the object in the version given (uid and resourceVersion preconditions). */
+/**
+ * Deletes the object in the version given (uid and resourceVersion preconditions). 'lingers': the API answered with
+ * the object marked for deletion, another finalizer still holding it.
+ */
 export async function deleteOne(
   api: ApiClient,
   r: Resource,
   target: Pick<Meta, 'namespace' | 'name' | 'uid' | 'resourceVersion'>,
-): Promise<WriteResult> {
+): Promise<WriteResult | 'lingers'> {
   const res = await api.send({
     method: 'DELETE',
     path: pathOf(r, target.namespace, target.name),
@@ -163,7 +174,8 @@ export async function deleteOne(
   if (res.status === 409) return 'conflict';
   if (res.status === 404) return 'gone';
   check(res, `delete ${r.plural} ${target.namespace}/${target.name}`);
-  return 'done';
+  const answered = metaOf(res.body);
+  return answered.deleting && answered.finalizers.length > 0 ? 'lingers' : 'done';
 }
 
 /** Finalizers with `finalizer` added or removed, as a patch conditional on the version they were read at. */

@@ -71,10 +71,13 @@ export async function reconcilePrefixClaim(ctx: ClaimContext, namespace: string,
     await setStatus(ctx, object, { status: 'False', reason: 'InvalidSpec', message: err.message });
     return 'waiting';
   }
+  const note = (rv: string): void => ctx.noteVersion?.(`PrefixClaim/${namespace}/${name}`, rv);
+  note(meta.resourceVersion);
   const withFinalizer = finalizerPatch(meta, PREFIX_FINALIZER, true);
   if (withFinalizer !== undefined) {
     const written = await patchOne(ctx.api, PREFIXCLAIMS, meta, withFinalizer, {
       resourceVersion: meta.resourceVersion,
+      written: note,
     });
     if (written !== 'done') return 'conflict';
   }
@@ -160,7 +163,10 @@ async function setStatus(
   const same = Object.entries(fields).every(([k, v]) => status[k] === v);
   if (same && conditionsMatch(status['conditions'], [wanted])) return;
   const patch = { status: { ...fields, conditions: withConditions(status['conditions'], [wanted], new Date()) } };
-  await patchOne(ctx.api, PREFIXCLAIMS, meta, patch, { status: true });
+  await patchOne(ctx.api, PREFIXCLAIMS, meta, patch, {
+    status: true,
+    written: (rv) => ctx.noteVersion?.(`PrefixClaim/${meta.namespace}/${meta.name}`, rv),
+  });
   const involved: InvolvedObject = {
     apiVersion: apiVersionOf(PREFIXCLAIMS),
     kind: 'PrefixClaim',
