@@ -9,7 +9,7 @@ import { recordOf } from '../../record.ts';
 import { claimHolder, holderKey, sameHolder, type ClaimHolder } from '../../store/claim-record.ts';
 import type { PoolView } from '../pools/view.ts';
 import type { EventRecorder } from '../runtime/events.ts';
-import { Informer } from '../runtime/informer.ts';
+import { Informer, type ChangeKind } from '../runtime/informer.ts';
 import { ourPoolRef, reconcileAddressClaim, type ClaimContext, type PoolRefOf } from './address-claims.ts';
 import { ClaimHandler } from './handler.ts';
 import {
@@ -110,7 +110,7 @@ export class ClaimsController {
       path: pathOf(IPADDRESSCLAIMS),
       view: claimView,
       log,
-      onChange: (_kind, key, current) => this.#claimChanged(`claim/${key}`, current),
+      onChange: (kind, key, current) => this.#claimChanged(kind, `claim/${key}`, current),
     });
     this.prefixClaims = new Informer(watchApi, {
       resource: 'prefixclaims',
@@ -123,7 +123,7 @@ export class ClaimsController {
         return { pool: { kind, name }, resourceVersion: metaOf(object).resourceVersion };
       },
       log,
-      onChange: (_kind, key, current) => this.#claimChanged(`prefix/${key}`, current),
+      onChange: (kind, key, current) => this.#claimChanged(kind, `prefix/${key}`, current),
     });
     this.addresses = new Informer(watchApi, {
       resource: 'ipaddresses',
@@ -214,11 +214,14 @@ export class ClaimsController {
     return this.#queue.idle();
   }
 
-  /** A claim's watch event: news unless it is a version its last reconcile read or wrote. */
-  #claimChanged(key: string, current: ClaimView | undefined): void {
+  /**
+   * A claim's watch event: news unless it is a version its last reconcile read or wrote. A claim gone is left to the
+   * record pass (its finalizer ran, or it was removed by hand: either way there is nothing to reconcile).
+   */
+  #claimChanged(kind: ChangeKind, key: string, current: ClaimView | undefined): void {
     if (current !== undefined && this.#settled.get(key)?.has(current.resourceVersion) === true) return;
     this.#settled.delete(key);
-    this.#queue.add(key);
+    if (kind !== 'deleted') this.#queue.add(key);
   }
 
   /** The caches show a settled claim as its last reconcile left it. */
