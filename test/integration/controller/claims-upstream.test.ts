@@ -300,7 +300,7 @@ describe(
             assert.equal(owners.length, 1, `${what}: owned by its claim only`);
             assert.ok(
               String(rec(meta['annotations'])['hereabouts.cni.cncf.io/ippool']).startsWith(
-                `hereabouts-claims.ns.${side.ns.name}.machines-`,
+                `hereabouts-claims.ns.${side.ns.name}.8.machines-`,
               ),
               what,
             );
