@@ -144,9 +144,10 @@ export class ClaimsController {
         const view = current ?? previous;
         if (view === undefined) return;
         const namespace = key.slice(0, key.indexOf('/'));
-        // Its claim made it (and is looked at once settled): only a deletion is news to the claim.
+        // Its claim made it, and deletes it when it goes: news to the claim only while that is settled (an IPAddress
+        // deleted by hand), or while it is not (a reconcile that runs now looks again).
         const claim = `claim/${namespace}/${view.claim}`;
-        if (kind === 'deleted' || !this.#settled.has(claim)) this.#queue.add(claim);
+        if ((kind === 'deleted') === this.#settled.has(claim)) this.#queue.add(claim);
         // The pool's counts follow, once for a burst of claims.
         const pool = `pool/${view.pool.kind}/${view.pool.kind === 'GlobalAddressPool' ? '' : namespace}/${view.pool.name}`;
         this.#queue.addAfter(pool, POOL_STATUS_DELAY_MS);
