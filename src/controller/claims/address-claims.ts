@@ -83,10 +83,10 @@ export async function reconcileAddressClaim(ctx: ClaimContext, namespace: string
   if (ref === undefined) return 'gone';
   const meta = metaOf(object);
   const holder: ClaimHolder = { kind: 'IPAddressClaim', namespace, name };
-  if (meta.deleting) return releaseClaim(ctx, meta, holder, ref);
+  const note = (rv: string): void => ctx.noteVersion?.(`IPAddressClaim/${namespace}/${name}`, rv);
+  if (meta.deleting) return releaseClaim(ctx, meta, holder, ref, note);
   if (await paused(ctx, object, meta)) return 'paused';
 
-  const note = (rv: string): void => ctx.noteVersion?.(`IPAddressClaim/${namespace}/${name}`, rv);
   note(meta.resourceVersion);
   const withFinalizer = finalizerPatch(meta, RELEASE_FINALIZER, true);
   if (withFinalizer !== undefined) {
@@ -150,7 +150,13 @@ export async function reconcileAddressClaim(ctx: ClaimContext, namespace: string
  * The claim is being deleted: its IPAddress goes, then its address goes back, then its finalizer. In that order: an
  * address is never free in its pool while an IPAddress still names it (a machine may still use it until then).
  */
-async function releaseClaim(ctx: ClaimContext, meta: Meta, holder: ClaimHolder, ref: PoolRefOf): Promise<ClaimResult> {
+async function releaseClaim(
+  ctx: ClaimContext,
+  meta: Meta,
+  holder: ClaimHolder,
+  ref: PoolRefOf,
+  note: (resourceVersion: string) => void,
+): Promise<ClaimResult> {
   if (!meta.finalizers.includes(RELEASE_FINALIZER)) return 'gone';
   const address = await getOne(ctx.api, IPADDRESSES, meta.namespace, meta.name);
   const owned = address !== undefined && claimNameOf(address) === meta.name ? address : undefined;
@@ -199,6 +205,7 @@ async function releaseClaim(ctx: ClaimContext, meta: Meta, holder: ClaimHolder, 
   }
   const written = await patchOne(ctx.api, IPADDRESSCLAIMS, meta, finalizerPatch(meta, RELEASE_FINALIZER, false) ?? {}, {
     resourceVersion: meta.resourceVersion,
+    written: note,
   });
   return written === 'conflict' ? 'conflict' : 'released';
 }

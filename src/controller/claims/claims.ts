@@ -303,7 +303,8 @@ export class ClaimsController {
     if (claimKind) {
       const noted = this.#noted.get(key);
       this.#noted.delete(key);
-      if (result === 'ready' && noted !== undefined) this.#settled.set(key, noted);
+      // Served, or released (its last write, the finalizer's removal, is no news either).
+      if ((result === 'ready' || result === 'released') && noted !== undefined) this.#settled.set(key, noted);
       else this.#settled.delete(key);
       // What a released claim gave back may serve the claims that wait on its pool.
       if (result === 'released' && view !== undefined) this.#wakeWaiting(view.pool, rest.slice(0, rest.indexOf('/')));

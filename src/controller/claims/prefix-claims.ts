@@ -61,7 +61,8 @@ export async function reconcilePrefixClaim(ctx: ClaimContext, namespace: string,
   if (object === undefined) return 'gone';
   const meta = metaOf(object);
   const status = recordOf(recordOf(object)['status']);
-  if (meta.deleting) return releasePrefix(ctx, meta, status);
+  const note = (rv: string): void => ctx.noteVersion?.(`PrefixClaim/${namespace}/${name}`, rv);
+  if (meta.deleting) return releasePrefix(ctx, meta, status, note);
 
   let request: PrefixRequest;
   try {
@@ -71,7 +72,6 @@ export async function reconcilePrefixClaim(ctx: ClaimContext, namespace: string,
     await setStatus(ctx, object, { status: 'False', reason: 'InvalidSpec', message: err.message });
     return 'waiting';
   }
-  const note = (rv: string): void => ctx.noteVersion?.(`PrefixClaim/${namespace}/${name}`, rv);
   note(meta.resourceVersion);
   const withFinalizer = finalizerPatch(meta, PREFIX_FINALIZER, true);
   if (withFinalizer !== undefined) {
@@ -133,7 +133,12 @@ export async function reconcilePrefixClaim(ctx: ClaimContext, namespace: string,
   return 'ready';
 }
 
-async function releasePrefix(ctx: ClaimContext, meta: Meta, status: Record<string, unknown>): Promise<ClaimResult> {
+async function releasePrefix(
+  ctx: ClaimContext,
+  meta: Meta,
+  status: Record<string, unknown>,
+  note: (resourceVersion: string) => void,
+): Promise<ClaimResult> {
   if (!meta.finalizers.includes(PREFIX_FINALIZER)) return 'gone';
   const str = (key: string): string => (typeof status[key] === 'string' ? status[key] : '');
   const cidr = str('cidr');
@@ -147,6 +152,7 @@ async function releasePrefix(ctx: ClaimContext, meta: Meta, status: Record<strin
   // A claim deleted before its status was written holds no block, or one the record pass finds once it is gone.
   const written = await patchOne(ctx.api, PREFIXCLAIMS, meta, finalizerPatch(meta, PREFIX_FINALIZER, false) ?? {}, {
     resourceVersion: meta.resourceVersion,
+    written: note,
   });
   return written === 'conflict' ? 'conflict' : 'released';
 }
