@@ -35,6 +35,7 @@ const POOL_STATUS_DELAY_MS = 1000;
 interface ClaimView {
   readonly pool: PoolRefOf;
   readonly resourceVersion: string;
+  readonly deleting: boolean;
 }
 interface AddressView {
   readonly claim: string;
@@ -103,7 +104,8 @@ export class ClaimsController {
       options.namespaces === 'all' || options.namespaces.includes(metaOf(object).namespace);
     const claimView = (object: unknown): ClaimView | undefined => {
       const pool = served(object) ? ourPoolRef(object) : undefined;
-      return pool === undefined ? undefined : { pool, resourceVersion: metaOf(object).resourceVersion };
+      const meta = metaOf(object);
+      return pool === undefined ? undefined : { pool, resourceVersion: meta.resourceVersion, deleting: meta.deleting };
     };
     this.claims = new Informer(watchApi, {
       resource: 'ipaddressclaims',
@@ -120,7 +122,8 @@ export class ClaimsController {
         const ref = recordOf(recordOf(recordOf(object)['spec'])['poolRef']);
         const kind = ref['kind'] === 'GlobalAddressPool' ? 'GlobalAddressPool' : 'AddressPool';
         const name = typeof ref['name'] === 'string' ? ref['name'] : '';
-        return { pool: { kind, name }, resourceVersion: metaOf(object).resourceVersion };
+        const meta = metaOf(object);
+        return { pool: { kind, name }, resourceVersion: meta.resourceVersion, deleting: meta.deleting };
       },
       log,
       onChange: (kind, key, current) => this.#claimChanged(kind, `prefix/${key}`, current),
@@ -144,10 +147,15 @@ export class ClaimsController {
         const view = current ?? previous;
         if (view === undefined) return;
         const namespace = key.slice(0, key.indexOf('/'));
-        // Its claim made it, and deletes it when it goes: news to the claim only while that is settled (an IPAddress
-        // deleted by hand), or while it is not (a reconcile that runs now looks again).
+        // Its claim made it, and deletes it when it goes: a deletion is news to a claim that is served and not going
+        // (an IPAddress deleted by hand); its creation only to a claim not settled yet (a reconcile now looks again).
         const claim = `claim/${namespace}/${view.claim}`;
-        if ((kind === 'deleted') === this.#settled.has(claim)) this.#queue.add(claim);
+        const owner = this.claims.items.get(`${namespace}/${view.claim}`);
+        const news =
+          kind === 'deleted'
+            ? owner !== undefined && !owner.deleting && this.#settled.has(claim)
+            : !this.#settled.has(claim);
+        if (news) this.#queue.add(claim);
         // The pool's counts follow, once for a burst of claims.
         const pool = `pool/${view.pool.kind}/${view.pool.kind === 'GlobalAddressPool' ? '' : namespace}/${view.pool.name}`;
         this.#queue.addAfter(pool, POOL_STATUS_DELAY_MS);
