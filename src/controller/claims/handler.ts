@@ -7,6 +7,7 @@ import type { ApiClient } from '../../kube/api.ts';
 import type { Log } from '../../log/json-log.ts';
 import { parseCidr, type Cidr } from '../../ip/cidr.ts';
 import { claimRecord, type ClaimHolder } from '../../store/claim-record.ts';
+import { KeyedQueue } from '../../store/keyed-queue.ts';
 import { PoolWriter } from '../../store/kubernetes/writer.ts';
 import type { PoolRef } from '../../store/store.ts';
 import { networkConfigsOf } from '../slices/spec.ts';
@@ -35,8 +36,11 @@ export class ClaimHandler {
   readonly #writer: PoolWriter;
   readonly #log: Log;
   readonly #leading: () => boolean;
-  /** The last write queued per IPPool: this controller's writes of one pool go one at a time (no self-conflicts). */
-  readonly #tails = new Map<string, Promise<unknown>>();
+  /**
+   * This controller's writes of one IPPool go one at a time: claims of one pool reconciled by several workers would
+   * otherwise all plan the same lowest free address and refuse each other (a reservation taken, a 409).
+   */
+  readonly #perPool = new KeyedQueue();
 
   constructor(api: ApiClient, options: { readonly log: Log; readonly leading: () => boolean }) {
     this.#api = api;
@@ -82,7 +86,7 @@ export class ClaimHandler {
     options: { readonly wanted?: bigint; readonly resting?: ReadonlySet<bigint>; readonly claimable?: boolean } = {},
   ): Promise<AddressOutcome> {
     const plan = planAddressClaim(space, holder, { createdAt: now(), ...options });
-    return this.#serial(space.pool.name, () =>
+    return this.#perPool.run(space.pool.name, () =>
       this.#writer.claim(space.pool, plan, this.#commitOptions(space.reservations)),
     );
   }
@@ -95,7 +99,7 @@ export class ClaimHandler {
   ): Promise<PrefixOutcome> {
     const plan = planPrefixClaim(space, holder, { createdAt: now(), ...(cidr === undefined ? {} : { cidr }) });
     // A block's reservation would name its first address only: prefixes live in pools no other writer shares.
-    return this.#serial(space.pool.name, () => this.#writer.claim(space.pool, plan, this.#commitOptions(false)));
+    return this.#perPool.run(space.pool.name, () => this.#writer.claim(space.pool, plan, this.#commitOptions(false)));
   }
 
   /**
@@ -103,7 +107,7 @@ export class ClaimHandler {
    * released address goes if it still names the claim. The released addresses.
    */
   async releaseAddress(pool: PoolRef, holder: ClaimHolder): Promise<bigint[]> {
-    const released = await this.#serial(pool.name, () =>
+    const released = await this.#perPool.run(pool.name, () =>
       this.#writer.commit(pool, planClaimRelease(holder), {
         budgetMs: COMMIT_BUDGET_MS,
         log: this.#log,
@@ -128,24 +132,6 @@ export class ClaimHandler {
     beforeWrite: () => void;
   } {
     return { reservations, budgetMs: COMMIT_BUDGET_MS, log: this.#log, beforeWrite: () => this.#checkLeading() };
-  }
-
-  /**
-   * Runs `write` after the writes of this pool queued before it: claims of one pool reconciled by several workers
-   * would otherwise all plan the same lowest free address and refuse each other (a reservation taken, a 409).
-   */
-  #serial<T>(pool: string, write: () => Promise<T>): Promise<T> {
-    const before = this.#tails.get(pool) ?? Promise.resolve();
-    const run = before.then(write, write);
-    const tail = run.then(
-      () => undefined,
-      () => undefined,
-    );
-    this.#tails.set(pool, tail);
-    void tail.then(() => {
-      if (this.#tails.get(pool) === tail) this.#tails.delete(pool);
-    });
-    return run;
   }
 
   #checkLeading(): void {
