@@ -84,8 +84,10 @@ export async function reconcileAddressClaim(ctx: ClaimContext, namespace: string
   const meta = metaOf(object);
   const holder: ClaimHolder = { kind: 'IPAddressClaim', namespace, name };
   const note = (rv: string): void => ctx.noteVersion?.(`IPAddressClaim/${namespace}/${name}`, rv);
-  if (meta.deleting) return releaseClaim(ctx, meta, holder, ref, note);
+  // Paused first, as ipamutil: `clusterctl move` pauses the source, copies, then deletes the source's claims with
+  // their finalizers removed (the record pass then releases what they held there).
   if (await paused(ctx, object, meta)) return 'paused';
+  if (meta.deleting) return releaseClaim(ctx, meta, holder, ref, note);
 
   note(meta.resourceVersion);
   const withFinalizer = finalizerPatch(meta, RELEASE_FINALIZER, true);
