@@ -4,9 +4,8 @@
 // inventory-read.ts.
 import { bitsOf, type Family, type IPAddress } from '../ip/address.ts';
 import { contains, type Cidr } from '../ip/cidr.ts';
-import { CLAIMS_NETWORK } from '../config/parse.ts';
 import { CLUSTER_NAME_LABEL, metaOf } from '../controller/claims/objects.ts';
-import { claimHolder, holderKey, type ClaimHolder } from '../store/claim-record.ts';
+import { claimHolder, heldThrough, holderKey, type ClaimHolder } from '../store/claim-record.ts';
 import type { PodView } from '../controller/orphans/pod-view.ts';
 import { poolIdentity as identity, sliceOwners } from '../controller/pools/identity.ts';
 import { poolView, type PoolView } from '../controller/pools/view.ts';
@@ -17,7 +16,7 @@ import {
   type NodeSlicePoolView,
   type ReservationView,
 } from '../controller/runtime/views.ts';
-import { reservationName } from '../config/names.ts';
+import { reservationName, reservationNetworkFor } from '../config/names.ts';
 import type { AllocationRecord } from '../store/store.ts';
 import { recordOf } from '../record.ts';
 
@@ -156,8 +155,7 @@ export function buildInventory(listed: Listed): Inventory {
  * name follows no naming rule.
  */
 export function reservationNetworkOf(pool: PoolInfo): string | undefined {
-  const network = pool.network;
-  return network?.startsWith(`${CLAIMS_NETWORK}.`) === true ? CLAIMS_NETWORK : network;
+  return pool.network === undefined ? undefined : reservationNetworkFor(pool.network);
 }
 
 /** The pools whose range contains the address (of network `network` when given). */
@@ -269,8 +267,7 @@ export function holdingRecord(
     if (at > ip.value) continue;
     const holder = claimHolder(record);
     if (holder?.prefixLength === undefined) continue;
-    const size = 1n << BigInt(Math.max(0, bitsOf(ip.family) - holder.prefixLength));
-    if (ip.value < at + size) return { at, record };
+    if (ip.value <= heldThrough(holder, ip.family, at)) return { at, record };
   }
   return undefined;
 }

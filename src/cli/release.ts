@@ -10,7 +10,7 @@ import { releaseRef, sameRecord } from '../controller/orphans/pool-release.ts';
 import { PoolWriter, type CommitLog } from '../store/kubernetes/writer.ts';
 import type { ApiClient } from '../kube/api.ts';
 import { getObject, versionOf } from '../store/kubernetes/objects.ts';
-import { reservationName } from '../config/names.ts';
+import { reservationName, reservationNetworkFor } from '../config/names.ts';
 import type { AllocationRecord, PoolRef } from '../store/store.ts';
 import { EXIT, runSubcommand } from './command.ts';
 import { COMMON_FLAGS, COMMON_HELP, commonFlagsOf, connect, toJson } from './connect.ts';
@@ -26,7 +26,6 @@ import {
   type PodInfo,
   type PoolInfo,
 } from './inventory.ts';
-import { CLAIMS_NETWORK } from '../config/parse.ts';
 import { formatCidr } from '../ip/cidr.ts';
 import { claimHolder, type ClaimHolder } from '../store/claim-record.ts';
 import { addressArgument } from './ip.ts';
@@ -150,7 +149,7 @@ export async function release(api: ApiClient, ip: IPAddress, network: string, fo
     return record === undefined ? [] : [{ pool, record }];
   });
   // The reservations of a claims pool's addresses carry hereabouts-claims, whatever the pool (DESIGN §12).
-  const reserved = network.startsWith(`${CLAIMS_NETWORK}.`) ? CLAIMS_NETWORK : network;
+  const reserved = reservationNetworkFor(network);
   const name = reservationName(ip, reserved === '' ? undefined : reserved);
   const base = { address, network };
   // Liveness first, for every holder: nothing is written when any of them is refused.

@@ -5,6 +5,22 @@ import { formatIP, parseIP, type IPAddress } from '../ip/address.ts';
 import type { Cidr } from '../ip/cidr.ts';
 import { networkOf } from '../ip/cidr.ts';
 
+/**
+ * The network name of AddressPools' own IPPools (`hereabouts-claims.<scope>.…`) and of their reservations
+ * (`hereabouts-claims-<ip>`), DESIGN §12: no pod network may use it.
+ */
+export const CLAIMS_NETWORK = 'hereabouts-claims';
+
+/** The name is the claims network's, or one of its IPPools' network names (`hereabouts-claims.…`). */
+export function isClaimsName(name: string): boolean {
+  return name === CLAIMS_NETWORK || name.startsWith(`${CLAIMS_NETWORK}.`);
+}
+
+/** The network_name a pool's reservations carry: an AddressPool's own IPPool's are all the claims network's. */
+export function reservationNetworkFor(network: string): string {
+  return isClaimsName(network) ? CLAIMS_NETWORK : network;
+}
+
 export interface PoolNameOptions {
   /** `network_name`; "" or absent means the unnamed network (no prefix). */
   readonly networkName?: string;

@@ -1,5 +1,6 @@
 // One function turns the CNI request + CNI_ARGS + flat file into the validated NetworkConfig. Nothing
 // downstream re-checks strings. Every error is a code-7 HereaboutsError naming the key and the value.
+import { isClaimsName } from './names.ts';
 import { configError, ErrorKind, isKind } from '../errors.ts';
 import { describeValue } from '../log/quote.ts';
 import { bitsOf, ipEquals, type IPAddress } from '../ip/address.ts';
@@ -33,8 +34,6 @@ export const DEFAULT_GC_GRACE_SECONDS = 300;
 const LOG_LEVELS: readonly PluginLogLevel[] = ['debug', 'verbose', 'info', 'warning', 'error', 'panic'];
 // CNI network names (spec): alphanumerics first, then alphanumerics, '_', '.', '-'.
 const CNI_NAME = /^[a-zA-Z0-9][a-zA-Z0-9_.-]*$/;
-/** The network name of AddressPools' own IPPools and reservations (src/controller/claims/claim-space.ts). */
-export const CLAIMS_NETWORK = 'hereabouts-claims';
 // network_name prefixes Kubernetes object names: a DNS-1123 subdomain (lowercase RFC 1123 labels joined by '.').
 const NETWORK_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 const MAX_NETWORK_NAME = 63;
@@ -96,7 +95,7 @@ export function parseNetworkConfig(request: Json, options: ParseOptions): Networ
   }
   // The IPPools and reservations of pools that list their own addresses (DESIGN §12) carry this network name: a
   // tenant's NAD naming it would draw pods from the machines' addresses, past the prefix claims those pools hold.
-  if (networkName !== undefined && (networkName === CLAIMS_NETWORK || networkName.startsWith(`${CLAIMS_NETWORK}.`))) {
+  if (networkName !== undefined && isClaimsName(networkName)) {
     throw configError(
       `ipam.network_name ${describeValue(networkName)} is reserved: hereabouts names the IPPools of its AddressPools with it`,
     );

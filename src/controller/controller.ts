@@ -21,7 +21,7 @@ import type { PoolView } from './pools/view.ts';
 import { writePoolStatuses } from './pools/status.ts';
 import { reportRecreated, reportReleases } from './orphans/release-events.ts';
 import { ClaimsController } from './claims/claims.ts';
-import { CLAIMS_NETWORK } from './claims/claim-space.ts';
+import { CLAIMS_NETWORK } from '../config/names.ts';
 
 type PassKind = 'full' | 'cleanup' | 'slices';
 

@@ -5,6 +5,7 @@
 //
 // A prefix claim holds a whole block: its record sits at the block's first address and the id carries the length.
 // Only the controller writes pools that hold prefixes (a pool that lists its own addresses; no pod draws from it).
+import { bitsOf, type Family } from '../ip/address.ts';
 import type { AllocationRecord } from './store.ts';
 
 export const CLAIM_ID_PREFIX = 'hereabouts-claim:';
@@ -47,6 +48,12 @@ export function claimHolder(
     return { kind: 'PrefixClaim', ...ref, prefixLength: length };
   }
   return undefined;
+}
+
+/** The last address a record at `first` holds: its PrefixClaim's whole block, else the one address. */
+export function heldThrough(holder: ClaimHolder | undefined, family: Family, first: bigint): bigint {
+  const length = holder?.prefixLength;
+  return length === undefined ? first : first + (1n << BigInt(Math.max(0, bitsOf(family) - length))) - 1n;
 }
 
 export function sameHolder(a: ClaimHolder, b: ClaimHolder): boolean {

@@ -16,7 +16,7 @@ import { masked, networkOf, parseCidr } from '../../src/ip/cidr.ts';
 import type { ApiClient } from '../../src/kube/api.ts';
 import { listAll } from '../../src/kube/list.ts';
 import type { Log } from '../../src/log/json-log.ts';
-import { claimHolder } from '../../src/store/claim-record.ts';
+import { claimHolder, heldThrough } from '../../src/store/claim-record.ts';
 import { objectPath } from '../../src/store/kubernetes/objects.ts';
 import { Killed, type FaultCounts, type FaultSpec } from './faults.ts';
 import type { Violation } from './invariants.ts';
@@ -212,11 +212,10 @@ export class ClaimsModel {
         const e = obj(entry);
         const holder = claimHolder({ containerId: str(e['id']), ifname: str(e['ifname']), podRef: str(e['podref']) });
         const first = networkOf(cidr) + BigInt(offset);
-        const size = holder?.prefixLength === undefined ? 1n : 1n << BigInt(32 - holder.prefixLength);
         records.push({
           pool: name,
           first,
-          last: first + size - 1n,
+          last: heldThrough(holder, cidr.family, first),
           holder: holder === undefined ? `pod ${str(e['podref'])}` : `${holder.kind}/${holder.name}`,
         });
       }

@@ -17,7 +17,7 @@ import type { HandOut } from '../../src/store/kubernetes/warm/journal.ts';
 import type { AllocationRecord } from '../../src/store/store.ts';
 import { warmHolder } from '../../src/store/warm-record.ts';
 import { claimHolder } from '../../src/store/claim-record.ts';
-import { CLAIMS_NETWORK } from '../../src/config/parse.ts';
+import { CLAIMS_NETWORK } from '../../src/config/names.ts';
 import { crashKey, attached, windowKey, type Attachment } from './attach.ts';
 import type { Cluster, PodModel } from './cluster.ts';
 import { checkSliceSpace } from './slice-invariants.ts';

@@ -34,6 +34,7 @@ import {
   RELEASE_FINALIZER,
   type Meta,
   type PoolKind,
+  type Resource,
 } from './objects.ts';
 
 /** On an IPAddress: the range of its IPPool and the prefix of its reservation's name (recordedPool). */
@@ -171,24 +172,9 @@ async function releaseClaim(
       annotations[RANGE_ANNOTATION] ?? '',
       annotations[RESERVATION_NETWORK_ANNOTATION] ?? '',
     );
-    // Unprotected and deleted on the version just written (no read between): another finalizer may hold it, and
-    // then its address stays held until it is gone.
-    let version = addressMeta.resourceVersion;
-    const unprotect = finalizerPatch(addressMeta, PROTECT_FINALIZER, false);
-    if (unprotect !== undefined) {
-      const written = await patchOne(ctx.api, IPADDRESSES, addressMeta, unprotect, {
-        resourceVersion: addressMeta.resourceVersion,
-        written: (rv) => (version = rv),
-      });
-      if (written === 'conflict') return 'conflict';
-    }
-    if (addressMeta.deleting) {
-      if (unprotect === undefined || addressMeta.finalizers.length > 1) return 'waiting';
-    } else {
-      const deleted = await deleteOne(ctx.api, IPADDRESSES, { ...addressMeta, resourceVersion: version });
-      if (deleted === 'conflict') return 'conflict';
-      if (deleted === 'lingers') return 'waiting';
-    }
+    const removed = await removeAddress(ctx.api, addressMeta);
+    if (removed === 'conflict') return 'conflict';
+    if (removed === 'lingers') return 'waiting';
   }
   if (pool === undefined) {
     // No IPAddress (a crash before it was made, or after it went; or deleted by hand): the pool's IPPool.
@@ -210,6 +196,26 @@ async function releaseClaim(
     written: note,
   });
   return written === 'conflict' ? 'conflict' : 'released';
+}
+
+/**
+ * Takes an IPAddress's protection off and deletes it, on the version the unprotect wrote (no read between).
+ * 'lingers': another finalizer holds it, so its address stays held until it is gone; 'conflict': it changed since
+ * `meta` was read.
+ */
+export async function removeAddress(api: ApiClient, meta: Meta): Promise<'gone' | 'lingers' | 'conflict'> {
+  let version = meta.resourceVersion;
+  const unprotect = finalizerPatch(meta, PROTECT_FINALIZER, false);
+  if (unprotect !== undefined) {
+    const written = await patchOne(api, IPADDRESSES, meta, unprotect, {
+      resourceVersion: meta.resourceVersion,
+      written: (rv) => (version = rv),
+    });
+    if (written === 'conflict') return 'conflict';
+  }
+  if (meta.deleting) return unprotect === undefined || meta.finalizers.length > 1 ? 'lingers' : 'gone';
+  const deleted = await deleteOne(api, IPADDRESSES, { ...meta, resourceVersion: version });
+  return deleted === 'lingers' || deleted === 'conflict' ? deleted : 'gone';
 }
 
 /** The claim's IPAddress: owned by the claim (garbage-collected with it), protected until the claim releases it. */
@@ -250,29 +256,52 @@ function addressObject(meta: Meta, claim: unknown, ref: PoolRefOf, space: ClaimS
 }
 
 /** Writes the claim's Ready condition (and addressRef) when they change; an Event when it becomes not ready. */
-async function setReady(
+function setReady(
   ctx: ClaimContext,
   claim: unknown,
   ready: Omit<Condition, 'type'>,
   addressRef?: string,
 ): Promise<void> {
+  const fields = addressRef === undefined ? {} : { addressRef: { name: addressRef } };
+  return writeClaimStatus(
+    ctx,
+    { resource: IPADDRESSCLAIMS, kind: 'IPAddressClaim', served: 'AddressAllocated' },
+    claim,
+    ready,
+    fields,
+  );
+}
+
+/**
+ * Writes a claim's Ready condition and status `fields` when they change (its own write noted, so that its watch event
+ * is no news), and an Event: a Warning with the condition's reason, or `served` once it is ready.
+ */
+export async function writeClaimStatus(
+  ctx: ClaimContext,
+  of: { readonly resource: Resource; readonly kind: 'IPAddressClaim' | 'PrefixClaim'; readonly served: string },
+  claim: unknown,
+  ready: Omit<Condition, 'type'>,
+  fields: Record<string, unknown> = {},
+): Promise<void> {
   const meta = metaOf(claim);
   const status = recordOf(recordOf(claim)['status']);
   const wanted: Condition = { type: 'Ready', ...ready, observedGeneration: meta.generation };
-  const refNow = recordOf(status['addressRef'])['name'];
-  if (conditionsMatch(status['conditions'], [wanted]) && (addressRef === undefined || refNow === addressRef)) return;
-  const patch = {
-    status: {
-      conditions: withConditions(status['conditions'], [wanted], new Date()),
-      ...(addressRef === undefined ? {} : { addressRef: { name: addressRef } }),
-    },
-  };
-  await patchOne(ctx.api, IPADDRESSCLAIMS, meta, patch, {
+  const same = Object.entries(fields).every(([k, v]) => JSON.stringify(status[k]) === JSON.stringify(v));
+  if (same && conditionsMatch(status['conditions'], [wanted])) return;
+  const patch = { status: { ...fields, conditions: withConditions(status['conditions'], [wanted], new Date()) } };
+  await patchOne(ctx.api, of.resource, meta, patch, {
     status: true,
-    written: (rv) => ctx.noteVersion?.(`IPAddressClaim/${meta.namespace}/${meta.name}`, rv),
+    written: (rv) => ctx.noteVersion?.(`${of.kind}/${meta.namespace}/${meta.name}`, rv),
   });
-  if (ready.status !== 'True') await ctx.events.emit(involved(meta), 'Warning', ready.reason, ready.message);
-  else await ctx.events.emit(involved(meta), 'Normal', 'AddressAllocated', ready.message);
+  const involved: InvolvedObject = {
+    apiVersion: apiVersionOf(of.resource),
+    kind: of.kind,
+    name: meta.name,
+    namespace: meta.namespace,
+    uid: meta.uid,
+  };
+  if (ready.status !== 'True') await ctx.events.emit(involved, 'Warning', ready.reason, ready.message);
+  else await ctx.events.emit(involved, 'Normal', of.served, ready.message);
 }
 
 /** Cluster API's pause: the claim's annotation, or its Cluster's spec.paused. */
@@ -294,16 +323,6 @@ function clusterNameOf(claim: unknown): string | undefined {
 function claimNameOf(address: unknown): string | undefined {
   const name = recordOf(recordOf(recordOf(address)['spec'])['claimRef'])['name'];
   return typeof name === 'string' ? name : undefined;
-}
-
-function involved(meta: Meta): InvolvedObject {
-  return {
-    apiVersion: apiVersionOf(IPADDRESSCLAIMS),
-    kind: 'IPAddressClaim',
-    name: meta.name,
-    namespace: meta.namespace,
-    uid: meta.uid,
-  };
 }
 
 function restingFor(resting: Map<string, Map<bigint, number>>, pool: string): Map<bigint, number> {

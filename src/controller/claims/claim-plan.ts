@@ -5,10 +5,10 @@
 import { firstFree } from '../../allocator/first-free.ts';
 import { firstFitPrefix, judgePrefix } from '../../allocator/prefix-fit.ts';
 import type { RangeConfig } from '../../config/types.ts';
-import { bitsOf, type Family } from '../../ip/address.ts';
-import { mergeBlocks, type Block } from '../../ip/block.ts';
+import type { Family } from '../../ip/address.ts';
+import { indexOfBlock, mergeBlocks, type Block } from '../../ip/block.ts';
 import type { Cidr } from '../../ip/cidr.ts';
-import { claimHolder, claimRecord, sameHolder, type ClaimHolder } from '../../store/claim-record.ts';
+import { claimHolder, claimRecord, heldThrough, sameHolder, type ClaimHolder } from '../../store/claim-record.ts';
 import type { Allocations, Plan } from '../../store/store.ts';
 import type { ClaimSpace } from './claim-space.ts';
 
@@ -28,11 +28,8 @@ export type PrefixOutcome =
 /** Every address the pool's records hold, prefix records as their blocks. */
 export function heldBlocks(current: Allocations, family: Family): Block[] {
   const out: Block[] = [];
-  for (const [address, record] of current) {
-    const length = claimHolder(record)?.prefixLength;
-    const size = length === undefined ? 1n : 1n << BigInt(Math.max(0, bitsOf(family) - length));
-    out.push({ first: address, last: address + size - 1n });
-  }
+  for (const [address, record] of current)
+    out.push({ first: address, last: heldThrough(claimHolder(record), family, address) });
   return mergeBlocks(out);
 }
 
@@ -136,8 +133,9 @@ function claimOf(address: bigint, record: ReturnType<typeof claimRecord>): Retur
   return { change: { claim: { address, record } }, value: { kind: 'held', address, claimed: true } };
 }
 
+/** `blocks` sorted and disjoint (mergeBlocks' output, or the space's blocks). */
 function inBlocks(blocks: readonly Block[], value: bigint): boolean {
-  return blocks.some((b) => value >= b.first && value <= b.last);
+  return indexOfBlock(blocks, value) !== undefined;
 }
 
 function withHoles(range: RangeConfig, holes: readonly Block[]): RangeConfig {

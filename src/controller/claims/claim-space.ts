@@ -7,17 +7,13 @@
 // reservations) the network's pods use, through the same write path, so a machine and a pod can never hold one
 // address.
 import type { NetworkConfig, RangeConfig } from '../../config/types.ts';
-import { poolName } from '../../config/names.ts';
-import { CLAIMS_NETWORK } from '../../config/parse.ts';
+import { CLAIMS_NETWORK, poolName } from '../../config/names.ts';
 import { formatIP, type Family, type IPAddress } from '../../ip/address.ts';
 import { intersectBlocks, mergeBlocks, type Block } from '../../ip/block.ts';
 import { formatCidr, lastOf, networkOf, type Cidr } from '../../ip/cidr.ts';
 import { poolRefs } from '../../store/pool-refs.ts';
 import type { PoolRef } from '../../store/store.ts';
 import { describeBlock, subnetOf, type AddressPoolSpec, type OwnAddressesSpec } from './pool-spec.ts';
-
-/** The network name of every own-addresses pool's reservations (and a prefix of its IPPool's name). */
-export { CLAIMS_NETWORK };
 
 export interface PoolIdentity {
   readonly kind: string;

@@ -3,11 +3,11 @@
 // not among the pool's addresses any more (an edit that shrank the pool): those are never taken back, they are
 // reported (a condition and an Event). A pool being deleted keeps its finalizer while any claim still holds an
 // address or block of it.
-import { bitsOf, formatIP } from '../../ip/address.ts';
-import type { Block } from '../../ip/block.ts';
+import { formatIP } from '../../ip/address.ts';
+import { blockSize, intersectBlocks } from '../../ip/block.ts';
 import type { ApiClient } from '../../kube/api.ts';
 import { recordOf } from '../../record.ts';
-import { claimHolder } from '../../store/claim-record.ts';
+import { claimHolder, heldThrough } from '../../store/claim-record.ts';
 import type { PoolView } from '../pools/view.ts';
 import { conditionsMatch, withConditions, type Condition } from '../runtime/conditions.ts';
 import type { EventRecorder } from '../runtime/events.ts';
@@ -42,7 +42,10 @@ export function poolCounts(
   let used = 0n;
   if (ippool !== undefined) {
     for (const held of heldBlocks(ippool.allocations, space.family))
-      for (const block of space.blocks) used += overlap(held, block);
+      for (const block of space.blocks) {
+        const both = intersectBlocks(held, block);
+        if (both !== undefined) used += blockSize(both);
+      }
   }
   // A prefix claim's whole block must lie in one of the pool's blocks, not only its first address.
   const inPool = (first: bigint, last: bigint): boolean => space.blocks.some((b) => first >= b.first && last <= b.last);
@@ -63,9 +66,8 @@ export function claimsIn(ippool: PoolView | undefined): Array<{ claim: string; a
   for (const [address, record] of ippool?.allocations ?? []) {
     const holder = claimHolder(record);
     if (holder === undefined) continue;
-    const size =
-      holder.prefixLength === undefined ? 1n : 1n << BigInt(Math.max(0, bitsOf(family) - holder.prefixLength));
-    out.push({ claim: `${holder.kind} ${holder.namespace}/${holder.name}`, address, last: address + size - 1n });
+    const last = heldThrough(holder, family, address);
+    out.push({ claim: `${holder.kind} ${holder.namespace}/${holder.name}`, address, last });
   }
   return out;
 }
@@ -136,12 +138,6 @@ export async function protectPool(
   const patch = finalizerPatch(meta, POOL_FINALIZER, !meta.deleting || inUse);
   if (patch === undefined) return 'done';
   return patchOne(api, resource, meta, patch, { resourceVersion: meta.resourceVersion });
-}
-
-function overlap(a: Block, b: Block): bigint {
-  const first = a.first > b.first ? a.first : b.first;
-  const last = a.last < b.last ? a.last : b.last;
-  return last >= first ? last - first + 1n : 0n;
 }
 
 /** A count as a JSON number (a whole IPv6 /64 is beyond it: shown as the largest safe integer). */

@@ -6,12 +6,10 @@ import { bitsOf } from '../../ip/address.ts';
 import { formatCidr, parseCidr, type Cidr } from '../../ip/cidr.ts';
 import { recordOf } from '../../record.ts';
 import type { ClaimHolder } from '../../store/claim-record.ts';
-import { conditionsMatch, withConditions, type Condition } from '../runtime/conditions.ts';
-import type { InvolvedObject } from '../runtime/events.ts';
-import type { ClaimContext, ClaimResult } from './address-claims.ts';
+import type { Condition } from '../runtime/conditions.ts';
+import { writeClaimStatus, type ClaimContext, type ClaimResult } from './address-claims.ts';
 import { recordedPool } from './handler.ts';
 import {
-  apiVersionOf,
   finalizerPatch,
   getOne,
   metaOf,
@@ -157,29 +155,17 @@ async function releasePrefix(
   return written === 'conflict' ? 'conflict' : 'released';
 }
 
-async function setStatus(
+function setStatus(
   ctx: ClaimContext,
   claim: unknown,
   ready: Omit<Condition, 'type'>,
   fields: Record<string, string> = {},
 ): Promise<void> {
-  const meta = metaOf(claim);
-  const status = recordOf(recordOf(claim)['status']);
-  const wanted: Condition = { type: 'Ready', ...ready, observedGeneration: meta.generation };
-  const same = Object.entries(fields).every(([k, v]) => status[k] === v);
-  if (same && conditionsMatch(status['conditions'], [wanted])) return;
-  const patch = { status: { ...fields, conditions: withConditions(status['conditions'], [wanted], new Date()) } };
-  await patchOne(ctx.api, PREFIXCLAIMS, meta, patch, {
-    status: true,
-    written: (rv) => ctx.noteVersion?.(`PrefixClaim/${meta.namespace}/${meta.name}`, rv),
-  });
-  const involved: InvolvedObject = {
-    apiVersion: apiVersionOf(PREFIXCLAIMS),
-    kind: 'PrefixClaim',
-    name: meta.name,
-    namespace: meta.namespace,
-    uid: meta.uid,
-  };
-  if (ready.status !== 'True') await ctx.events.emit(involved, 'Warning', ready.reason, ready.message);
-  else await ctx.events.emit(involved, 'Normal', 'PrefixAllocated', ready.message);
+  return writeClaimStatus(
+    ctx,
+    { resource: PREFIXCLAIMS, kind: 'PrefixClaim', served: 'PrefixAllocated' },
+    claim,
+    ready,
+    fields,
+  );
 }

@@ -7,21 +7,11 @@ import { formatCidr } from '../../ip/cidr.ts';
 import { claimHolder, holderKey, type ClaimHolder } from '../../store/claim-record.ts';
 import { PoolWriter } from '../../store/kubernetes/writer.ts';
 import type { PoolView } from '../pools/view.ts';
-import type { ClaimContext } from './address-claims.ts';
+import { removeAddress, type ClaimContext } from './address-claims.ts';
 import { planClaimRelease } from './claim-plan.ts';
-import { CLAIMS_NETWORK } from './claim-space.ts';
+import { CLAIMS_NETWORK, isClaimsName } from '../../config/names.ts';
 import { recordedPool } from './handler.ts';
-import {
-  deleteOne,
-  finalizerPatch,
-  getOne,
-  IPADDRESSCLAIMS,
-  IPADDRESSES,
-  metaOf,
-  patchOne,
-  PREFIXCLAIMS,
-  PROTECT_FINALIZER,
-} from './objects.ts';
+import { getOne, IPADDRESSCLAIMS, IPADDRESSES, metaOf, PREFIXCLAIMS } from './objects.ts';
 
 /**
  * A record whose claim is gone is released only this long after it was written: a reconcile that committed it for a
@@ -54,16 +44,8 @@ export async function releaseGoneClaims(ctx: ClaimContext, input: RecordPassInpu
       lingering.delete(holderKey(holder));
       continue;
     }
-    const meta = metaOf(object);
-    const patch = finalizerPatch(meta, PROTECT_FINALIZER, false);
-    if (
-      patch !== undefined &&
-      (await patchOne(ctx.api, IPADDRESSES, meta, patch, { resourceVersion: meta.resourceVersion })) === 'conflict'
-    )
-      continue; // changed meanwhile: the next pass looks again
-    const fresh = await getOne(ctx.api, IPADDRESSES, namespace, name);
-    if (fresh !== undefined && !metaOf(fresh).deleting) await deleteOne(ctx.api, IPADDRESSES, metaOf(fresh));
-    if ((await getOne(ctx.api, IPADDRESSES, namespace, name)) !== undefined) continue;
+    // Changed meanwhile, or held by another finalizer: the next pass looks again.
+    if ((await removeAddress(ctx.api, metaOf(object))) !== 'gone') continue;
     lingering.delete(holderKey(holder));
     ctx.log.info(`deleted IPAddress ${key}: its IPAddressClaim is gone`);
   }
@@ -86,7 +68,7 @@ export async function releaseGoneClaims(ctx: ClaimContext, input: RecordPassInpu
       if (!input.leading() || (await claimExists(ctx, holder))) continue;
       // An own-addresses pool's reservations carry CLAIMS_NETWORK; a network's are left to the reservation pass,
       // which deletes them once no pool holds their address.
-      const own = pool.name.startsWith(`${CLAIMS_NETWORK}.`);
+      const own = isClaimsName(pool.name);
       const ref = recordedPool(pool.name, formatCidr(pool.range), own ? CLAIMS_NETWORK : '');
       if (ref === undefined) continue;
       const gone = own

@@ -13,12 +13,11 @@
 // A record just written may be waiting for its reservation (Whereabouts writes the pool first): only a record older
 // than the reservation grace is repaired; one without createdAt (Whereabouts') once it has been seen missing its
 // reservation for that long. The create is a POST: 409 means it exists, and nothing is ever overwritten.
-import { CLAIMS_NETWORK } from '../../config/parse.ts';
 import { claimHolder } from '../../store/claim-record.ts';
 import { formatIP, type IPAddress } from '../../ip/address.ts';
 import type { ApiClient } from '../../kube/api.ts';
 import { PoolWriter } from '../../store/kubernetes/writer.ts';
-import { reservationName } from '../../config/names.ts';
+import { CLAIMS_NETWORK, isClaimsName, reservationName } from '../../config/names.ts';
 import type { AllocationRecord } from '../../store/store.ts';
 import type { Log } from '../../log/json-log.ts';
 import type { PoolView } from '../pools/view.ts';
@@ -93,7 +92,7 @@ export function missingReservations(
     if (range === undefined || pool.allocations.size === 0) continue;
     const ipOf = (address: bigint): IPAddress => ({ family: range.family, value: address });
     const prefixes = candidatePrefixes(pool.name);
-    const own = pool.name.startsWith(`${CLAIMS_NETWORK}.`);
+    const own = isClaimsName(pool.name);
     const named = (base: string, prefix: string): string => (prefix === '' ? base : `${prefix}-${base}`);
     // Evidence: the prefixes of existing reservations that name the same pod as the pool's record.
     const used = new Set<string>();
