@@ -7,7 +7,7 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { podView } from '../../src/controller/orphans/pod-view.ts';
 import { poolView } from '../../src/controller/pools/view.ts';
-import { keyOf } from '../../src/controller/runtime/informer.ts';
+import { keyOf } from '../../src/kube/informer.ts';
 
 const { values } = parseArgs({ options: { count: { type: 'string', default: '100000' } } });
 const count = Number(values.count);

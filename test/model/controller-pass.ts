@@ -6,7 +6,7 @@ import { cleanupPass } from '../../src/controller/orphans/cleanup-pass.ts';
 import { EventRecorder } from '../../src/controller/runtime/events.ts';
 import { parseControllerFlags } from '../../src/cli/controller.ts';
 import type { ControllerFlags } from '../../src/controller/runtime/flags.ts';
-import { keyOf } from '../../src/controller/runtime/informer.ts';
+import { keyOf } from '../../src/kube/informer.ts';
 import type { Log } from '../../src/log/json-log.ts';
 import { NodeSlices } from '../../src/controller/slices/node-slices.ts';
 import { podView } from '../../src/controller/orphans/pod-view.ts';

@@ -9,7 +9,7 @@ import { recordOf } from '../../record.ts';
 import { claimHolder, holderKey, sameHolder, type ClaimHolder } from '../../store/claim-record.ts';
 import type { PoolView } from '../pools/view.ts';
 import type { EventRecorder } from '../runtime/events.ts';
-import { Informer, type ChangeKind } from '../runtime/informer.ts';
+import { Informer, type ChangeKind } from '../../kube/informer.ts';
 import { ourPoolRef, reconcileAddressClaim, type ClaimContext, type PoolRefOf } from './address-claims.ts';
 import { ClaimHandler } from './handler.ts';
 import {

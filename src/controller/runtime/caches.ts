@@ -3,7 +3,7 @@
 // pools' namespace. Every replica keeps them warm, so that a new leader acts at once.
 import type { ApiClient } from '../../kube/api.ts';
 import { objectPath } from '../../store/kubernetes/objects.ts';
-import { Informer, type ChangeKind } from './informer.ts';
+import { Informer, type ChangeKind } from '../../kube/informer.ts';
 import type { Log } from '../../log/json-log.ts';
 import { podView, type PodView } from '../orphans/pod-view.ts';
 import { podFromProtobuf } from '../orphans/pod-protobuf.ts';

@@ -11,7 +11,7 @@ import { controlPlane, createNamespace, type Namespace } from '../../support/con
 import { ApiClient } from '../../../src/kube/api.ts';
 import { loadEndpoint } from '../../../src/kube/kubeconfig.ts';
 import { controllerEndpoint } from '../../../src/kube/in-cluster.ts';
-import { Informer, type ChangeKind } from '../../../src/controller/runtime/informer.ts';
+import { Informer, type ChangeKind } from '../../../src/kube/informer.ts';
 import { jsonLog } from '../../../src/log/json-log.ts';
 import { podView, type PodView } from '../../../src/controller/orphans/pod-view.ts';
 import { podFromProtobuf } from '../../../src/controller/orphans/pod-protobuf.ts';

@@ -7,7 +7,7 @@ import { api, controlPlane, createNamespace, type Namespace } from '../../suppor
 import { ApiClient } from '../../../src/kube/api.ts';
 import { loadEndpoint } from '../../../src/kube/kubeconfig.ts';
 import { listProtobuf } from '../../../src/kube/protobuf-list.ts';
-import { Informer, keyOf } from '../../../src/controller/runtime/informer.ts';
+import { Informer, keyOf } from '../../../src/kube/informer.ts';
 import { podView, type PodView } from '../../../src/controller/orphans/pod-view.ts';
 import { podFromProtobuf } from '../../../src/controller/orphans/pod-protobuf.ts';
 import { jsonLog } from '../../../src/log/json-log.ts';

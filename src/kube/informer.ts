@@ -3,11 +3,11 @@
 // ends is re-opened from the last version seen, a 410 Gone (or a failed watch) re-lists and reports what changed
 // meanwhile. Only a stripped view of each object is kept (memory stays
 // bounded with tens of thousands of pods), keyed "namespace/name" (or "name" when cluster-scoped).
-import { statusText, type ApiClient } from '../../kube/api.ts';
-import { messageOf } from '../../errors.ts';
-import type { Log } from '../../log/json-log.ts';
-import { openWatch, type WatchEvent } from '../../kube/watch-stream.ts';
-import { listProtobuf, NOT_PROTOBUF } from '../../kube/protobuf-list.ts';
+import { statusText, type ApiClient } from './api.ts';
+import { messageOf } from '../errors.ts';
+import type { Log } from '../log/json-log.ts';
+import { openWatch, type WatchEvent } from './watch-stream.ts';
+import { listProtobuf, NOT_PROTOBUF } from './protobuf-list.ts';
 
 export type ChangeKind = 'added' | 'updated' | 'deleted';
 
@@ -16,6 +16,8 @@ export interface InformerOptions<T> {
   readonly resource: string;
   /** Collection path, e.g. /api/v1/pods or /apis/…/namespaces/ns/ippools. */
   readonly path: string;
+  /** Query parameters added to every list and watch (e.g. `fieldSelector=spec.nodeName%3Dnode-a`), already encoded. */
+  readonly query?: string;
   /** The view kept of an object; undefined: not kept (as if it did not exist). */
   readonly view: (object: unknown) => T | undefined;
   readonly onChange?: (kind: ChangeKind, key: string, current: T | undefined, previous: T | undefined) => void;
@@ -140,7 +142,7 @@ export class Informer<T> {
     // As client-go's reflector: the first list from the cache whatever its age, a list after a failed watch not
     // older than what was seen, and after a 410 a consistent read.
     const from = this.#expired ? '' : this.#resourceVersion === '' ? '0' : this.#resourceVersion;
-    const res = await listProtobuf(this.#api.endpoint, `${this.#o.path}?resourceVersion=${from}`, keep, {
+    const res = await listProtobuf(this.#api.endpoint, `${this.#o.path}?${this.#extra}resourceVersion=${from}`, keep, {
       idleMs: LIST_IDLE_MS,
     });
     if (res.status === 404) {
@@ -158,7 +160,7 @@ export class Informer<T> {
     let token = '';
     do {
       const query = `limit=${this.#o.pageSize ?? PAGE}${token === '' ? '' : `&continue=${encodeURIComponent(token)}`}`;
-      const res = await this.#api.send({ method: 'GET', path: `${this.#o.path}?${query}` });
+      const res = await this.#api.send({ method: 'GET', path: `${this.#o.path}?${this.#extra}${query}` });
       if (res.status === 410 && token !== '') throw new Error('the list snapshot expired while paging');
       if (res.status === 404 && token === '') {
         this.#absent();
@@ -199,10 +201,15 @@ export class Informer<T> {
     }
   }
 
+  /** The caller's query parameters, ready to precede the informer's own. */
+  get #extra(): string {
+    return this.#o.query === undefined || this.#o.query === '' ? '' : `${this.#o.query}&`;
+  }
+
   #openWatch(): void {
     if (this.#stopped) return;
     const timeoutSeconds = 300 + Math.floor(Math.random() * 300);
-    const path = `${this.#o.path}?resourceVersion=${encodeURIComponent(this.#resourceVersion)}`;
+    const path = `${this.#o.path}?${this.#extra}resourceVersion=${encodeURIComponent(this.#resourceVersion)}`;
     this.#watch = openWatch(
       this.#api.endpoint,
       path,
