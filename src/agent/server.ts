@@ -82,6 +82,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
       await new Promise<void>((resolve) => server.close(() => resolve()));
       // The calls answered from warm sets have their grouped writes made before the agent goes.
       await held.warm?.close();
+      held.pods?.close();
     },
   };
 }

@@ -37,6 +37,8 @@ Several replicas may run; only the holder of the Lease acts.
   --reservation-grace D          never delete a reservation younger than this (default 60s)
   --slice-drain-grace D          a node slice that left its node (node gone, network resliced) drains at least
                                  this long before its emptied pool releases it (default 60s)
+  --sticky-grace D               a sticky address whose StatefulSet was scaled below its ordinal or deleted, or
+                                 whose VirtualMachine was deleted, is released after this long (default 5m)
   --pool-status BOOL             write IPPool status (capacity, used, free, conditions) (default true)
   --claims LIST                  serve Cluster API IPAddressClaims and PrefixClaims on hereabouts pools in these
                                  namespaces: "all" (default), "none", or a comma-separated list
@@ -64,6 +66,7 @@ const FLAGS = {
   'terminal-grace': { type: 'string', default: '60s' },
   'reservation-grace': { type: 'string', default: '60s' },
   'slice-drain-grace': { type: 'string', default: '60s' },
+  'sticky-grace': { type: 'string', default: '5m' },
   'pool-status': { type: 'boolean', default: true },
   claims: { type: 'string', default: 'all' },
   'metrics-addr': { type: 'string', default: ':9090' },
@@ -129,6 +132,7 @@ function controllerFlagsOf(v: FlagValues<typeof FLAGS>): ControllerFlags {
     },
     reservationGraceMs: duration(v['reservation-grace'], 'reservation-grace'),
     sliceDrainGraceMs: duration(v['slice-drain-grace'], 'slice-drain-grace'),
+    stickyGraceMs: duration(v['sticky-grace'], 'sticky-grace'),
     poolStatus: v['pool-status'],
     claims: claimsFlag(v.claims),
     metricsAddr: v['metrics-addr'],

@@ -23,7 +23,15 @@ import { checkObjectNames } from './object-names.ts';
 import { buildRanges } from './ranges.ts';
 import { leaderTimingOf } from './leader-timing.ts';
 import { allowedPath, checkPathText, policyOf, rejectInlinePolicy, type PathUse, type TrustPolicy } from './trust.ts';
-import type { DatastoreConfig, DnsConfig, IpamConfig, NetworkConfig, RouteConfig, StaticAddress } from './types.ts';
+import type {
+  DatastoreConfig,
+  DnsConfig,
+  IpamConfig,
+  NetworkConfig,
+  RouteConfig,
+  StaticAddress,
+  StickyMode,
+} from './types.ts';
 import { isRecord } from '../record.ts';
 import type { PluginLogLevel } from '../log/logger.ts';
 
@@ -106,6 +114,7 @@ export function parseNetworkConfig(request: Json, options: ParseOptions): Networ
     ranges.map((r) => r.cidr),
   );
   const enableOverlappingRanges = optionalBoolean(ipam, 'enable_overlapping_ranges', 'ipam.') ?? true;
+  const sticky = stickyOf(ipam);
   checkObjectNames({
     name,
     ...(networkName === undefined ? {} : { networkName }),
@@ -115,6 +124,12 @@ export function parseNetworkConfig(request: Json, options: ParseOptions): Networ
     nodeSlices: nodeSliceSize !== undefined,
   });
 
+  const datastore = datastoreOf(ipam, sources);
+  if (sticky !== undefined && datastore.kind !== 'kubernetes') {
+    throw configError(
+      `ipam.sticky ${describeValue(ipam['sticky'])} needs "datastore": "kubernetes": a binding is to a pod's owner`,
+    );
+  }
   const config: IpamConfig = {
     type,
     ranges,
@@ -125,9 +140,10 @@ export function parseNetworkConfig(request: Json, options: ParseOptions): Networ
     ...(networkName === undefined ? {} : { networkName }),
     ...(nodeSliceSize === undefined ? {} : { nodeSliceSize }),
     enableOverlappingRanges,
+    ...(sticky === undefined ? {} : { sticky }),
     gcGraceSeconds: optionalCount(ipam, 'gc_grace_seconds', 'ipam.') ?? DEFAULT_GC_GRACE_SECONDS,
     leaderTiming: leaderTimingOf(ipam, warnings),
-    datastore: datastoreOf(ipam, sources),
+    datastore,
     ...optionalKey('logFile', log.file),
     logLevel: logLevelOf(ipam),
     ...optionalKey('configurationPath', flat?.path),
@@ -145,6 +161,15 @@ export function parseNetworkConfig(request: Json, options: ParseOptions): Networ
     ...(log.ignored === undefined ? {} : { ignored: [log.ignored] }),
     raw: request,
   };
+}
+
+/** `sticky`: true, false or "annotated" (docs/sticky.md). */
+function stickyOf(ipam: Json): StickyMode | undefined {
+  const value = ipam['sticky'];
+  if (value === undefined || value === null || value === false) return undefined;
+  if (value === true) return 'all';
+  if (value === 'annotated') return 'annotated';
+  throw configError(`ipam.sticky must be true, false or "annotated", got ${describeValue(value)}`);
 }
 
 function optionalKey<K extends string, V>(key: K, value: V | undefined): { [P in K]?: V } {

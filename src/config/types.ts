@@ -62,6 +62,8 @@ export interface PodRef {
   readonly name: string;
 }
 
+export type StickyMode = 'all' | 'annotated';
+
 export interface IpamConfig {
   /** Accepted for compatibility; both mean this plugin. */
   readonly type: 'hereabouts' | 'whereabouts';
@@ -76,6 +78,12 @@ export interface IpamConfig {
   /** `node_slice_size` as a prefix length. */
   readonly nodeSliceSize?: number;
   readonly enableOverlappingRanges: boolean;
+  /**
+   * `sticky` (docs/sticky.md): `true` binds the addresses of every StatefulSet replica and KubeVirt VM on this network
+   * to its identity (a pod annotated `hereabouts.cni.cncf.io/sticky: "false"` opts out), `"annotated"` only those of
+   * pods annotated "true". Absent or false: Whereabouts' behaviour. Whereabouts ignores the key.
+   */
+  readonly sticky?: StickyMode;
   /** `gc_grace_seconds`: GC spares allocations written less than this long ago. */
   readonly gcGraceSeconds: number;
   /** `leader_lease_duration`, `leader_renew_deadline`, `leader_retry_period`; absent: Whereabouts' defaults. */

@@ -1,6 +1,7 @@
 // The controller loop: warm caches on every replica; on the leader, a full pass every reconcile interval (orphans,
 // reservations, node slices, pool status) and quicker partial passes when the caches see a pod go, a node come or
 // go, or a NAD change. Passes run one at a time; requests arriving meanwhile are merged into the next one.
+import { StickyCaches } from './sticky/caches.ts';
 import { monotonicMs } from '../clock.ts';
 import { ApiClient } from '../kube/api.ts';
 import { Caches } from './runtime/caches.ts';
@@ -48,6 +49,9 @@ export class Controller {
   readonly #queued = new Set<PassKind>();
   /** Records seen missing their reservation, and since when (monotonic). */
   readonly #firstMissing = new Map<string, number>();
+  /** Sticky addresses whose binding is seen released, and since when (monotonic; cleanup-pass.ts StickyInput). */
+  readonly #firstReleasable = new Map<string, number>();
+  readonly sticky: StickyCaches;
   #timer: NodeJS.Timeout | undefined;
   readonly #warmGate: WarmGatePublisher;
   #warmGateTimer: NodeJS.Timeout | undefined;
@@ -110,6 +114,8 @@ export class Controller {
         return verdict === WARM_ALLOWED ? undefined : verdict.replace(/: its reconciler would free warm records$/, '');
       },
     });
+    // A StatefulSet scaled down or deleted: its replicas' addresses are judged at once (their grace starts then).
+    this.sticky = new StickyCaches(api, log, (kind) => kind !== 'added' && this.request('cleanup', DELETION_DELAY_MS));
     this.#slices = new NodeSlices(this.#api, { drainGraceMs: flags.sliceDrainGraceMs });
     this.#warmGate = new WarmGatePublisher(this.#api, flags.leader.identity, log);
     this.metrics = new ControllerMetrics({
@@ -119,7 +125,7 @@ export class Controller {
       starved: () => this.#starved,
       leading: () => this.leading,
       informers: () =>
-        [...this.caches.all, ...(this.claims.enabled ? this.claims.informers : [])].map((i) => ({
+        [...this.caches.all, ...this.sticky.all, ...(this.claims.enabled ? this.claims.informers : [])].map((i) => ({
           resource: i.resource,
           synced: i.synced,
           size: i.items.size,
@@ -137,6 +143,7 @@ export class Controller {
   start(options: { scheduled: boolean }): void {
     this.#scheduled = options.scheduled;
     this.caches.start();
+    this.sticky.start();
     this.claims.start();
     this.#elector.start();
     // A leader elected before its caches synced skipped its first pass: run it as soon as they are.
@@ -165,6 +172,7 @@ export class Controller {
     this.claims.stop();
     await this.#elector.stop();
     this.caches.stop();
+    this.sticky.stop();
   }
 
   /** Why this replica could not act now (caches not synced), or undefined. */
@@ -193,6 +201,14 @@ export class Controller {
     this.claims.resync();
     await this.claims.idle();
     return true;
+  }
+
+  /** A cleanup pass when the first sticky address seen released comes to the end of its grace. */
+  #afterStickyGrace(): void {
+    let first: number | undefined;
+    for (const since of this.#firstReleasable.values()) if (first === undefined || since < first) first = since;
+    if (first === undefined) return;
+    this.request('cleanup', Math.max(1000, first + this.#flags.stickyGraceMs - monotonicMs() + 100));
   }
 
   /** Asks for a pass in `delayMs`; a request for a pass already asked for (or queued) joins it. */
@@ -273,9 +289,19 @@ export class Controller {
         policy: this.#flags.policy,
         reservationGraceMs: this.#flags.reservationGraceMs,
         firstMissing: this.#firstMissing,
+        ...(this.sticky.synced
+          ? {
+              sticky: {
+                world: this.sticky.world(c.pods.items),
+                graceMs: this.#flags.stickyGraceMs,
+                firstReleasable: this.#firstReleasable,
+              },
+            }
+          : {}),
         leading,
         log: this.#log,
       });
+      this.#afterStickyGrace();
       this.metrics.released(result.released);
       for (const r of result.released) released.add(r.pool);
       for (const r of result.reservationsDeleted) this.metrics.reservationDeleted(r.reason);

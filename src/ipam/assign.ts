@@ -214,16 +214,30 @@ function refreshed(current: Allocations, address: bigint, refresh: Refresh): Pla
   if (old === undefined) return { change: null, value };
   const { attachment } = refresh;
   const podUid = attachment.podUid ?? old.podUid;
-  const { containerId, podRef } = attachment;
-  if (old.containerId === containerId && old.podRef === podRef && old.podUid === podUid) return { change: null, value };
-  const record = {
-    ...old,
+  const { containerId, podRef, ifname, binding } = attachment;
+  const same =
+    old.containerId === containerId && old.podRef === podRef && old.podUid === podUid && old.ifname === ifname;
+  if (same && old.binding === binding) return { change: null, value };
+  // A sticky attachment takes its bound record over (the replica's new pod, a VM's migration target, a pre-bound
+  // record), or binds its pod's earlier record. The binding is never dropped here: a record owned without one is one
+  // an ordinary attachment of the same pod holds, and a bound record only a sticky attachment owns.
+  const record: AllocationRecord = {
+    ...withoutBinding(old),
     containerId,
     podRef,
+    ifname,
     ...(podUid === undefined ? {} : { podUid }),
     createdAt: refresh.createdAt,
+    ...(binding === undefined ? {} : { binding }),
   };
   return { change: { update: [{ address, record }] }, value: { ...value, previous: old } };
+}
+
+function withoutBinding(record: AllocationRecord): AllocationRecord {
+  if (record.binding === undefined) return record;
+  const copy: { -readonly [K in keyof AllocationRecord]: AllocationRecord[K] } = { ...record };
+  delete copy.binding;
+  return copy;
 }
 
 /** Undoes what the granted ranges changed: claims are released, rewritten records restored, if still ours. */

@@ -71,8 +71,10 @@ export function planCollect(
   node: string | undefined,
   spare: Spare,
 ): Plan<Array<[bigint, AllocationRecord]>> {
-  // A warm record is the node agent's, not an attachment's (DESIGN §11): never the runtime's to collect.
+  // A warm record is the node agent's, not an attachment's (DESIGN §11), and a bound one its workload's (its pod may
+  // run on another node now: docs/sticky.md): never the runtime's to collect.
   const kept = (record: AllocationRecord): boolean =>
+    record.binding !== undefined ||
     keep.attachments.has(attachmentKey(record)) ||
     keep.containers.has(record.containerId) ||
     isYoung(record, spare) ||

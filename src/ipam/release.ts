@@ -30,9 +30,12 @@ export async function release(
   return released;
 }
 
+/** A bound record (a sticky address, docs/sticky.md) outlives its pod: DEL keeps it, the controller releases it. */
 export function planRelease(attachment: AttachmentId): Plan<bigint[]> {
   return (current) => {
-    const exact = [...current].filter(([, record]) => isSameAttachment(record, attachment)).map(([address]) => address);
+    const exact = [...current]
+      .filter(([, record]) => record.binding === undefined && isSameAttachment(record, attachment))
+      .map(([address]) => address);
     const mine = exact.length > 0 ? exact : legacyOf(current, attachment);
     return { change: mine.length === 0 ? null : { release: mine }, value: mine };
   };
@@ -46,7 +49,7 @@ export function planRelease(attachment: AttachmentId): Plan<bigint[]> {
 function legacyOf(current: Allocations, attachment: AttachmentId): bigint[] {
   let lowest: bigint | undefined;
   for (const [address, record] of current) {
-    if (record.ifname !== '' || record.containerId !== attachment.containerId) continue;
+    if (record.ifname !== '' || record.binding !== undefined || record.containerId !== attachment.containerId) continue;
     if (lowest === undefined || address < lowest) lowest = address;
   }
   return lowest === undefined ? [] : [lowest];

@@ -158,6 +158,11 @@ export class ApiClient {
   close(): void {
     this.#connections.release(this.endpoint.agent);
   }
+
+  /** A client of the same endpoint and connections for a long-lived user (a watch) that outlives this one's call. */
+  detached(): ApiClient {
+    return new ApiClient(this.endpoint, { timeoutMs: this.#timeoutMs, connections: this.#connections });
+  }
 }
 
 /** "ippools" of /apis/g/v/namespaces/ns/ippools/name, for the timings. */

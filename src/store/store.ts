@@ -12,6 +12,23 @@ export interface AllocationRecord {
   readonly node?: string;
   /** When the record was written for its container (RFC 3339); GC spares young records. Absent in old records. */
   readonly createdAt?: string;
+  /**
+   * A sticky address (docs/sticky.md): the workload identity it is bound to, "StatefulSet/<name>/<ordinal>" or
+   * "VirtualMachine/<name>" in the namespace of `podRef` (sticky-binding.ts). A DEL keeps such a record; only the
+   * controller releases it, once the identity is gone for its grace period.
+   */
+  readonly binding?: string;
+}
+
+/** What the cluster says of the pod an ADD is for: what a sticky address binds to (docs/sticky.md). */
+export interface PodFacts {
+  readonly uid: string;
+  /** The pod's controller (the owner reference with `controller: true`). */
+  readonly owner?: { readonly apiVersion: string; readonly kind: string; readonly name: string };
+  /** The label `apps.kubernetes.io/pod-index` (a StatefulSet replica's ordinal). */
+  readonly podIndex?: string;
+  /** The annotation `hereabouts.cni.cncf.io/sticky` ("true" or "false" opts the pod in or out). */
+  readonly sticky?: string;
 }
 
 /** Current allocations of one pool, keyed by absolute address value (not offset). */
@@ -99,6 +116,12 @@ export interface Store {
   /** The pools a request draws from; absent: one per configured range. Node-slice mode answers with this node's slices. */
   resolvePools?(config: NetworkConfig, options: { readonly purpose: PoolPurpose }): Promise<PoolRef[]>;
   read(pool: PoolRef): Promise<Allocations>;
+  /**
+   * The pod `namespace/name` as the cluster has it, for a sticky network: the node agent's watch of its node's pods,
+   * else one read. Undefined when the pod does not exist or has another UID than `uid`. Absent: the store knows no
+   * pods (the local store).
+   */
+  podFacts?(namespace: string, name: string, uid: string | undefined): Promise<PodFacts | undefined>;
   /** Throws HereaboutsError code 50 when the store cannot serve an ADD for these pools now. */
   status(pools: readonly PoolRef[]): Promise<void>;
   close(): Promise<void>;

@@ -3,12 +3,13 @@ import { formatIP } from '../../ip/address.ts';
 import { assign } from '../../ipam/assign.ts';
 import type { AddEnv } from '../env.ts';
 import { renderResult, type IpamResultIP, type ResultJson } from '../result.ts';
-import { attachmentOf, poolsOf, type VerbContext } from './context.ts';
+import { attachmentOf, poolsOf, withBinding, type VerbContext } from './context.ts';
 
 export async function cmdAdd(ctx: VerbContext & { env: AddEnv }): Promise<ResultJson> {
   const { config, store, logger } = ctx;
   const options = { ...(await poolsOf(ctx, 'allocate')), warn: (msg: string) => logger.warning(msg) };
-  const assigned = await assign(store, config, attachmentOf(ctx.env), options);
+  const attachment = await withBinding(ctx, attachmentOf(ctx.env), ctx.env.args);
+  const assigned = await assign(store, config, attachment, options);
   const ips: IpamResultIP[] = [
     ...config.ipam.addresses.map((s) => ({
       address: s.address,
@@ -23,6 +24,7 @@ export async function cmdAdd(ctx: VerbContext & { env: AddEnv }): Promise<Result
       ...(a.range.gateway === undefined ? {} : { gateway: a.range.gateway }),
     })),
   ];
+  if (attachment.binding !== undefined) logger.info(`sticky: bound to ${attachment.binding}`);
   logger.info(
     `assigned ${assigned.map((a) => `${formatIP(a.address)}${a.claimed ? '' : ' (already held)'}`).join(', ') || 'static addresses only'}`,
   );

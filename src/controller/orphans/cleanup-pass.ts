@@ -29,6 +29,9 @@ import {
   type ReservationReason,
 } from '../reservations/orphaned.ts';
 import { reservationView, type ReservationView } from '../runtime/views.ts';
+import { bindingKey, namespaceOfPodRef } from '../../store/sticky-binding.ts';
+import { bindingReleaseReason, type StickyWorld } from '../sticky/verdict.ts';
+import { readStickyWorld } from '../sticky/caches.ts';
 
 export interface CleanupInput {
   readonly pods: ReadonlyMap<string, PodView>;
@@ -41,9 +44,20 @@ export interface CleanupInput {
   readonly reservationGraceMs: number;
   /** Records seen missing their reservation, and since when (monotonic): kept by the controller across passes. */
   readonly firstMissing?: Map<string, number>;
+  /** Sticky addresses (docs/sticky.md); absent (their caches not synced): every bound record is kept. */
+  readonly sticky?: StickyInput;
   /** Checked before every write: a replica that lost the lease stops at once. */
   readonly leading: () => boolean;
   readonly log: Log;
+}
+
+export interface StickyInput {
+  /** What the caches show of StatefulSets, their replicas and VMs. */
+  readonly world: StickyWorld;
+  /** How long a binding must be seen released before its address goes (the controller's --sticky-grace). */
+  readonly graceMs: number;
+  /** "pool|address|binding" -> since when (monotonic) its binding is seen released: kept across passes. */
+  readonly firstReleasable: Map<string, number>;
 }
 
 export interface CleanupResult {
@@ -75,7 +89,7 @@ export function heldAddresses(pools: Iterable<PoolView>, except: ReadonlySet<str
 
 export async function cleanupPass(api: ApiClient, input: CleanupInput): Promise<CleanupResult> {
   const now = Date.now();
-  const { byPool, suspectPods, suspectNodes, releasing, reservedBy } = orphanSuspects(input, now);
+  const { byPool, suspectPods, suspectNodes, suspectBindings, releasing, reservedBy } = orphanSuspects(input, now);
   const judge = { networkNames: input.networkNames, policy: input.policy, graceMs: input.reservationGraceMs, now };
   // Judged as if the suspected allocations were gone already: the reservation of a released address goes too.
   const suspects = reservationSuspects(
@@ -98,14 +112,21 @@ export async function cleanupPass(api: ApiClient, input: CleanupInput): Promise<
     podsRead: 0,
     timings: { readMs: 0, releaseMs: 0, reservationsMs: 0 },
   };
-  if ((suspectPods.size === 0 && suspectNodes.size === 0 && missing.length === 0) || !input.leading()) return nothing;
+  const idle = suspectPods.size === 0 && suspectNodes.size === 0 && suspectBindings.size === 0 && missing.length === 0;
+  if (idle || !input.leading()) return nothing;
 
   const t0 = performance.now();
   const live = await readLivePods(api, suspectPods, { log: input.log });
   const goneNodes = await readGoneNodes(api, suspectNodes, { log: input.log });
   const reservedAt = await readLiveReservations(api, reservedBy, suspectPods);
+  const bound = suspectBindings.size === 0 ? undefined : await readStickyWorld(api, suspectBindings, input.log);
   const t1 = performance.now();
   const judgeRecord = (record: Candidate['record'], ip: string): OrphanReason | undefined => {
+    if (record.binding !== undefined) {
+      return bound === undefined
+        ? undefined
+        : bindingReleaseReason(namespaceOfPodRef(record.podRef), record.binding, bound);
+    }
     const holder = warmHolder(record);
     if (holder !== undefined) return goneNodes.has(holder) ? 'node-gone' : undefined;
     const pod = live.get(record.podRef);
@@ -186,6 +207,8 @@ interface OrphanSuspects {
   readonly releasing: Set<string>;
   /** Nodes of warm records the node cache does not hold: read live before a release. */
   readonly suspectNodes: Set<string>;
+  /** "namespace binding" of sticky addresses released for their grace period by the caches: read live before. */
+  readonly suspectBindings: Set<string>;
   /**
    * Uid-less records (Whereabouts'): "ip|podref" -> the reservation naming that pod, which tells whether the address
    * was taken before the pod of that name was created (orphanReason). From the cache here, read live before a release.
@@ -198,14 +221,37 @@ function orphanSuspects(input: CleanupInput, now: number): OrphanSuspects {
     byPool: new Map(),
     suspectPods: new Set(),
     suspectNodes: new Set(),
+    suspectBindings: new Set(),
     releasing: new Set(),
     reservedBy: new Map(),
   };
   const byName = new Map([...input.reservations.values()].map((view) => [view.name, view])); // one namespace
+  const seenReleasable = new Set<string>();
+  const suspect = (pool: PoolView, address: bigint, record: Candidate['record']): void => {
+    const list = out.byPool.get(pool) ?? [];
+    if (list.length === 0) out.byPool.set(pool, list);
+    list.push({ address, record });
+    out.releasing.add(`${pool.name}|${address}`);
+  };
   for (const pool of input.pools.values()) {
     const range = pool.range;
     if (range === undefined) continue;
     for (const [address, record] of pool.allocations) {
+      const binding = bindingKey(record);
+      if (binding !== undefined) {
+        const sticky = input.sticky;
+        if (sticky === undefined) continue;
+        const key = `${pool.name}|${address}|${binding}`;
+        if (bindingReleaseReason(namespaceOfPodRef(record.podRef), record.binding ?? '', sticky.world) === undefined)
+          continue;
+        seenReleasable.add(key);
+        const since = sticky.firstReleasable.get(key) ?? monotonicMs();
+        sticky.firstReleasable.set(key, since);
+        if (monotonicMs() - since < sticky.graceMs) continue;
+        suspect(pool, address, record);
+        out.suspectBindings.add(binding);
+        continue;
+      }
       const holder = warmHolder(record);
       if (holder !== undefined) {
         // A warm record is held while its node exists, whatever the pods (DESIGN §11).
@@ -234,6 +280,10 @@ function orphanSuspects(input: CleanupInput, now: number): OrphanSuspects {
       out.releasing.add(`${pool.name}|${address}`);
     }
   }
+  // A binding that holds again (scaled back up, re-created) starts its grace afresh when next released.
+  const firstReleasable = input.sticky?.firstReleasable;
+  if (firstReleasable !== undefined)
+    for (const key of firstReleasable.keys()) if (!seenReleasable.has(key)) firstReleasable.delete(key);
   return out;
 }
 

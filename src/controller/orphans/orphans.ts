@@ -8,6 +8,7 @@
 // has stopped (no container running) or its grace period is over. A terminal pod (Succeeded, Failed) releases once
 // its kubelet says the sandbox is gone, or after a grace period for when no kubelet is left to say it (graceful
 // node shutdown).
+import type { StickyReleaseReason } from '../sticky/verdict.ts';
 import type { AllocationRecord } from '../../store/store.ts';
 import type { PodView } from './pod-view.ts';
 
@@ -38,7 +39,8 @@ export type PodReleaseReason = 'pod-terminating' | 'pod-disrupted' | 'pod-termin
 export const CLOCK_SLACK_MS = 2_000;
 
 /** node-gone: a warm record (DESIGN §11) whose node no longer exists; every other reason is about a pod. */
-export type OrphanReason = 'pod-gone' | 'pod-recreated' | PodReleaseReason | 'not-in-network-status' | 'node-gone';
+export type OrphanReason =
+  'pod-gone' | 'pod-recreated' | PodReleaseReason | 'not-in-network-status' | 'node-gone' | StickyReleaseReason;
 
 /** The reason the taint manager gives when it deletes a pod from a NoExecute-tainted (e.g. unreachable) node. */
 export const TAINT_MANAGER = 'DeletionByTaintManager';
@@ -79,6 +81,8 @@ export function orphanReason(
   reservedAtMs?: number,
 ): OrphanReason | undefined {
   if (record.podRef === '' || !record.podRef.includes('/')) return undefined; // not a pod's: nothing to check against
+  // A sticky address outlives its pod: its binding decides (sticky/verdict.ts), never a pod rule.
+  if (record.binding !== undefined) return undefined;
   // An allocation younger than the grace period may belong to an ADD still running (or to a static pod whose
   // mirror pod is not there yet): never judged.
   if (allocatedAtMs !== undefined && nowMs - allocatedAtMs < policy.pendingGraceMs) return undefined;

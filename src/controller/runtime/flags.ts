@@ -21,6 +21,8 @@ export interface ControllerFlags {
   readonly policy: CleanupPolicy;
   readonly reservationGraceMs: number;
   readonly sliceDrainGraceMs: number;
+  /** How long a sticky address's binding must be seen released before the address goes (docs/sticky.md). */
+  readonly stickyGraceMs: number;
   readonly poolStatus: boolean;
   /** Namespaces whose IPAddressClaims and PrefixClaims are served (DESIGN §12): all, or these (none when empty). */
   readonly claims: 'all' | readonly string[];

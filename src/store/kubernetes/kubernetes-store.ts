@@ -5,7 +5,9 @@ import type { Logger } from '../../log/logger.ts';
 import type { LeaderTiming, NetworkConfig } from '../../config/types.ts';
 import { DEFAULT_LOCK_TIMING, type LockTiming } from '../../fs/lock.ts';
 import { poolRefs } from '../pool-refs.ts';
-import type { Allocations, Plan, PoolRef, Store } from '../store.ts';
+import type { Allocations, Plan, PodFacts, PoolRef, Store } from '../store.ts';
+import { readPodFacts } from './pod-facts.ts';
+import type { NodePods } from './node-pods.ts';
 import { KeyedQueue } from '../keyed-queue.ts';
 import type { ApiClient } from '../../kube/api.ts';
 import { toStoreError } from './api-errors.ts';
@@ -34,6 +36,8 @@ export interface KubernetesStoreOptions {
   readonly whereaboutsLease?: LeaderTiming;
   /** The node agent's warm sets (warm/warm-sets.ts); absent in a plugin process. */
   readonly warm?: WarmSets;
+  /** The node agent's watch of its node's pods (pod-facts.ts); absent in a plugin process. */
+  readonly pods?: NodePods;
 }
 
 export interface ResolveOptions {
@@ -60,10 +64,12 @@ export class KubernetesStore implements Store {
   /** In-process queue per pool: the file lock excludes processes, this spares our own callers its polling. */
   readonly #queue = new KeyedQueue();
   readonly #warm: WarmSets | undefined;
+  readonly #pods: NodePods | undefined;
 
   constructor(options: KubernetesStoreOptions) {
     this.node = options.node;
     this.#warm = options.warm;
+    this.#pods = options.pods;
     this.api = options.api;
     this.#write = {
       api: options.api,
@@ -127,6 +133,15 @@ export class KubernetesStore implements Store {
       this.#fresh.set(pool.name, pending);
     }
     return pending;
+  }
+
+  podFacts(namespace: string, name: string, uid: string | undefined): Promise<PodFacts | undefined> {
+    const pod = { namespace, name, uid };
+    return (this.#pods?.facts(this.api, this.node, pod) ?? readPodFacts(this.api, namespace, name, uid)).catch(
+      (err: unknown) => {
+        throw err instanceof HereaboutsError ? err : toStoreError(err, `pod ${namespace}/${name}`);
+      },
+    );
   }
 
   async status(pools: readonly PoolRef[]): Promise<void> {

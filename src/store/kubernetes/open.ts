@@ -12,6 +12,7 @@ import { resolveNodeName } from './node-name.ts';
 import { mark } from '../../kube/timings.ts';
 import { TlsSessionStore } from '../../kube/tls-session.ts';
 import type { WarmOptions, WarmSets } from './warm/warm-sets.ts';
+import type { NodePods } from './node-pods.ts';
 
 export type { WarmSets, WarmOptions, WarmPolicy, WarmStats } from './warm/warm-sets.ts';
 
@@ -30,6 +31,8 @@ export interface StoreHost {
   readonly memory: WriteMemory;
   /** The node agent's warm sets (DESIGN §11); absent: every call runs the synchronous path. */
   readonly warm?: WarmSets;
+  /** The node agent's watch of its node's pods, for sticky networks (pod-facts.ts); absent: one read per ADD. */
+  readonly pods?: NodePods;
 }
 
 /**
@@ -39,9 +42,12 @@ export interface StoreHost {
  */
 export async function longLivedHost(warm?: WarmOptions): Promise<() => StoreHost> {
   const Warm = warm === undefined ? undefined : (await import('./warm/warm-sets.ts')).WarmSets;
+  const { NodePods } = await import('./node-pods.ts');
+  const log = warm?.log ?? ((): void => undefined);
   return () => ({
     connections: new ConnectionPool({ keep: true }),
     memory: new WriteMemory(),
+    pods: new NodePods({ debug: () => undefined, info: log, warning: log, error: log }),
     ...(Warm === undefined || warm === undefined ? {} : { warm: new Warm(warm) }),
   });
 }
@@ -102,6 +108,7 @@ export async function openKubernetesStore(
     log: options.log,
     memory: host.memory,
     ...(host.warm === undefined ? {} : { warm: host.warm }),
+    ...(host.pods === undefined ? {} : { pods: host.pods }),
     whereaboutsLease: config.ipam.leaderTiming ?? WHEREABOUTS_LEADER_TIMING,
   });
 }

@@ -181,7 +181,7 @@ export function allocationsPatch(
     if (before === record) continue;
     const entry: Record<string, string | null> = { ...encodeRecord(record) };
     if (before === undefined) entry['createdAt'] = createdAt;
-    else for (const field of ['podUid', 'node']) entry[field] ??= null;
+    else for (const field of ['podUid', 'node', 'binding']) entry[field] ??= null;
     changes[String(address - base)] = entry;
   }
   const metadata = {

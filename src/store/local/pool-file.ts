@@ -86,11 +86,12 @@ function rangeText(range: Cidr): string {
 
 export function decodeRecord(value: unknown): AllocationRecord | undefined {
   if (!isRecord(value)) return undefined;
-  const { id, podref, ifname, podUid, node, createdAt } = value;
+  const { id, podref, ifname, podUid, node, createdAt, binding } = value;
   // Whereabouts before 0.7 wrote no ifname; podref may be absent for non-Kubernetes runtimes.
   if (typeof id !== 'string') return undefined;
   if (!isOptionalString(podref) || !isOptionalString(ifname)) return undefined;
   if (!isOptionalString(podUid) || !isOptionalString(node) || !isOptionalString(createdAt)) return undefined;
+  if (!isOptionalString(binding)) return undefined;
   return {
     containerId: id,
     podRef: podref ?? '',
@@ -98,6 +99,7 @@ export function decodeRecord(value: unknown): AllocationRecord | undefined {
     ...(podUid === undefined ? {} : { podUid }),
     ...(node === undefined ? {} : { node }),
     ...(createdAt === undefined ? {} : { createdAt }),
+    ...(binding === undefined ? {} : { binding }),
   };
 }
 
@@ -106,6 +108,7 @@ export function encodeRecord(record: AllocationRecord): Record<string, string> {
   if (record.podUid !== undefined) out['podUid'] = record.podUid;
   if (record.node !== undefined) out['node'] = record.node;
   if (record.createdAt !== undefined) out['createdAt'] = record.createdAt;
+  if (record.binding !== undefined) out['binding'] = record.binding;
   return out;
 }
 

@@ -28,6 +28,8 @@ export interface JournalAttachment {
   readonly ifname: string;
   readonly podRef: string;
   readonly podUid?: string;
+  /** A sticky address's binding (store.ts AllocationRecord.binding). */
+  readonly binding?: string;
 }
 
 /**
@@ -186,9 +188,10 @@ function entryOf(value: unknown): JournalEntry | undefined {
   if ((op !== 'handed-out' && op !== 'released') || typeof value['at'] !== 'string') return undefined;
   const attachment = value['attachment'];
   if (!isRecord(attachment)) return undefined;
-  const { containerId, ifname, podRef, podUid } = attachment;
+  const { containerId, ifname, podRef, podUid, binding } = attachment;
   if (typeof containerId !== 'string' || typeof ifname !== 'string' || typeof podRef !== 'string') return undefined;
   if (podUid !== undefined && typeof podUid !== 'string') return undefined;
+  if (binding !== undefined && typeof binding !== 'string') return undefined;
   const ref = value['ref'];
   if (ref !== undefined && !isRecord(ref)) return undefined;
   return {
@@ -196,7 +199,13 @@ function entryOf(value: unknown): JournalEntry | undefined {
     pool,
     address,
     at: value['at'],
-    attachment: { containerId, ifname, podRef, ...(podUid === undefined ? {} : { podUid }) },
+    attachment: {
+      containerId,
+      ifname,
+      podRef,
+      ...(podUid === undefined ? {} : { podUid }),
+      ...(binding === undefined ? {} : { binding }),
+    },
     ...(ref === undefined ? {} : { ref }),
   };
 }

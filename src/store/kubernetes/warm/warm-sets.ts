@@ -674,9 +674,15 @@ function loneRelease(change: PoolChange): readonly bigint[] | undefined {
 }
 
 function journaled(record: AllocationRecord): { attachment: JournalAttachment; at: string } {
-  const { containerId, ifname, podRef, podUid } = record;
+  const { containerId, ifname, podRef, podUid, binding } = record;
   return {
-    attachment: { containerId, ifname, podRef, ...(podUid === undefined ? {} : { podUid }) },
+    attachment: {
+      containerId,
+      ifname,
+      podRef,
+      ...(podUid === undefined ? {} : { podUid }),
+      ...(binding === undefined ? {} : { binding }),
+    },
     at: record.createdAt ?? new Date().toISOString(),
   };
 }

@@ -77,5 +77,12 @@ test('allocationsPatch() clears modelled fields a rewritten record dropped', () 
   ) as {
     spec: { allocations: Record<string, Record<string, unknown>> };
   };
-  assert.deepEqual(patch.spec.allocations['1'], { id: 'a2', podref: 'ns/a', ifname: 'eth0', node: 'n2', podUid: null });
+  assert.deepEqual(patch.spec.allocations['1'], {
+    id: 'a2',
+    podref: 'ns/a',
+    ifname: 'eth0',
+    node: 'n2',
+    podUid: null,
+    binding: null,
+  });
 });

@@ -1,0 +1,263 @@
+// Sticky addresses (docs/sticky.md) against the real API server: the packaged plugin binds a StatefulSet replica's
+// and a KubeVirt VM's address to its identity (read from the pod's owner), DEL keeps it, a re-created replica or a
+// migration target gets it back, an ordinary pod or another set never does; the packaged controller releases a
+// binding only once its set was scaled below the ordinal or deleted, or its VM is gone, after --sticky-grace.
+// KubeVirt is not installed here: its two kinds are served from minimal CRDs, so that a VirtualMachine can exist.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { api, apiRequest, controlPlane, createNamespace, type Namespace } from '../../support/control-plane.ts';
+import { runCni, type CniOutcome } from '../../support/cni.ts';
+import { cniConf, poolView } from '../kubernetes/harness.ts';
+import { bin, eventually, runOnce, sleep, startController } from './harness.ts';
+
+type Obj = Record<string, unknown>;
+const POOL = 'sticky-10.77.0.0-24';
+const VM_GROUP = 'kubevirt.io';
+
+/** Minimal CRDs for KubeVirt's VirtualMachine and VirtualMachineInstance: existence is all the controller reads. */
+async function kubevirtKinds(ns: Namespace): Promise<void> {
+  for (const [kind, plural] of [
+    ['VirtualMachine', 'virtualmachines'],
+    ['VirtualMachineInstance', 'virtualmachineinstances'],
+  ] as const) {
+    const res = await apiRequest(ns.cp, 'POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', {
+      apiVersion: 'apiextensions.k8s.io/v1',
+      kind: 'CustomResourceDefinition',
+      metadata: { name: `${plural}.${VM_GROUP}` },
+      spec: {
+        group: VM_GROUP,
+        scope: 'Namespaced',
+        names: { kind, plural, singular: kind.toLowerCase(), listKind: `${kind}List` },
+        versions: [
+          {
+            name: 'v1',
+            served: true,
+            storage: true,
+            schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } },
+          },
+        ],
+      },
+    });
+    assert.ok(res.status === 201 || res.status === 409, `CRD ${plural}: ${res.status}`);
+  }
+  const served = await eventually(async () => {
+    const res = await apiRequest(ns.cp, 'GET', `/apis/${VM_GROUP}/v1/namespaces/${ns.name}/virtualmachines`);
+    return res.status === 200;
+  }, 30_000);
+  assert.ok(served, 'the VirtualMachine CRD is served');
+}
+
+describe('sticky addresses: StatefulSet replicas and KubeVirt VMs keep their address', () => {
+  let ns: Namespace;
+  let conf: Obj;
+  const sets = new Map<string, string>(); // name -> uid
+
+  const createSet = async (name: string, replicas: number): Promise<void> => {
+    const created = (await api(ns.cp, 'POST', `/apis/apps/v1/namespaces/${ns.name}/statefulsets`, {
+      apiVersion: 'apps/v1',
+      kind: 'StatefulSet',
+      metadata: { name },
+      spec: {
+        replicas,
+        serviceName: name,
+        selector: { matchLabels: { app: name } },
+        template: {
+          metadata: { labels: { app: name } },
+          spec: { containers: [{ name: 'c', image: 'busybox' }] },
+        },
+      },
+    })) as { metadata: { uid: string } };
+    sets.set(name, created.metadata.uid);
+  };
+  const scale = (name: string, replicas: number): Promise<unknown> =>
+    api(
+      ns.cp,
+      'PATCH',
+      `/apis/apps/v1/namespaces/${ns.name}/statefulsets/${name}`,
+      { spec: { replicas } },
+      'application/merge-patch+json',
+    );
+  /** A pod as a controller would create it: `owner` is [apiVersion, kind, name, uid]. */
+  const createPod = async (name: string, owner?: readonly [string, string, string, string], labels: Obj = {}) => {
+    const created = (await api(ns.cp, 'POST', `/api/v1/namespaces/${ns.name}/pods`, {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: {
+        name,
+        labels,
+        ...(owner === undefined
+          ? {}
+          : {
+              ownerReferences: [
+                { apiVersion: owner[0], kind: owner[1], name: owner[2], uid: owner[3], controller: true },
+              ],
+            }),
+      },
+      spec: { containers: [{ name: 'c', image: 'busybox' }] },
+    })) as { metadata: { uid: string } };
+    return created.metadata.uid;
+  };
+  const replica = (set: string, ordinal: number): Promise<string> =>
+    createPod(`${set}-${ordinal}`, ['apps/v1', 'StatefulSet', set, sets.get(set) ?? ''], {
+      'apps.kubernetes.io/pod-index': String(ordinal),
+    });
+  const deletePod = async (name: string): Promise<void> => {
+    await apiRequest(ns.cp, 'DELETE', `/api/v1/namespaces/${ns.name}/pods/${name}`, { gracePeriodSeconds: 0 });
+    const gone = await eventually(
+      async () => (await apiRequest(ns.cp, 'GET', `/api/v1/namespaces/${ns.name}/pods/${name}`)).status === 404,
+      10_000,
+    );
+    assert.ok(gone, `pod ${name} deleted`);
+  };
+  const cni = (command: 'ADD' | 'DEL', container: string, pod: string, uid: string, extra = ''): Promise<CniOutcome> =>
+    runCni(
+      bin,
+      {
+        command,
+        containerId: container,
+        netns: '/var/run/netns/none',
+        ifname: 'net1',
+        path: '/opt/cni/bin',
+        args: `IgnoreUnknown=1;K8S_POD_NAMESPACE=${ns.name};K8S_POD_NAME=${pod};K8S_POD_UID=${uid}${extra}`,
+      },
+      conf,
+      { extraEnv: { NODENAME: 'sticky-node' } },
+    );
+  const added = async (container: string, pod: string, uid: string): Promise<string> => {
+    const out = await cni('ADD', container, pod, uid);
+    assert.equal(out.code, 0, out.stdout + out.stderr);
+    const ips = out.json?.['ips'] as Array<{ address: string }>;
+    return ips[0]!.address.split('/')[0]!;
+  };
+  const recordAt = async (ip: string): Promise<Obj | undefined> => (await poolView(ns, POOL))?.allocations.get(ip);
+
+  before(async () => {
+    ns = await createNamespace(await controlPlane(), 'sticky');
+    await kubevirtKinds(ns);
+    const base = cniConf(ns, 'sticky-node', { name: 'sticky', range: '10.77.0.0/24', networkName: 'sticky' });
+    conf = { ...base, ipam: { ...(base['ipam'] as Obj), sticky: true } };
+    await createSet('web', 2);
+    await createSet('db', 1);
+  });
+  after(async () => {
+    await ns.cleanup();
+  });
+
+  test('a re-created replica gets its address back on any container; DEL keeps it; an ordinary pod and another set never get it', async () => {
+    const uid1 = await replica('web', 0);
+    const a = await added('c-web0-1', 'web-0', uid1);
+    assert.equal((await recordAt(a))?.['binding'], 'StatefulSet/web/0');
+    const del = await cni('DEL', 'c-web0-1', 'web-0', uid1);
+    assert.equal(del.code, 0, del.stdout + del.stderr);
+    assert.equal((await recordAt(a))?.['binding'], 'StatefulSet/web/0', 'DEL keeps a bound record');
+
+    // Another set's replica never takes it, not even when it asks for it.
+    const dbUid = await replica('db', 0);
+    const asked = await cni('ADD', 'c-db0', 'db-0', dbUid, `;IP=${a}`);
+    assert.notEqual(asked.code, 0, 'a requested bound address is refused');
+    assert.match(asked.stdout, /taken|allocated|held/i);
+    const b = await added('c-db0', 'db-0', dbUid);
+    assert.notEqual(b, a);
+
+    // The replica is re-created (a new pod of the same name, a new uid): same address, the record is its own now.
+    await deletePod('web-0');
+    const uid2 = await replica('web', 0);
+    assert.equal(await added('c-web0-2', 'web-0', uid2), a);
+    const record = await recordAt(a);
+    assert.equal(record?.['id'], 'c-web0-2');
+    assert.equal(record['podUid'], uid2);
+
+    // A bare pod that takes the replica's name is no replica: an ordinary address, released by its DEL.
+    await deletePod('web-0');
+    const bareUid = await createPod('web-0');
+    const c = await added('c-bare', 'web-0', bareUid);
+    assert.notEqual(c, a);
+    assert.equal((await recordAt(c))?.['binding'], undefined);
+    assert.equal((await cni('DEL', 'c-bare', 'web-0', bareUid)).code, 0);
+    assert.equal(await recordAt(c), undefined);
+    assert.equal((await recordAt(a))?.['binding'], 'StatefulSet/web/0');
+    await deletePod('web-0');
+  });
+
+  test('an ADD for a pod the API server does not show (or shows with another uid) answers code 11 and writes nothing', async () => {
+    const before = (await poolView(ns, POOL))?.resourceVersion;
+    const out = await cni('ADD', 'c-ghost', 'web-1', '00000000-0000-0000-0000-000000000000');
+    assert.equal(out.code, 1);
+    assert.equal(out.json?.['code'], 11, out.stdout);
+    assert.match(String(out.json['msg']), /pod .*web-1.* is not known to the API server/);
+    assert.equal((await poolView(ns, POOL))?.resourceVersion, before);
+  });
+
+  test("a live migration's two virt-launcher pods share the VM's one record; the source's DEL keeps it", async () => {
+    const vmi: readonly [string, string, string, string] = ['kubevirt.io/v1', 'VirtualMachineInstance', 'vm1', 'u1'];
+    const source = await createPod('virt-launcher-vm1-aaaaa', vmi);
+    const a = await added('c-src', 'virt-launcher-vm1-aaaaa', source);
+    const target = await createPod('virt-launcher-vm1-bbbbb', vmi);
+    assert.equal(await added('c-dst', 'virt-launcher-vm1-bbbbb', target), a);
+    const pool = await poolView(ns, POOL);
+    const held = [...(pool?.allocations.values() ?? [])].filter((r) => r['binding'] === 'VirtualMachine/vm1');
+    assert.equal(held.length, 1, 'one record for the VM');
+    assert.equal(held[0]?.['id'], 'c-dst');
+    assert.equal((await cni('DEL', 'c-src', 'virt-launcher-vm1-aaaaa', source)).code, 0);
+    assert.equal((await recordAt(a))?.['binding'], 'VirtualMachine/vm1');
+    await deletePod('virt-launcher-vm1-aaaaa');
+    await deletePod('virt-launcher-vm1-bbbbb');
+  });
+
+  test('the controller releases a binding scaled away or whose VM is gone, and keeps one in range or whose VM exists', async () => {
+    // web/1 in range now; vm2 has neither VirtualMachine nor VirtualMachineInstance; vm3's VirtualMachine exists.
+    const web1 = await added('c-web1', 'web-1', await replica('web', 1));
+    await deletePod('web-1');
+    const vm2 = await added(
+      'c-vm2',
+      'virt-launcher-vm2-x',
+      await createPod('virt-launcher-vm2-x', ['kubevirt.io/v1', 'VirtualMachineInstance', 'vm2', 'u2']),
+    );
+    const vm3 = await added(
+      'c-vm3',
+      'virt-launcher-vm3-x',
+      await createPod('virt-launcher-vm3-x', ['kubevirt.io/v1', 'VirtualMachineInstance', 'vm3', 'u3']),
+    );
+    await deletePod('virt-launcher-vm2-x');
+    await deletePod('virt-launcher-vm3-x');
+    await api(ns.cp, 'POST', `/apis/${VM_GROUP}/v1/namespaces/${ns.name}/virtualmachines`, {
+      apiVersion: `${VM_GROUP}/v1`,
+      kind: 'VirtualMachine',
+      metadata: { name: 'vm3' },
+      spec: {},
+    });
+    const web0 = [...((await poolView(ns, POOL))?.allocations ?? [])].find(
+      ([, r]) => r['binding'] === 'StatefulSet/web/0',
+    )?.[0];
+    assert.ok(web0 !== undefined);
+
+    const first = runOnce(ns, '--sticky-grace', '0s');
+    assert.equal(first.code, 0, first.stderr.slice(-2000));
+    assert.ok(await recordAt(web1), 'web-1: ordinal 1 < 2 replicas, kept');
+    assert.ok(await recordAt(web0), 'web-0 kept');
+    assert.ok(await recordAt(vm3), 'vm3: its VirtualMachine exists, kept');
+    assert.equal(await recordAt(vm2), undefined, 'vm2: no VirtualMachine, no instance: released');
+    assert.ok(
+      first.lines.some((l) => /released .* of .*virt-launcher-vm2-x.*vm-gone/.test(l.msg)),
+      first.stderr.slice(-2000),
+    );
+
+    // Scaled to one replica: ordinal 1 goes, after the grace (not before it), ordinal 0 stays.
+    const controller = startController(ns, '--sticky-grace', '3s', '--reconcile-interval', '1h');
+    try {
+      await controller.waitForLine((l) => /pass done/.test(l.msg), 30_000);
+      await scale('web', 1);
+      const scaledAt = Date.now();
+      await sleep(1500);
+      assert.ok(await recordAt(web1), 'still held inside the grace');
+      const released = await eventually(async () => (await recordAt(web1)) === undefined, 20_000);
+      assert.ok(released, controller.log().slice(-3000));
+      assert.ok(Date.now() - scaledAt >= 3000, 'not before the grace');
+      assert.ok(controller.lines().some((l) => /released .*web-1.*scaled-down/.test(l.msg)));
+      assert.ok(await recordAt(web0), 'ordinal 0 is within the one replica: kept');
+      assert.ok(await recordAt(vm3));
+    } finally {
+      await controller.stop();
+    }
+  });
+});
