@@ -125,10 +125,9 @@ export function parseNetworkConfig(request: Json, options: ParseOptions): Networ
   });
 
   const datastore = datastoreOf(ipam, sources);
+  // A binding is to a pod's owner, which only the Kubernetes store can read.
   if (sticky !== undefined && datastore.kind !== 'kubernetes') {
-    throw configError(
-      `ipam.sticky ${describeValue(ipam['sticky'])} needs "datastore": "kubernetes": a binding is to a pod's owner`,
-    );
+    warnings.push(`ipam.sticky ${describeValue(ipam['sticky'])} has no effect without "datastore": "kubernetes"`);
   }
   const config: IpamConfig = {
     type,

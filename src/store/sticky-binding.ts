@@ -13,6 +13,13 @@ export const STICKY_ADDRESSES_ANNOTATION = 'hereabouts.cni.cncf.io/sticky-addres
  */
 export const PREBOUND_ID = 'hereabouts-sticky:prebound';
 
+/**
+ * A sticky network with node_slice_size keeps its bound addresses in one slice of the network, the sticky area, which
+ * the controller assigns to this name as if it were a node: every node's sticky ADDs allocate there, so a re-created
+ * replica finds its binding wherever it lands (docs/sticky.md). A node of this name would share the area.
+ */
+export const STICKY_AREA_NODE = 'hereabouts-sticky';
+
 export type Binding =
   | { readonly kind: 'StatefulSet'; readonly name: string; readonly ordinal: number }
   | { readonly kind: 'VirtualMachine'; readonly name: string };

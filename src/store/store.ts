@@ -114,7 +114,14 @@ export interface Store {
   /** Runs `plan` on the pool's current state and durably applies its change, exclusive against every writer. */
   update<T>(pool: PoolRef, plan: Plan<T>): Promise<T>;
   /** The pools a request draws from; absent: one per configured range. Node-slice mode answers with this node's slices. */
-  resolvePools?(config: NetworkConfig, options: { readonly purpose: PoolPurpose }): Promise<PoolRef[]>;
+  resolvePools?(
+    config: NetworkConfig,
+    options: {
+      readonly purpose: PoolPurpose;
+      /** A sticky ADD (docs/sticky.md): in node-slice mode it allocates in the network's sticky area. */
+      readonly sticky?: boolean;
+    },
+  ): Promise<PoolRef[]>;
   read(pool: PoolRef): Promise<Allocations>;
   /**
    * The pod `namespace/name` as the cluster has it, for a sticky network: the node agent's watch of its node's pods,

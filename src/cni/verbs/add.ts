@@ -7,8 +7,9 @@ import { attachmentOf, poolsOf, withBinding, type VerbContext } from './context.
 
 export async function cmdAdd(ctx: VerbContext & { env: AddEnv }): Promise<ResultJson> {
   const { config, store, logger } = ctx;
-  const options = { ...(await poolsOf(ctx, 'allocate')), warn: (msg: string) => logger.warning(msg) };
   const attachment = await withBinding(ctx, attachmentOf(ctx.env), ctx.env.args);
+  const sticky = attachment.binding !== undefined;
+  const options = { ...(await poolsOf(ctx, 'allocate', sticky)), warn: (msg: string) => logger.warning(msg) };
   const assigned = await assign(store, config, attachment, options);
   const ips: IpamResultIP[] = [
     ...config.ipam.addresses.map((s) => ({

@@ -46,7 +46,11 @@ export async function withBinding(ctx: VerbContext, attachment: Attachment, args
 }
 
 /** The pools of this request: the store's own answer (node slices) or one per configured range. */
-export async function poolsOf(ctx: VerbContext, purpose: PoolPurpose): Promise<{ pools: readonly PoolRef[] }> {
-  const pools = (await ctx.store.resolvePools?.(ctx.config, { purpose })) ?? poolRefs(ctx.config);
+export async function poolsOf(
+  ctx: VerbContext,
+  purpose: PoolPurpose,
+  sticky = false,
+): Promise<{ pools: readonly PoolRef[] }> {
+  const pools = (await ctx.store.resolvePools?.(ctx.config, { purpose, sticky })) ?? poolRefs(ctx.config);
   return { pools };
 }

@@ -7,6 +7,7 @@
 // assignment. Decided from the caches otherwise; written only when something changes. A network follows its oldest
 // NAD; a NAD that asks for another slicing gets a Warning event and is named in a condition on the pool (logged
 // once). A NodeSlicePool whose network no NAD asks for any more is deleted once its slice pools are empty.
+import { STICKY_AREA_NODE } from '../../store/sticky-binding.ts';
 import { masked, parseCidr } from '../../ip/cidr.ts';
 import { sliceCount } from '../../ip/slice.ts';
 import { recordOf } from '../../record.ts';
@@ -110,7 +111,11 @@ export class NodeSlices {
     const plan = (held: readonly HeldSlice[], canFree: SlicePlan['canFree']): SlicePlan => ({
       spec,
       namespace,
-      liveNodes: [...input.nodes.keys()],
+      // The sticky area is assigned, kept and drained like a node's slice (docs/sticky.md).
+      liveNodes: [
+        ...input.nodes.keys(),
+        ...(group.sticky && !input.nodes.has(STICKY_AREA_NODE) ? [STICKY_AREA_NODE] : []),
+      ],
       held,
       offenders,
       canFree,

@@ -19,6 +19,8 @@ export interface SliceSpec {
   readonly sliceSize: number;
   /** "namespace/name" of the NAD it came from. */
   readonly source: string;
+  /** The NAD asks for sticky addresses: the network needs its sticky area (STICKY_AREA_NODE's slice). */
+  readonly sticky?: boolean;
   /** The NAD's metadata.creationTimestamp (ms since the epoch; absent when it has none): the oldest NAD rules. */
   readonly createdMs?: number;
 }
@@ -145,6 +147,7 @@ export function sliceSpecOf(nad: unknown): SliceSpec | undefined {
     range: first.cidr,
     sliceSize: parsed.ipam.nodeSliceSize,
     source: found.source,
+    ...(parsed.ipam.sticky === undefined ? {} : { sticky: true }),
     ...(Number.isNaN(created) ? {} : { createdMs: created }),
   };
 }
@@ -169,6 +172,8 @@ export interface NetworkGroup {
   readonly sources: string[];
   /** The NADs that ask for another one, oldest first. */
   readonly offenders: Offender[];
+  /** Some NAD that follows the network's slicing asks for sticky addresses: the network gets a sticky area. */
+  readonly sticky: boolean;
 }
 
 export interface NetworkGroups {
@@ -199,9 +204,11 @@ export function groupByNetwork(specs: readonly SliceSpec[]): NetworkGroups {
     if (first === undefined) continue;
     const sources = [first.source];
     const offenders: Offender[] = [];
+    let sticky = first.sticky === true;
     for (const spec of rest) {
       if (sameSlicing(first, spec)) {
         sources.push(spec.source);
+        sticky ||= spec.sticky === true;
         continue;
       }
       const message =
@@ -210,7 +217,7 @@ export function groupByNetwork(specs: readonly SliceSpec[]): NetworkGroups {
       offenders.push({ source: spec.source, message });
       conflicts.push(message);
     }
-    agreed.set(network, { spec: first, sources: sources.sort(), offenders });
+    agreed.set(network, { spec: first, sources: sources.sort(), offenders, sticky });
   }
   return { agreed, conflicts };
 }

@@ -12,7 +12,8 @@ import { KeyedQueue } from '../keyed-queue.ts';
 import type { ApiClient } from '../../kube/api.ts';
 import { toStoreError } from './api-errors.ts';
 import type { WriteMemory } from './contention.ts';
-import { NoSliceError, nodeSlicePools } from './node-slices.ts';
+import { NoSliceError, nodeSlicePools, stickyAreaPools } from './node-slices.ts';
+import { STICKY_AREA_NODE } from '../sticky-binding.ts';
 import { fetchPool, updatePool, type WriteContext } from './pool-update.ts';
 import type { WarmSets } from './warm/warm-sets.ts';
 
@@ -43,6 +44,8 @@ export interface KubernetesStoreOptions {
 export interface ResolveOptions {
   /** 'allocate' (default): ADD and CHECK. 'release': DEL and GC. 'status': STATUS (every failure is code 50). */
   readonly purpose?: 'allocate' | 'release' | 'status';
+  /** A sticky ADD: in node-slice mode, the network's sticky area instead of this node's slice. */
+  readonly sticky?: boolean;
 }
 
 /** STATUS reports whatever keeps an ADD from being served as code 50 (CNI spec: plugin not available). */
@@ -96,6 +99,9 @@ export class KubernetesStore implements Store {
     if (config.ipam.nodeSliceSize === undefined) return poolRefs(config);
     const { api, node, cacheDir, scope, log } = this.#write;
     const purpose = options.purpose ?? 'allocate';
+    if (purpose === 'allocate' && options.sticky === true) {
+      return stickyAreaPools({ api, node, cacheDir, scope, log }, config);
+    }
     try {
       return await nodeSlicePools({ api, node, cacheDir, scope, log, memory: this.#write.memory }, config, purpose);
     } catch (err) {
@@ -112,7 +118,9 @@ export class KubernetesStore implements Store {
     // The file lock excludes other processes; this queue spares our own callers its polling.
     const sync = (chosen: Plan<T>): Promise<T> =>
       this.#queue.run(pool.name, () => updatePool(this.#write, pool, chosen));
-    return this.#warm === undefined ? sync(plan) : this.#warm.update(this.#write, pool, plan, sync);
+    // The sticky area is every node's: no node keeps warm addresses there.
+    const warm = pool.sliceNode === STICKY_AREA_NODE ? undefined : this.#warm;
+    return warm === undefined ? sync(plan) : warm.update(this.#write, pool, plan, sync);
   }
 
   /** The pool as the API has it now (CHECK and STATUS must not trust the cache). */

@@ -24,6 +24,7 @@ import type { WriteMemory } from './contention.ts';
 import type { CacheScope } from './pool-cache.ts';
 
 import { getObject } from './objects.ts';
+import { STICKY_AREA_NODE } from '../sticky-binding.ts';
 import { cachedSlices, readSliceMemory, writeSliceMemory, type SliceMemory } from './slice-memory.ts';
 import { isRecord } from '../../record.ts';
 
@@ -112,6 +113,40 @@ export async function nodeSlicePools(
   remember(ctx, network.name, memory, slicing, [slice]);
   ctx.memory?.slicings.set(key, { object, atMs: readAtMs });
   return allocatingPools(ctx.node, network, config, slice);
+}
+
+/**
+ * The pool a sticky ADD allocates from on a sticky network with node_slice_size: the sticky area's slice, which the
+ * controller assigns to STICKY_AREA_NODE (docs/sticky.md). Every node allocates there; nothing of it is remembered as
+ * this node's (a DEL never releases a bound record, and GC never collects one).
+ */
+export async function stickyAreaPools(ctx: SliceContext, config: NetworkConfig): Promise<PoolRef[]> {
+  const network = networkOfConfig(config);
+  let object: unknown;
+  try {
+    object = await getObject(ctx.api, 'nodeslicepools', network.name, { notOlderThan: '0' });
+  } catch (err) {
+    throw toStoreError(err, `NodeSlicePool ${network.name}`);
+  }
+  if (object === undefined) {
+    throw new NoSliceError(
+      `NodeSlicePool ${network.name} does not exist yet in namespace ${ctx.api.namespace}`,
+      'the controller creates it from the NetworkAttachmentDefinition; retry later',
+    );
+  }
+  const slicing = slicingOf(object, network.name, STICKY_AREA_NODE);
+  if (slicing.slice === undefined) {
+    throw new NoSliceError(
+      `NodeSlicePool ${network.name} has no sticky area (no slice for ${STICKY_AREA_NODE})`,
+      'the controller assigns one to a network whose NetworkAttachmentDefinition sets "sticky"; retry later',
+    );
+  }
+  return allocatingPools(
+    STICKY_AREA_NODE,
+    network,
+    config,
+    usableSlice(slicing, config, network.name, STICKY_AREA_NODE),
+  );
 }
 
 /** The pool an ADD allocates from in `node`'s slice. */

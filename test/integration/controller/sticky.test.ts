@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { api, apiRequest, controlPlane, createNamespace, type Namespace } from '../../support/control-plane.ts';
 import { runCni, type CniOutcome } from '../../support/cni.ts';
 import { cniConf, poolView } from '../kubernetes/harness.ts';
-import { bin, eventually, runOnce, sleep, startController } from './harness.ts';
+import { bin, createNad, eventually, runOnce, sleep, startController } from './harness.ts';
 
 type Obj = Record<string, unknown>;
 const POOL = 'sticky-10.77.0.0-24';
@@ -258,6 +258,84 @@ describe('sticky addresses: StatefulSet replicas and KubeVirt VMs keep their add
       assert.ok(await recordAt(vm3));
     } finally {
       await controller.stop();
+    }
+  });
+
+  test('with node slices, the sticky area: a replica re-created on another node gets its address back; ordinary pods stay in their slices', async () => {
+    const nodes = [`${ns.name}-a`, `${ns.name}-b`];
+    for (const name of nodes)
+      await api(ns.cp, 'POST', '/api/v1/nodes', { apiVersion: 'v1', kind: 'Node', metadata: { name } });
+    const ipam = {
+      type: 'hereabouts',
+      range: '10.78.0.0/24',
+      node_slice_size: '/28',
+      network_name: `${ns.name}-sl`,
+      sticky: true,
+    };
+    await createNad(ns, 'sliced', ipam);
+    const controller = startController(ns, '--sticky-grace', '1h');
+    try {
+      const slicesOf = async (): Promise<Map<string, string>> => {
+        const object = await ns.get('nodeslicepools', `${ns.name}-sl`);
+        const allocations = ((object?.['status'] as Obj | undefined)?.['allocations'] ?? []) as Array<{
+          nodeName: string;
+          sliceRange: string;
+        }>;
+        return new Map(allocations.filter((a) => a.nodeName !== '').map((a) => [a.nodeName, a.sliceRange]));
+      };
+      const sliced = await eventually(async () => {
+        const slices = await slicesOf();
+        return [...nodes, 'hereabouts-sticky'].every((n) => slices.has(n));
+      }, 30_000);
+      assert.ok(sliced, `slices: ${JSON.stringify([...(await slicesOf())])}\n${controller.log().slice(-2000)}`);
+      const slices = await slicesOf();
+      const base = cniConf(ns, nodes[0]!, {
+        name: 'sliced',
+        range: '10.78.0.0/24',
+        networkName: `${ns.name}-sl`,
+        nodeSliceSize: '/28',
+      });
+      const on = (node: string): Obj => ({
+        ...base,
+        ipam: { ...(base['ipam'] as Obj), sticky: true, cache_dir: `${ns.dir}/nodes/${node}` },
+      });
+      const addOn = async (node: string, container: string, pod: string, uid: string): Promise<string> => {
+        const out = await runCni(
+          bin,
+          {
+            command: 'ADD',
+            containerId: container,
+            netns: '/var/run/netns/none',
+            ifname: 'net1',
+            path: '/opt/cni/bin',
+            args: `IgnoreUnknown=1;K8S_POD_NAMESPACE=${ns.name};K8S_POD_NAME=${pod};K8S_POD_UID=${uid}`,
+          },
+          on(node),
+          { extraEnv: { NODENAME: node } },
+        );
+        assert.equal(out.code, 0, out.stdout + out.stderr);
+        return (out.json?.['ips'] as Array<{ address: string }>)[0]!.address;
+      };
+      const area = slices.get('hereabouts-sticky')!;
+      const inSlice = (address: string, slice: string): boolean => {
+        const [net] = slice.split('/');
+        const last = (ip: string): number => Number(ip.split('.')[3]);
+        return last(address) >= last(net!) && last(address) < last(net!) + 16;
+      };
+      await createSet('sliced', 1);
+      const first = await addOn(nodes[0]!, 'c-sl-1', 'sliced-0', await replica('sliced', 0));
+      assert.match(first, /\/24$/, "the whole range's mask, as any node-slice answer");
+      assert.ok(inSlice(first.split('/')[0]!, area), `${first} lies in the sticky area ${area}`);
+      await deletePod('sliced-0');
+      const again = await addOn(nodes[1]!, 'c-sl-2', 'sliced-0', await replica('sliced', 0));
+      assert.equal(again, first, 'the same address on the other node');
+      const plain = await addOn(nodes[1]!, 'c-plain', 'plain', await createPod('plain'));
+      assert.ok(inSlice(plain.split('/')[0]!, slices.get(nodes[1]!)!), `${plain} lies in ${nodes[1]}'s slice`);
+      await deletePod('sliced-0');
+      await deletePod('plain');
+    } finally {
+      await controller.stop();
+      for (const name of nodes) await apiRequest(ns.cp, 'DELETE', `/api/v1/nodes/${name}`);
     }
   });
 });
