@@ -16,8 +16,12 @@ export async function runAgent(options: AgentRun): Promise<number> {
   const { warm, ...rest } = options;
   const warmed = warmOptions(warm, log);
   const agent = await serveNodeAgent({ ...rest, log, ...(warmed === undefined ? {} : { warm: warmed }) });
-  // SIGUSR1: one line of the warm sets' counters (what the DaemonSet's /metrics shows; benchmarks read it).
-  const report = (): void => log(`warm stats ${JSON.stringify(agent.warmStats() ?? null)}`);
+  // SIGUSR1: one line of the warm sets' counters (what the DaemonSet's /metrics shows; benchmarks read it), and one of
+  // how sticky ADDs learned their pod (the node's pod watch, or a read).
+  const report = (): void => {
+    log(`warm stats ${JSON.stringify(agent.warmStats() ?? null)}`);
+    log(`pod watch stats ${JSON.stringify(agent.podStats() ?? null)}`);
+  };
   process.on('SIGUSR1', report);
   await untilSignal(log);
   process.off('SIGUSR1', report);

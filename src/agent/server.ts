@@ -9,7 +9,7 @@ import { writeError } from '../cni/output.ts';
 import { runPlugin } from '../cni/plugin.ts';
 import { monotonicMs } from '../clock.ts';
 import type { StoreHost } from '../store/open.ts';
-import type { WarmOptions, WarmStats } from '../store/kubernetes/open.ts';
+import type { NodePodsStats, WarmOptions, WarmStats } from '../store/kubernetes/open.ts';
 import {
   decodeRequestFrame,
   encodeAnswer,
@@ -49,6 +49,8 @@ export interface RunningAgent {
   readonly socketPath: string;
   /** The warm sets' figures (undefined: warm sets are off). */
   warmStats(): WarmStats | undefined;
+  /** How sticky ADDs learned their pod: from the node's pod watch at once, after waiting for it, or by a read. */
+  podStats(): NodePodsStats | undefined;
   close(): Promise<void>;
 }
 
@@ -76,6 +78,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   return {
     socketPath: options.socketPath,
     warmStats: () => held.warm?.stats(),
+    podStats: () => held.pods?.stats(),
     close: async () => {
       // While still listening: the path is ours until we remove it (socket-file.ts).
       removeOwnSocket(bound);

@@ -15,6 +15,7 @@ import type { WarmOptions, WarmSets } from './warm/warm-sets.ts';
 import type { NodePods } from './node-pods.ts';
 
 export type { WarmSets, WarmOptions, WarmPolicy, WarmStats } from './warm/warm-sets.ts';
+export type { NodePodsStats } from './node-pods.ts';
 
 /** Per-request timeout of the API calls (Whereabouts uses 10 s as well). */
 export const REQUEST_TIMEOUT_MS = 10_000;

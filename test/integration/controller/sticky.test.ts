@@ -7,6 +7,9 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { api, apiRequest, controlPlane, createNamespace, type Namespace } from '../../support/control-plane.ts';
 import { runCni, type CniOutcome } from '../../support/cni.ts';
+import { startAgentProcess } from '../../support/agent.ts';
+import { mkdirSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { cniConf, poolView } from '../kubernetes/harness.ts';
 import { bin, createNad, eventually, runOnce, sleep, startController } from './harness.ts';
 
@@ -78,7 +81,12 @@ describe('sticky addresses: StatefulSet replicas and KubeVirt VMs keep their add
       'application/merge-patch+json',
     );
   /** A pod as a controller would create it: `owner` is [apiVersion, kind, name, uid]. */
-  const createPod = async (name: string, owner?: readonly [string, string, string, string], labels: Obj = {}) => {
+  const createPod = async (
+    name: string,
+    owner?: readonly [string, string, string, string],
+    labels: Obj = {},
+    node?: string,
+  ) => {
     const created = (await api(ns.cp, 'POST', `/api/v1/namespaces/${ns.name}/pods`, {
       apiVersion: 'v1',
       kind: 'Pod',
@@ -93,14 +101,17 @@ describe('sticky addresses: StatefulSet replicas and KubeVirt VMs keep their add
               ],
             }),
       },
-      spec: { containers: [{ name: 'c', image: 'busybox' }] },
+      spec: { containers: [{ name: 'c', image: 'busybox' }], ...(node === undefined ? {} : { nodeName: node }) },
     })) as { metadata: { uid: string } };
     return created.metadata.uid;
   };
-  const replica = (set: string, ordinal: number): Promise<string> =>
-    createPod(`${set}-${ordinal}`, ['apps/v1', 'StatefulSet', set, sets.get(set) ?? ''], {
-      'apps.kubernetes.io/pod-index': String(ordinal),
-    });
+  const replica = (set: string, ordinal: number, node?: string): Promise<string> =>
+    createPod(
+      `${set}-${ordinal}`,
+      ['apps/v1', 'StatefulSet', set, sets.get(set) ?? ''],
+      { 'apps.kubernetes.io/pod-index': String(ordinal) },
+      node,
+    );
   const deletePod = async (name: string): Promise<void> => {
     await apiRequest(ns.cp, 'DELETE', `/api/v1/namespaces/${ns.name}/pods/${name}`, { gracePeriodSeconds: 0 });
     const gone = await eventually(
@@ -109,6 +120,7 @@ describe('sticky addresses: StatefulSet replicas and KubeVirt VMs keep their add
     );
     assert.ok(gone, `pod ${name} deleted`);
   };
+  let agentSocket: string | undefined;
   const cni = (command: 'ADD' | 'DEL', container: string, pod: string, uid: string, extra = ''): Promise<CniOutcome> =>
     runCni(
       bin,
@@ -121,7 +133,12 @@ describe('sticky addresses: StatefulSet replicas and KubeVirt VMs keep their add
         args: `IgnoreUnknown=1;K8S_POD_NAMESPACE=${ns.name};K8S_POD_NAME=${pod};K8S_POD_UID=${uid}${extra}`,
       },
       conf,
-      { extraEnv: { NODENAME: 'sticky-node' } },
+      {
+        extraEnv: {
+          NODENAME: 'sticky-node',
+          ...(agentSocket === undefined ? {} : { HEREABOUTS_AGENT_SOCKET: agentSocket }),
+        },
+      },
     );
   const added = async (container: string, pod: string, uid: string): Promise<string> => {
     const out = await cni('ADD', container, pod, uid);
@@ -336,6 +353,46 @@ describe('sticky addresses: StatefulSet replicas and KubeVirt VMs keep their add
     } finally {
       await controller.stop();
       for (const name of nodes) await apiRequest(ns.cp, 'DELETE', `/api/v1/nodes/${name}`);
+    }
+  });
+
+  test("through the node agent, a sticky ADD learns its pod's owner from the watch of the node's pods, without a read", async () => {
+    const socket = join(ns.dir, 'agent', 'agent.sock');
+    mkdirSync(dirname(socket), { recursive: true });
+    const agent = await startAgentProcess(bin, socket);
+    agentSocket = socket;
+    try {
+      await createSet('agent', 2);
+      const uid = await replica('agent', 0, 'sticky-node');
+      const a = await added('c-ag-1', 'agent-0', uid);
+      assert.equal((await recordAt(a))?.['binding'], 'StatefulSet/agent/0');
+      assert.equal((await cni('DEL', 'c-ag-1', 'agent-0', uid)).code, 0);
+      await deletePod('agent-0');
+      const uid2 = await replica('agent', 0, 'sticky-node');
+      assert.equal(await added('c-ag-2', 'agent-0', uid2), a, 'the re-created replica, through the agent');
+      const stats = async (): Promise<Obj> => {
+        const before = agent.log().length;
+        agent.child.kill('SIGUSR1');
+        let line: string | undefined;
+        await eventually(
+          () => (line = /pod watch stats (\{.*\})/.exec(agent.log().slice(before))?.[1]) !== undefined,
+          5_000,
+        );
+        return JSON.parse(line ?? 'null') as Obj;
+      };
+      const watched = await stats();
+      assert.equal(watched['read'], 0, JSON.stringify(watched));
+      assert.equal(Number(watched['watched']) + Number(watched['waited']), 2, JSON.stringify(watched));
+      // A pod the watch cannot show (not bound to this node): after the wait, one read.
+      const away = await replica('agent', 1);
+      assert.ok(await added('c-ag-3', 'agent-1', away));
+      assert.equal((await stats())['read'], 1);
+      await deletePod('agent-0');
+      await deletePod('agent-1');
+    } finally {
+      agentSocket = undefined;
+      agent.kill('SIGTERM');
+      await agent.exited;
     }
   });
 });
