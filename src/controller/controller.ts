@@ -1,7 +1,9 @@
 // The controller loop: warm caches on every replica; on the leader, a full pass every reconcile interval (orphans,
 // reservations, node slices, pool status) and quicker partial passes when the caches see a pod go, a node come or
 // go, or a NAD change. Passes run one at a time; requests arriving meanwhile are merged into the next one.
+import { getObject } from '../store/kubernetes/objects.ts';
 import { StickyCaches } from './sticky/caches.ts';
+import { prebindAddressLists } from './sticky/address-lists.ts';
 import { monotonicMs } from '../clock.ts';
 import { ApiClient } from '../kube/api.ts';
 import { Caches } from './runtime/caches.ts';
@@ -196,6 +198,9 @@ export class Controller {
       seconds: Number((process.uptime() - started).toFixed(3)),
       ...counts,
     });
+    // Sticky addresses are judged on synced caches only: one that cannot sync (RBAC) keeps them all, after a while.
+    const stickyDeadline = Math.min(deadline, monotonicMs() + 10_000);
+    while (!this.sticky.synced && monotonicMs() < stickyDeadline) await new Promise((r) => setTimeout(r, 50));
     await this.#run('full');
     if (this.claims.enabled) await Promise.all(this.claims.informers.map((i) => i.whenSynced()));
     this.claims.resync();
@@ -317,6 +322,17 @@ export class Controller {
         podsRead: result.podsRead,
         ...result.timings,
       });
+      if (this.sticky.synced) {
+        const lists = await prebindAddressLists(this.#api, {
+          statefulSets: this.sticky.statefulSets.items,
+          pools: () => c.pools.items.values(),
+          nodeSlicePool: (network) => getObject(this.#api, 'nodeslicepools', network),
+          events: this.#events,
+          leading,
+          log: this.#log,
+        });
+        Object.assign(summary, { prebound: lists.prebound, prebindRefused: lists.refused });
+      }
     }
     if (kind !== 'cleanup') {
       const report = await this.#slices.reconcile({

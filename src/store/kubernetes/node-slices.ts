@@ -134,6 +134,12 @@ export async function stickyAreaPools(ctx: SliceContext, config: NetworkConfig):
       'the controller creates it from the NetworkAttachmentDefinition; retry later',
     );
   }
+  return [stickyAreaPool(object, config)];
+}
+
+/** The sticky area's pool by a NodeSlicePool object (the controller pre-binds StatefulSets' listed addresses there). */
+export function stickyAreaPool(object: unknown, config: NetworkConfig): PoolRef {
+  const network = networkOfConfig(config);
   const slicing = slicingOf(object, network.name, STICKY_AREA_NODE);
   if (slicing.slice === undefined) {
     throw new NoSliceError(
@@ -141,12 +147,10 @@ export async function stickyAreaPools(ctx: SliceContext, config: NetworkConfig):
       'the controller assigns one to a network whose NetworkAttachmentDefinition sets "sticky"; retry later',
     );
   }
-  return allocatingPools(
-    STICKY_AREA_NODE,
-    network,
-    config,
-    usableSlice(slicing, config, network.name, STICKY_AREA_NODE),
-  );
+  const slice = usableSlice(slicing, config, network.name, STICKY_AREA_NODE);
+  const [pool] = allocatingPools(STICKY_AREA_NODE, network, config, slice);
+  if (pool === undefined) throw new NoSliceError(`no pool for the sticky area of ${network.name}`, '');
+  return pool;
 }
 
 /** The pool an ADD allocates from in `node`'s slice. */

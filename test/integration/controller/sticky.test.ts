@@ -11,7 +11,7 @@ import { startAgentProcess } from '../../support/agent.ts';
 import { mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { cniConf, poolView } from '../kubernetes/harness.ts';
-import { bin, createNad, eventually, runOnce, sleep, startController } from './harness.ts';
+import { bin, createNad, eventually, events, runOnce, sleep, startController } from './harness.ts';
 
 type Obj = Record<string, unknown>;
 const POOL = 'sticky-10.77.0.0-24';
@@ -55,11 +55,11 @@ describe('sticky addresses: StatefulSet replicas and KubeVirt VMs keep their add
   let conf: Obj;
   const sets = new Map<string, string>(); // name -> uid
 
-  const createSet = async (name: string, replicas: number): Promise<void> => {
+  const createSet = async (name: string, replicas: number, annotations: Obj = {}): Promise<void> => {
     const created = (await api(ns.cp, 'POST', `/apis/apps/v1/namespaces/${ns.name}/statefulsets`, {
       apiVersion: 'apps/v1',
       kind: 'StatefulSet',
-      metadata: { name },
+      metadata: { name, annotations },
       spec: {
         replicas,
         serviceName: name,
@@ -394,5 +394,37 @@ describe('sticky addresses: StatefulSet replicas and KubeVirt VMs keep their add
       agent.kill('SIGTERM');
       await agent.exited;
     }
+  });
+
+  test("a StatefulSet's declared addresses are pre-bound to its ordinals in range, taken by its replicas; one it cannot have is refused with an Event", async () => {
+    const ipam = { ...(conf['ipam'] as Obj) };
+    await createNad(ns, 'sticky-nad', ipam);
+    const list = JSON.stringify({ 'sticky-nad': ['10.77.0.200', '10.77.0.201', '10.77.0.202'] });
+    await createSet('listed', 2, { 'hereabouts.cni.cncf.io/sticky-addresses': list });
+    const first = runOnce(ns, '--sticky-grace', '1h');
+    assert.equal(first.code, 0, first.stderr.slice(-2000));
+    assert.deepEqual(
+      [(await recordAt('10.77.0.200'))?.['binding'], (await recordAt('10.77.0.201'))?.['binding']],
+      ['StatefulSet/listed/0', 'StatefulSet/listed/1'],
+      first.stderr.slice(-2000),
+    );
+    assert.equal((await recordAt('10.77.0.200'))?.['id'], 'hereabouts-sticky:prebound');
+    assert.equal(await recordAt('10.77.0.202'), undefined, 'ordinal 2 is beyond the two replicas');
+    // The replica takes its declared address (over any free lower one), and the record becomes its own.
+    assert.equal(await added('c-listed-1', 'listed-1', await replica('listed', 1)), '10.77.0.201');
+    assert.equal((await recordAt('10.77.0.201'))?.['id'], 'c-listed-1');
+    // Another set that declares a taken address, and one outside the network, gets nothing but Events.
+    const clash = JSON.stringify({ 'sticky-nad': ['10.77.0.200', '10.99.0.1'] });
+    await createSet('clash', 2, { 'hereabouts.cni.cncf.io/sticky-addresses': clash });
+    const second = runOnce(ns, '--sticky-grace', '1h');
+    assert.equal(second.code, 0, second.stderr.slice(-2000));
+    assert.equal((await recordAt('10.77.0.200'))?.['binding'], 'StatefulSet/listed/0');
+    const refused = (await events(ns)).filter(
+      (e) => e.reason === 'StickyAddressRefused' && e.involvedObject.name === 'clash',
+    );
+    const messages = refused.map((e) => e.message).join('\n');
+    assert.match(messages, /10\.77\.0\.200 for ordinal 0 on .*sticky-nad: held by StatefulSet\/listed\/0/);
+    assert.match(messages, /10\.99\.0\.1 for ordinal 1 is in no range of .*sticky-nad/);
+    await deletePod('listed-1');
   });
 });
