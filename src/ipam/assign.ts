@@ -213,7 +213,8 @@ function refreshed(current: Allocations, address: bigint, refresh: Refresh): Pla
   const value = { kind: 'assigned', address, claimed: false, gaveUp: refresh.gaveUp } as const;
   if (old === undefined) return { change: null, value };
   const { attachment } = refresh;
-  const podUid = attachment.podUid ?? old.podUid;
+  // Another pod taking the record over (a VM's migration target) never inherits the old pod's UID.
+  const podUid = attachment.podUid ?? (old.podRef === attachment.podRef ? old.podUid : undefined);
   const { containerId, podRef, ifname, binding } = attachment;
   const same =
     old.containerId === containerId && old.podRef === podRef && old.podUid === podUid && old.ifname === ifname;
@@ -222,7 +223,7 @@ function refreshed(current: Allocations, address: bigint, refresh: Refresh): Pla
   // record), or binds its pod's earlier record. The binding is never dropped here: a record owned without one is one
   // an ordinary attachment of the same pod holds, and a bound record only a sticky attachment owns.
   const record: AllocationRecord = {
-    ...withoutBinding(old),
+    ...withoutIdentity(old),
     containerId,
     podRef,
     ifname,
@@ -233,9 +234,10 @@ function refreshed(current: Allocations, address: bigint, refresh: Refresh): Pla
   return { change: { update: [{ address, record }] }, value: { ...value, previous: old } };
 }
 
-function withoutBinding(record: AllocationRecord): AllocationRecord {
-  if (record.binding === undefined) return record;
+/** The record less its pod UID and binding: a rewrite sets them anew, or leaves them out. */
+function withoutIdentity(record: AllocationRecord): AllocationRecord {
   const copy: { -readonly [K in keyof AllocationRecord]: AllocationRecord[K] } = { ...record };
+  delete copy.podUid;
   delete copy.binding;
   return copy;
 }

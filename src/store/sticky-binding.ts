@@ -33,7 +33,12 @@ export function formatBinding(binding: Binding): string {
 /** Undefined for a value this version does not know (its record stays held, and is never handed to a pod). */
 export function parseBinding(value: string): Binding | undefined {
   const parts = value.split('/');
-  if (parts[0] === 'StatefulSet' && parts.length === 3 && parts[1] !== '' && /^\d{1,9}$/.test(parts[2] ?? '')) {
+  if (
+    parts[0] === 'StatefulSet' &&
+    parts.length === 3 &&
+    parts[1] !== '' &&
+    /^(0|[1-9]\d{0,8})$/.test(parts[2] ?? '')
+  ) {
     return { kind: 'StatefulSet', name: parts[1] ?? '', ordinal: Number(parts[2]) };
   }
   if (parts[0] === 'VirtualMachine' && parts.length === 2 && parts[1] !== '') {

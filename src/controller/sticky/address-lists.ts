@@ -1,5 +1,5 @@
 // A StatefulSet's declared addresses (docs/sticky.md): the annotation hereabouts.cni.cncf.io/sticky-addresses maps a
-// NetworkAttachmentDefinition ("name" in the set's namespace, or "namespace/name") to one entry per ordinal, from
+// NetworkAttachmentDefinition of the set's namespace ("name", or "namespace/name") to one entry per ordinal, from
 // spec.ordinals.start on; an entry is an address, or a list of them (one per range: dual-stack). For every ordinal
 // within the set's replicas the controller pre-binds its addresses: a record bound to the replica's identity, which
 // no container holds yet and the replica's first ADD takes over. An address it cannot give (outside the network's
@@ -52,6 +52,11 @@ export function declaredAddresses(
       problems.push(`network ${JSON.stringify(key)} is not "name" or "namespace/name"`);
       continue;
     }
+    // A tenant declares addresses on its own networks only: not another namespace's (as a namespaced AddressPool).
+    if (nad.namespace !== namespace) {
+      problems.push(`network ${key} is not in the StatefulSet's namespace ${namespace}`);
+      continue;
+    }
     if (!Array.isArray(value)) {
       problems.push(`network ${key}: not a list of addresses per ordinal`);
       continue;
@@ -59,11 +64,17 @@ export function declaredAddresses(
     for (const [index, entry] of value.entries()) {
       const ordinal = set.start + index;
       if (ordinal >= set.start + set.replicas) break; // scaled below: not pre-bound (and released after the grace)
+      // One address per family and ordinal: two would both be pre-bound, and the replica would swap between them.
+      const families = new Set<number>();
       for (const text of Array.isArray(entry) ? (entry as unknown[]) : [entry]) {
         const address = typeof text === 'string' ? tryParseIP(text) : undefined;
-        if (address === undefined)
-          problems.push(`network ${key}, ordinal ${ordinal}: ${JSON.stringify(text)} is not an address`);
-        else declared.push({ nad, ordinal, address });
+        const where = `network ${key}, ordinal ${ordinal}: ${JSON.stringify(text)}`;
+        if (address === undefined) problems.push(`${where} is not an address`);
+        else if (families.has(address.family)) problems.push(`${where} is a second IPv${address.family} address`);
+        else {
+          families.add(address.family);
+          declared.push({ nad, ordinal, address });
+        }
       }
     }
   }
