@@ -1,6 +1,8 @@
 // `hereabouts check`: the consistency of pools, reservations, pods and node slices, from the listed objects (pure).
 // Orphans and missing reservations are judged by the controller's own rules (what its next pass would release or
-// re-create); the rest are states no writer should leave behind.
+// re-create); the rest are states no writer should leave behind. Notices are informational, and never fail the
+// check: a sticky address (docs/sticky.md) whose StatefulSet or VM no longer holds it is the controller's to release
+// after its --sticky-grace, never an orphan.
 import { formatIP } from '../ip/address.ts';
 import { heldAddresses } from '../controller/orphans/cleanup-pass.ts';
 import { missingReservations } from '../controller/reservations/repair.ts';
@@ -21,6 +23,9 @@ import { allocationVerdict, type Judging } from './orphans-report.ts';
 import { warmHolder } from '../store/warm-record.ts';
 import { claimHolder } from '../store/claim-record.ts';
 import { formatCidr } from '../ip/cidr.ts';
+import { bindingDetail, STICKY_GRACE } from './bindings.ts';
+import { podState } from './ip-report.ts';
+import { STICKY_AREA_NODE } from '../store/sticky-binding.ts';
 
 export const PROBLEM_KINDS = [
   'unreadable-pool',
@@ -36,6 +41,22 @@ export const PROBLEM_KINDS = [
   'claims-not-listed',
 ] as const;
 export type ProblemKind = (typeof PROBLEM_KINDS)[number];
+
+/** Informational findings: reported, never a problem (the exit status ignores them). */
+export const NOTICE_KINDS = ['binding-released', 'bindings-not-read'] as const;
+export type NoticeKind = (typeof NOTICE_KINDS)[number];
+
+export interface Notice {
+  readonly kind: NoticeKind;
+  readonly message: string;
+  readonly pool?: string;
+  readonly address?: string;
+  readonly podRef?: string;
+  /** For binding-released: the controller's reason (statefulset-gone, scaled-down, vm-gone). */
+  readonly reason?: string;
+  /** For binding-released: the binding, "StatefulSet/web/0" or "VirtualMachine/vm" (in the podref's namespace). */
+  readonly binding?: string;
+}
 
 export interface Problem {
   readonly kind: ProblemKind;
@@ -56,11 +77,15 @@ export interface CheckReport {
   readonly allocations: number;
   readonly reservations: number;
   readonly problems: readonly Problem[];
+  /** Informational findings (absent: none). */
+  readonly notices?: readonly Notice[];
 }
 
 export function checkReport(inv: Inventory, judging: Judging): CheckReport {
   const problems: Problem[] = [];
+  const notices: Notice[] = [];
   let allocations = 0;
+  let unread = 0; // sticky records whose workload could not be read
   if (inv.pods === undefined)
     problems.push({ kind: 'pods-not-listed', message: 'pods cannot be listed: orphans and nodes are not checked' });
   const byNetwork = new Map<string, string[]>(); // "<network>|<address>" -> pools holding it
@@ -83,7 +108,9 @@ export function checkReport(inv: Inventory, judging: Judging): CheckReport {
         byNetwork.set(key, [...(byNetwork.get(key) ?? []), view.name]);
       }
       const node = record.node ?? podOf(inv, record)?.node;
-      if (pool.node !== undefined && node !== undefined && node !== pool.node) {
+      // A sticky area's slice (STICKY_AREA_NODE's) is every node's: its addresses are held on any node.
+      const sliced = pool.node !== undefined && pool.node !== STICKY_AREA_NODE;
+      if (sliced && node !== undefined && node !== pool.node) {
         problems.push({
           kind: 'outside-node-slice',
           ...at,
@@ -126,6 +153,21 @@ export function checkReport(inv: Inventory, judging: Judging): CheckReport {
           });
         }
       }
+      // A sticky address: never an orphan (orphanReason keeps it); its binding decides, with the controller's rule.
+      const binding =
+        inv.sticky === undefined
+          ? undefined
+          : bindingDetail(record, podState(inv, record.podRef, record.podUid).state, inv.sticky);
+      if (binding?.state === 'unknown') unread++;
+      else if (binding?.state === 'released') {
+        notices.push({
+          kind: 'binding-released',
+          ...at,
+          reason: binding.reason ?? 'released',
+          binding: binding.binding,
+          message: `${text} in IPPool ${view.name} is bound to ${binding.binding} in namespace ${binding.namespace}, whose workload no longer holds it (${binding.reason ?? 'released'}: ${binding.seen}): the controller releases it after its ${STICKY_GRACE}`,
+        });
+      }
       const reservation = reservationState(inv, pool, ip, record);
       if (reservation.state === 'other-attachment' && reservation.reservation !== undefined) {
         problems.push({
@@ -137,6 +179,11 @@ export function checkReport(inv: Inventory, judging: Judging): CheckReport {
       }
     }
   }
+  if (unread > 0)
+    notices.push({
+      kind: 'bindings-not-read',
+      message: `${unread} sticky address(es) are not checked against their workload: their StatefulSet, replica pod, VirtualMachine or VirtualMachineInstance could not be read`,
+    });
   for (const [kind, count] of unlisted) {
     problems.push({
       kind: 'claims-not-listed',
@@ -192,13 +239,17 @@ export function checkReport(inv: Inventory, judging: Judging): CheckReport {
     allocations,
     reservations: inv.reservations.size,
     problems,
+    notices,
   };
 }
 
 export function formatCheck(report: CheckReport): string {
   let out = `namespace ${report.namespace}: ${report.pools} pool(s), ${report.allocations} allocation(s), ${report.reservations} reservation(s): `;
-  out += report.problems.length === 0 ? 'consistent\n' : `${report.problems.length} problem(s)\n`;
+  const notices = report.notices ?? [];
+  out += report.problems.length === 0 ? 'consistent' : `${report.problems.length} problem(s)`;
+  out += notices.length === 0 ? '\n' : `, ${notices.length} notice(s)\n`;
   if (report.problems.length > 0)
     out += columns([['PROBLEM', 'DETAILS'], ...report.problems.map((p) => [p.kind, p.message])]);
+  if (notices.length > 0) out += columns([['NOTICE', 'DETAILS'], ...notices.map((n) => [n.kind, n.message])]);
   return out;
 }

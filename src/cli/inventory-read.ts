@@ -2,7 +2,8 @@
 // (cluster-wide, a page at a time, only each pod's view kept) and of NetworkAttachmentDefinitions (their network
 // names), or a GET of the few pods an address names; and the claims (DESIGN §12) the pools' records name, listed
 // (cluster-wide, once the pools are read: a record is written only once its claim exists) or read one by one. A 403
-// on pods, NADs or claims is reported, not fatal.
+// on pods, NADs or claims is reported, not fatal. For sticky addresses (docs/sticky.md), the StatefulSets, replica
+// pods, VirtualMachines and VirtualMachineInstances their bindings depend on, read one by one (a 403: unknown).
 import { IPADDRESSCLAIMS, IPADDRESSES, pathOf, PREFIXCLAIMS, type Resource } from '../controller/claims/objects.ts';
 import { podView } from '../controller/orphans/pod-view.ts';
 import { networkNamesOf } from '../controller/slices/spec.ts';
@@ -11,6 +12,10 @@ import { listAll, listEach } from '../kube/list.ts';
 import { recordOf } from '../record.ts';
 import { objectPath } from '../store/kubernetes/objects.ts';
 import type { ClaimHolder } from '../store/claim-record.ts';
+import { statefulSetView, type StatefulSetView } from '../controller/sticky/verdict.ts';
+import { eachLimited } from '../controller/runtime/parallel.ts';
+import { parseBinding, replicaName } from '../store/sticky-binding.ts';
+import { boundRecords, type StickyObjects } from './bindings.ts';
 import {
   buildInventory,
   claimInfo,
@@ -21,6 +26,7 @@ import {
   type Claims,
   type Inventory,
   type PodInfo,
+  type Pods,
 } from './inventory.ts';
 
 export interface ReadOptions {
@@ -28,6 +34,8 @@ export interface ReadOptions {
   readonly pods: boolean;
   /** List the claims of each kind the pools' records name (check, pool); otherwise they are not read. */
   readonly claims?: boolean;
+  /** Read the objects the bindings of the pools' sticky records depend on (check, pool); otherwise not read. */
+  readonly sticky?: boolean;
 }
 
 const CLAIM_RESOURCES: Record<ClaimKind, Resource> = { IPAddressClaim: IPADDRESSCLAIMS, PrefixClaim: PREFIXCLAIMS };
@@ -52,7 +60,15 @@ export async function readInventory(api: ApiClient, options: ReadOptions): Promi
     nadNetworkNames,
     nodes,
   });
-  if (options.claims !== true) return inv;
+  const sticky =
+    options.sticky === true
+      ? await readStickyObjects(
+          api,
+          boundRecords(inv.pools.flatMap((p) => [...p.view.allocations.values()])).values(),
+          inv.pods,
+        )
+      : undefined;
+  if (options.claims !== true) return sticky === undefined ? inv : { ...inv, sticky };
   // Read after the pools: a claim's record is written only once the claim exists, so a record listed before is
   // never taken for one of a claim that is gone merely because the claims were listed first.
   const claims: { -readonly [K in ClaimKind]?: ReadonlyMap<string, ClaimInfo> } = {};
@@ -60,7 +76,75 @@ export async function readInventory(api: ApiClient, options: ReadOptions): Promi
     const listed = await listClaims(api, CLAIM_RESOURCES[kind]);
     if (listed !== undefined) claims[kind] = listed;
   }
-  return { ...inv, claims };
+  return { ...inv, claims, ...(sticky === undefined ? {} : { sticky }) };
+}
+
+/**
+ * What the bindings depend on, read now: a StatefulSet binding's set and replica pod (from `pods` when every pod was
+ * listed), a VM binding's VirtualMachine and VirtualMachineInstance (a kind the server does not serve: none). What
+ * may not be read (403) is left out: unknown.
+ */
+export async function readStickyObjects(
+  api: ApiClient,
+  bindings: Iterable<{ readonly namespace: string; readonly binding: string }>,
+  pods?: Pods,
+): Promise<StickyObjects> {
+  const statefulSets = new Map<string, StatefulSetView | null>();
+  const replicas = new Map<string, boolean>();
+  const virtualMachines = new Map<string, boolean>();
+  const virtualMachineInstances = new Map<string, boolean>();
+  const reads: Array<() => Promise<void>> = [];
+  const seen = new Set<string>();
+  const once = (id: string, read: () => Promise<void>): void => {
+    if (seen.has(id)) return;
+    seen.add(id);
+    reads.push(read);
+  };
+  for (const { namespace, binding } of bindings) {
+    const parsed = parseBinding(binding);
+    if (parsed === undefined || namespace === '') continue;
+    const ns = encodeURIComponent(namespace);
+    const name = encodeURIComponent(parsed.name);
+    const key = `${namespace}/${parsed.name}`;
+    if (parsed.kind === 'VirtualMachine') {
+      for (const [plural, into] of [
+        ['virtualmachines', virtualMachines],
+        ['virtualmachineinstances', virtualMachineInstances],
+      ] as const) {
+        once(`${plural} ${key}`, async () => {
+          const found = await readExisting(api, `/apis/kubevirt.io/v1/namespaces/${ns}/${plural}/${name}`);
+          if (found !== 'forbidden') into.set(key, found !== null);
+        });
+      }
+      continue;
+    }
+    once(`statefulsets ${key}`, async () => {
+      const found = await readExisting(api, `/apis/apps/v1/namespaces/${ns}/statefulsets/${name}`);
+      if (found === 'forbidden') return;
+      const view = found === null ? null : statefulSetView(found.object);
+      if (view !== undefined) statefulSets.set(key, view); // one this version cannot read: unknown
+    });
+    const pod = `${namespace}/${replicaName(parsed)}`;
+    if (pods !== undefined) {
+      replicas.set(pod, pods.has(pod));
+      continue;
+    }
+    once(`pods ${pod}`, async () => {
+      const found = await readExisting(api, `/api/v1/namespaces/${ns}/pods/${encodeURIComponent(replicaName(parsed))}`);
+      if (found !== 'forbidden') replicas.set(pod, found !== null);
+    });
+  }
+  await eachLimited(reads, 8, (read) => read());
+  return { statefulSets, pods: replicas, virtualMachines, virtualMachineInstances };
+}
+
+/** The object at `path`; null when there is none (or its kind is not served); forbidden when it may not be read. */
+async function readExisting(api: ApiClient, path: string): Promise<{ readonly object: unknown } | null | 'forbidden'> {
+  const res = await api.send({ method: 'GET', path });
+  if (res.status === 404) return null;
+  if (res.status === 403) return 'forbidden';
+  if (res.status !== 200) throw new Error(`get ${path}: ${statusText(res)}`);
+  return { object: res.body };
 }
 
 /** Every claim of a kind by "namespace/name" (none when its CRD is not installed); undefined when not allowed. */

@@ -19,6 +19,7 @@ import {
 import { reservationName, reservationNetworkFor } from '../config/names.ts';
 import type { AllocationRecord } from '../store/store.ts';
 import { recordOf } from '../record.ts';
+import type { StickyObjects } from './bindings.ts';
 
 export interface PodInfo {
   readonly view: PodView;
@@ -93,6 +94,8 @@ export interface Inventory {
   readonly nodes?: ReadonlySet<string>;
   /** The claims the pools' records name (DESIGN §12); undefined when none were read. */
   readonly claims?: Claims;
+  /** What the bindings of the pools' sticky records (docs/sticky.md) depend on; undefined when not read. */
+  readonly sticky?: StickyObjects;
 }
 
 export interface Listed {
@@ -105,6 +108,7 @@ export interface Listed {
   readonly nadNetworkNames: readonly string[];
   readonly nodes?: readonly string[] | undefined;
   readonly claims?: Claims | undefined;
+  readonly sticky?: StickyObjects | undefined;
 }
 
 const str = (v: unknown): string => (typeof v === 'string' ? v : '');
@@ -145,6 +149,7 @@ export function buildInventory(listed: Listed): Inventory {
     networkNames,
     ...(listed.nodes === undefined ? {} : { nodes: new Set(listed.nodes) }),
     ...(listed.claims === undefined ? {} : { claims: listed.claims }),
+    ...(listed.sticky === undefined ? {} : { sticky: listed.sticky }),
   };
 }
 

@@ -1,7 +1,8 @@
 // `hereabouts ip`: who holds an address, from the inventory (pure). One entry per pool holding it (two pools of one
 // network holding it is a problem `check` reports), and the reservations of the address no pool holds it for. A
 // holder is a pod, a node agent (a warm record) or a claim (DESIGN §12): an IPAddressClaim, or a PrefixClaim whose
-// block contains the address.
+// block contains the address. A sticky address (docs/sticky.md) also names its binding, whether its workload still
+// holds it (the controller's rule, on the objects read live) and until when it is kept, in plain words.
 import { formatIP, tryParseIP, type IPAddress } from '../ip/address.ts';
 import { formatCidr } from '../ip/cidr.ts';
 import { reservationName } from '../config/names.ts';
@@ -24,6 +25,8 @@ import {
   type IPAddressInfo,
   type ReservationState,
 } from './inventory.ts';
+import { bindingDetail, STICKY_GRACE, type BindingDetail } from './bindings.ts';
+import { STICKY_AREA_NODE } from '../store/sticky-binding.ts';
 
 export interface PodState {
   /** The pod's phase, 'gone' (no such pod), 'recreated' (the name is another pod's now) or 'unknown' (not read). */
@@ -50,6 +53,8 @@ export interface Holder {
   readonly reservation: { readonly name: string | null; readonly state: ReservationState; readonly podRef?: string };
   /** A claim record (DESIGN §12): the claim holding the address instead of a pod. */
   readonly claim?: ClaimDetail;
+  /** A sticky address (docs/sticky.md): its binding, whether a pod holds it now, and whether the binding holds. */
+  readonly binding?: BindingDetail;
 }
 
 export interface ClaimDetail {
@@ -107,6 +112,7 @@ export function ipReport(inv: Inventory, ip: IPAddress, network?: string): IpRep
     const reservation = reservationState(inv, pool, ip, record);
     if (reservation.name !== undefined) accounted.add(reservation.name);
     const pod = podState(inv, record.podRef, record.podUid);
+    const binding = bindingDetail(record, pod.state, inv.sticky);
     const node = record.node ?? podOf(inv, record)?.node;
     const allocatedAt = pool.view.allocatedAt.get(at);
     const holder = claimHolder(record);
@@ -146,6 +152,7 @@ export function ipReport(inv: Inventory, ip: IPAddress, network?: string): IpRep
         ...(reservation.reservation === undefined ? {} : { podRef: reservation.reservation.podRef }),
       },
       ...(claim === undefined ? {} : { claim }),
+      ...(binding === undefined ? {} : { binding }),
     });
   }
   const reservations: StrayReservation[] = [];
@@ -208,6 +215,28 @@ function claimLines(c: ClaimDetail, address: string, nowMs: number): Array<[stri
   return lines;
 }
 
+/** The lines of a sticky address: its binding, whether its workload holds it, and until when it is kept. */
+export function bindingLines(b: BindingDetail): Array<[string, string]> {
+  const where =
+    `${b.binding}${b.namespace === '' ? '' : ` in namespace ${b.namespace}`}` +
+    (b.prebound === true
+      ? " (pre-bound from the StatefulSet's sticky-addresses: its replica's first ADD takes it)"
+      : '');
+  if (b.state === 'released')
+    return [
+      ['binding', `${where}: NO LONGER HELD (${b.reason ?? 'released'}): ${b.seen}`],
+      [
+        'released',
+        `by the controller once it has seen this for its ${STICKY_GRACE}, unless the workload takes it back first`,
+      ],
+    ];
+  const state = b.state === 'holds' ? 'held by its workload' : 'unknown';
+  return [
+    ['binding', `${where}: ${state} (${b.seen})`],
+    ['kept until', `${b.keptUntil}, then for the controller's ${STICKY_GRACE}`],
+  ];
+}
+
 export function formatIpReport(report: IpReport, nowMs: number): string {
   const where =
     report.network === undefined ? '' : ` of network ${report.network === '' ? '(unnamed)' : report.network}`;
@@ -229,11 +258,26 @@ export function formatIpReport(report: IpReport, nowMs: number): string {
     out += `${report.address} is held by ${who} in IPPool ${h.pool}\n`;
     const lines: Array<[string, string]> = [
       ['network', h.network === null ? '?' : h.network === '' ? '(unnamed)' : h.network],
-      ...(h.sliceOf === undefined ? [] : [['node slice', `of node ${h.sliceOf}`] as [string, string]]),
+      ...(h.sliceOf === undefined
+        ? []
+        : [
+            [
+              'node slice',
+              h.sliceOf === STICKY_AREA_NODE
+                ? `the sticky area (the slice of ${h.sliceOf}: every node's sticky addresses)`
+                : `of node ${h.sliceOf}`,
+            ] as [string, string],
+          ]),
       ...(h.claim === undefined
         ? ([
-            ['pod', pod.filter((p) => p !== undefined).join(', ')],
+            [
+              'pod',
+              h.binding?.pod === 'parked'
+                ? `parked: no pod holds it now (${h.podRef} is gone)`
+                : pod.filter((p) => p !== undefined).join(', '),
+            ],
             ['node', h.node ?? '-'],
+            ...(h.binding === undefined ? [] : bindingLines(h.binding)),
           ] as Array<[string, string]>)
         : claimLines(h.claim, report.address, nowMs)),
       ['container', `${h.containerId === '' ? '-' : h.containerId}, interface ${h.ifname === '' ? '-' : h.ifname}`],

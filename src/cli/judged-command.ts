@@ -1,5 +1,6 @@
 // The shape `check` and `orphans` share: the controller's policy flags, one inventory of the namespace with its
-// pods (and the claims its records name), and a report of it judged by the controller's rules.
+// pods (and the claims its records name, and for `check` what the bindings of its sticky records depend on), and a
+// report of it judged by the controller's rules.
 import type { Judging } from './orphans-report.ts';
 import { runSubcommand } from './command.ts';
 import { COMMON_FLAGS, commonFlagsOf, connect, type CommonFlags } from './connect.ts';
@@ -12,6 +13,7 @@ export function runJudgedCommand(
   argv: readonly string[],
   usage: string,
   report: (inv: Inventory, judging: Judging, flags: CommonFlags) => number,
+  read: { readonly sticky?: boolean } = {},
 ): Promise<number> {
   const command = { name, usage, flags: { ...COMMON_FLAGS, ...POLICY_FLAGS } };
   return runSubcommand(command, argv, async ({ values }) => {
@@ -19,7 +21,11 @@ export function runJudgedCommand(
     const judging = judgingOf(values);
     const api = await connect(flags);
     try {
-      return report(await readInventory(api, { pods: true, claims: true }), judging, flags);
+      return report(
+        await readInventory(api, { pods: true, claims: true, sticky: read.sticky === true }),
+        judging,
+        flags,
+      );
     } finally {
       api.close();
     }

@@ -4,7 +4,8 @@
 // never removed. The reservation goes afterwards with the exact-precondition delete, and only once no pool of the
 // network holds the address. A live pod's address (Running or Pending, its sandbox not torn down) is refused
 // unless --force, and so is a claim's (DESIGN §12) while the claim exists: deleting the claim releases it. An
-// address inside a PrefixClaim's block is never released alone.
+// address inside a PrefixClaim's block is never released alone. A sticky address (docs/sticky.md) is refused unless
+// --force while its binding holds (its StatefulSet or VM, read live, still has it: the controller's rule).
 import { formatIP, type IPAddress } from '../ip/address.ts';
 import { releaseRef, sameRecord } from '../controller/orphans/pool-release.ts';
 import { PoolWriter, type CommitLog } from '../store/kubernetes/writer.ts';
@@ -15,7 +16,9 @@ import type { AllocationRecord, PoolRef } from '../store/store.ts';
 import { EXIT, runSubcommand } from './command.ts';
 import { COMMON_FLAGS, COMMON_HELP, commonFlagsOf, connect, toJson } from './connect.ts';
 import { UsageError } from './flags.ts';
-import { readClaims, readInventory, readPod } from './inventory-read.ts';
+import { readClaims, readInventory, readPod, readStickyObjects } from './inventory-read.ts';
+import { bindingDetail, type BindingDetail } from './bindings.ts';
+import { namespaceOfPodRef } from '../store/sticky-binding.ts';
 import {
   claimBlock,
   claimState,
@@ -34,13 +37,15 @@ const usage = `Usage: hereabouts release <address> --network NAME [--force] [fla
   Releases the address from the pools of the network, through the same conditional write the plugin and the
   controller use, then deletes its OverlappingRangeIPReservation (only the version read, only while it still names
   the released attachment, and only once no pool of the network holds the address). Refuses an address whose pod is
-  live (Running or Pending, its sandbox not torn down) unless --force, and an address a Cluster API IPAddressClaim
-  or a PrefixClaim holds while the claim exists (deleting the claim releases it) unless --force; an address inside
-  a PrefixClaim's block is never released alone. An address that another writer re-allocates between the read and
+  live (Running or Pending, its sandbox not torn down) unless --force, an address a Cluster API IPAddressClaim or
+  a PrefixClaim holds while the claim exists (deleting the claim releases it) unless --force, and a sticky address
+  while its StatefulSet or VirtualMachine, read live, still holds its binding unless --force; an address inside a
+  PrefixClaim's block is never released alone. An address that another writer re-allocates between the read and
   the write is not released. Exit 0 when released, 1 when refused or not held.
   --network NAME      the network_name of the pools ("" for pools named without one); required
   --force             release even when the pod is live (its network breaks), or its claim exists (the claim's
-                      IPAddress then names a free address until the controller claims it again)
+                      IPAddress then names a free address until the controller claims it again), or its binding
+                      holds (the replica or VM then gets another address at its next ADD)
 ${COMMON_HELP}`;
 
 export interface ReleaseReport {
@@ -86,6 +91,19 @@ export function claimReason(holder: ClaimHolder, state: ClaimState): string | un
       return `${what} holds it (the claim could not be read): delete the claim to release its address`;
     case 'present':
       return `${what} holds it: delete the claim to release its address`;
+  }
+}
+
+/** Why a sticky address is not released by hand: its binding holds, or may (undefined once it no longer does). */
+export function bindingReason(b: BindingDetail): string | undefined {
+  const what = `sticky address bound to ${b.binding} in namespace ${b.namespace}`;
+  switch (b.state) {
+    case 'released':
+      return undefined;
+    case 'unknown':
+      return `${what}, which may still hold it (${b.seen})`;
+    case 'holds':
+      return `${what}, which still holds it (${b.seen}): kept until ${b.keptUntil}`;
   }
 }
 
@@ -160,12 +178,17 @@ export async function release(api: ApiClient, ip: IPAddress, network: string, fo
       pods.set(j.record.podRef, await readPod(api, j.record.podRef));
   const claimed = holders.filter((h) => h !== undefined);
   const claims = claimed.length === 0 ? {} : await readClaims(api, claimed);
+  const bound = judged.flatMap(({ record }) =>
+    record.binding === undefined ? [] : [{ namespace: namespaceOfPodRef(record.podRef), binding: record.binding }],
+  );
+  const sticky = bound.length === 0 ? undefined : await readStickyObjects(api, bound);
   const live = judged
-    .map((j, i) => {
+    .flatMap((j, i) => {
       const holder = holders[i];
-      return holder === undefined
-        ? liveReason(j.record, pods.get(j.record.podRef) ?? null)
-        : claimReason(holder, claimState({ ...inv, claims }, holder));
+      if (holder !== undefined) return [claimReason(holder, claimState({ ...inv, claims }, holder))];
+      const pod = pods.get(j.record.podRef) ?? null;
+      const binding = bindingDetail(j.record, pod === null ? 'gone' : pod.view.phase, sticky);
+      return [liveReason(j.record, pod), binding === undefined ? undefined : bindingReason(binding)];
     })
     .filter((r) => r !== undefined);
   const [firstJudged] = judged;

@@ -38,6 +38,8 @@ export interface PoolRow {
   readonly claims: number;
   /** Of `used`: PrefixClaims, one record each (at its block's first address; the block is the claim's). */
   readonly prefixes: number;
+  /** Of `used`: sticky addresses (docs/sticky.md), bound to a StatefulSet replica or a VM; never orphans. */
+  readonly sticky: number;
   readonly free: bigint | null;
   /** Allocations the controller (default flags) would release now; null when pods could not be listed. */
   readonly orphans: number | null;
@@ -128,6 +130,7 @@ function poolRow(item: unknown, pods: LivePods, owners: ReadonlyMap<string, stri
       warm: 0,
       claims: 0,
       prefixes: 0,
+      sticky: 0,
       free: null,
       orphans: null,
       problems: [`IPPool ${name}: spec.range ${JSON.stringify(rangeText)} is not a CIDR`],
@@ -151,6 +154,7 @@ function poolRow(item: unknown, pods: LivePods, owners: ReadonlyMap<string, stri
       warm: 0,
       claims: 0,
       prefixes: 0,
+      sticky: 0,
       free: null,
       orphans: null,
       problems: [err.message],
@@ -183,11 +187,17 @@ function poolRow(item: unknown, pods: LivePods, owners: ReadonlyMap<string, stri
   };
 }
 
-/** How many records node agents hold warm, IPAddressClaims hold, and PrefixClaims hold. */
-function holderCounts(records: Iterable<AllocationRecord>): { warm: number; claims: number; prefixes: number } {
-  const counts = { warm: 0, claims: 0, prefixes: 0 };
+/** How many records node agents hold warm, IPAddressClaims hold, and PrefixClaims hold, and how many are bound. */
+function holderCounts(records: Iterable<AllocationRecord>): {
+  warm: number;
+  claims: number;
+  prefixes: number;
+  sticky: number;
+} {
+  const counts = { warm: 0, claims: 0, prefixes: 0, sticky: 0 };
   for (const record of records) {
     if (warmHolder(record) !== undefined) counts.warm++;
+    if (record.binding !== undefined) counts.sticky++;
     const kind = claimHolder(record)?.kind;
     if (kind === 'IPAddressClaim') counts.claims++;
     else if (kind === 'PrefixClaim') counts.prefixes++;
@@ -198,7 +208,7 @@ function holderCounts(records: Iterable<AllocationRecord>): { warm: number; clai
 /** Aligned columns: the pools, then the node-slice pools, then warnings. */
 export function formatTable(report: StatusReport): string {
   const rows = [
-    ['POOL', 'RANGE', 'CAPACITY', 'USED', 'WARM', 'CLAIMS', 'PREFIXES', 'FREE', 'ORPHANS', 'NODE'],
+    ['POOL', 'RANGE', 'CAPACITY', 'USED', 'WARM', 'CLAIMS', 'PREFIXES', 'STICKY', 'FREE', 'ORPHANS', 'NODE'],
     ...report.pools.map((p) => [
       p.name,
       p.range,
@@ -207,6 +217,7 @@ export function formatTable(report: StatusReport): string {
       String(p.warm),
       String(p.claims),
       String(p.prefixes),
+      String(p.sticky),
       p.free?.toString() ?? '?',
       p.orphans === null ? '?' : String(p.orphans),
       p.node ?? '-',

@@ -11,8 +11,10 @@ import { buildReport, formatTable } from './status-report.ts';
 
 const usage = `Usage: hereabouts status [flags]
   Lists every IPPool (range, capacity, used, of those the addresses node agents hold warm, Cluster API
-  IPAddressClaims hold and the PrefixClaims held, free, orphaned allocations, the node owning a node slice) and the
-  NodeSlicePools. Orphans are what the controller (default flags) would release now. Needs get/list on the
+  IPAddressClaims hold, the PrefixClaims held and the sticky addresses bound to StatefulSet replicas or VMs, free,
+  orphaned allocations, the node owning a node slice) and the NodeSlicePools. Orphans are what the controller
+  (default flags) would release now; a sticky address is never one (\`hereabouts check\` says when its binding is
+  released). Needs get/list on the
   whereabouts.cni.cncf.io objects and list on pods (without it, orphans are shown as "?").
 ${COMMON_HELP}`;
 

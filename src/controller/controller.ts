@@ -133,6 +133,7 @@ export class Controller {
           size: i.items.size,
         })),
       claims: () => this.claims.counts(),
+      pods: () => (this.caches.pods.synced ? this.caches.pods.items : undefined),
     });
   }
 

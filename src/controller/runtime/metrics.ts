@@ -35,6 +35,38 @@ export interface MetricSources {
   readonly informers: () => Iterable<{ readonly resource: string; readonly synced: boolean; readonly size: number }>;
   /** The claims served (DESIGN §12), by kind: IPAddressClaim, PrefixClaim. */
   readonly claims?: () => Iterable<{ readonly kind: string; readonly count: number }>;
+  /** The pod cache ("namespace/name" keys), for sticky addresses in use; undefined while it is not synced. */
+  readonly pods?: () => ReadonlyMap<string, unknown> | undefined;
+}
+
+/** The podrefs of a pool's sticky addresses (docs/sticky.md), once per pool version: a scrape reads only these. */
+const boundPodRefs = new WeakMap<PoolView, readonly string[]>();
+
+function boundOf(pool: PoolView): readonly string[] {
+  let refs = boundPodRefs.get(pool);
+  if (refs === undefined) {
+    const found: string[] = [];
+    for (const record of pool.allocations.values()) if (record.binding !== undefined) found.push(record.podRef);
+    refs = found;
+    boundPodRefs.set(pool, refs);
+  }
+  return refs;
+}
+
+/** Sticky addresses over every pool: in-use (the podref's pod exists) and parked (no pod holds the address now). */
+export function stickyCounts(
+  pools: Iterable<PoolView>,
+  pods: ReadonlyMap<string, unknown>,
+): { readonly inUse: number; readonly parked: number } {
+  let inUse = 0;
+  let parked = 0;
+  for (const pool of pools) {
+    for (const podRef of boundOf(pool)) {
+      if (pods.has(podRef)) inUse++;
+      else parked++;
+    }
+  }
+  return { inUse, parked };
 }
 
 export class ControllerMetrics {
@@ -168,6 +200,20 @@ export class ControllerMetrics {
       collect() {
         this.reset();
         for (const c of sources.claims?.() ?? []) this.set({ kind: c.kind }, c.count);
+      },
+    });
+    new Gauge({
+      name: 'hereabouts_sticky_bindings',
+      help: 'Sticky addresses bound to a StatefulSet replica or a VM: in-use (their pod exists) or parked (no pod holds them now)',
+      labelNames: ['state'],
+      registers,
+      collect() {
+        this.reset();
+        const pods = sources.pods?.();
+        if (pods === undefined) return; // the pod cache is not synced: nothing to tell in-use from parked with
+        const counts = stickyCounts(sources.pools(), pods);
+        this.set({ state: 'in-use' }, counts.inUse);
+        this.set({ state: 'parked' }, counts.parked);
       },
     });
     this.#claimReconciles = new Counter({

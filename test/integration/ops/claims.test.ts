@@ -106,9 +106,12 @@ describe('claim records in status, pool, ip, check, orphans and release', () => 
     const table = hb(ns, ['status']);
     assert.equal(table.code, 0, table.stderr);
     const lines = table.stdout.split('\n');
-    assert.match(lines[1] ?? '', /^POOL\s+RANGE\s+CAPACITY\s+USED\s+WARM\s+CLAIMS\s+PREFIXES\s+FREE\s+ORPHANS\s+NODE$/);
-    assert.match(lines.find((l) => l.startsWith('10.120.0.0-24 ')) ?? '', /\s254\s+2\s+0\s+2\s+0\s+252\s+0\s+-$/);
-    assert.match(lines.find((l) => l.startsWith(`${own} `)) ?? '', /\s254\s+1\s+0\s+0\s+1\s+253\s+0\s+-$/);
+    assert.match(
+      lines[1] ?? '',
+      /^POOL\s+RANGE\s+CAPACITY\s+USED\s+WARM\s+CLAIMS\s+PREFIXES\s+STICKY\s+FREE\s+ORPHANS\s+NODE$/,
+    );
+    assert.match(lines.find((l) => l.startsWith('10.120.0.0-24 ')) ?? '', /\s254\s+2\s+0\s+2\s+0\s+0\s+252\s+0\s+-$/);
+    assert.match(lines.find((l) => l.startsWith(`${own} `)) ?? '', /\s254\s+1\s+0\s+0\s+1\s+0\s+253\s+0\s+-$/);
   });
 
   test('pool names the claim of each claim record, a PrefixClaim with its block, and whether the claim exists', () => {

@@ -100,11 +100,14 @@ test('status: claim records are counted apart (addresses of IPAddressClaims, Pre
     ],
   );
   const table = formatTable(report).split('\n');
-  assert.match(table[1] ?? '', /^POOL\s+RANGE\s+CAPACITY\s+USED\s+WARM\s+CLAIMS\s+PREFIXES\s+FREE\s+ORPHANS\s+NODE$/);
-  assert.match(table[2] ?? '', /^10\.0\.0\.0-24\s+10\.0\.0\.0\/24\s+254\s+4\s+0\s+3\s+0\s+250\s+1\s+-$/);
+  assert.match(
+    table[1] ?? '',
+    /^POOL\s+RANGE\s+CAPACITY\s+USED\s+WARM\s+CLAIMS\s+PREFIXES\s+STICKY\s+FREE\s+ORPHANS\s+NODE$/,
+  );
+  assert.match(table[2] ?? '', /^10\.0\.0\.0-24\s+10\.0\.0\.0\/24\s+254\s+4\s+0\s+3\s+0\s+0\s+250\s+1\s+-$/);
   assert.match(
     table[3] ?? '',
-    /^hereabouts-claims\.ns\.capi\.blocks-10\.1\.0\.0-24\s+10\.1\.0\.0\/24\s+254\s+3\s+0\s+1\s+2\s+251\s+0\s+-$/,
+    /^hereabouts-claims\.ns\.capi\.blocks-10\.1\.0\.0-24\s+10\.1\.0\.0\/24\s+254\s+3\s+0\s+1\s+2\s+0\s+251\s+0\s+-$/,
   );
 });
 

@@ -26,6 +26,7 @@ test('buildReport() counts an allocation of a pod that no longer exists as an or
     warm: 0,
     claims: 0,
     prefixes: 0,
+    sticky: 0,
     free: 1,
     orphans: 1,
     problems: [],
