@@ -627,6 +627,122 @@ describe('a real single-node cluster', () => {
     kubectl(c, ['-n', NS, 'delete', 'pod', 'gets-x', '--wait=true']);
   });
 
+  test('sticky addresses: a StatefulSet replica comes back with its address (pod deleted, rolling update); scaling down releases the highest ordinal after the grace; another set cannot take a bound address', async () => {
+    const STICKY_RANGE = '10.235.2.0/24';
+    const stickyPool = '10.235.2.0-24';
+    // The node's pod-reading role (opt-in: docs/sticky.md), and the controller's grace shortened for the test.
+    kubectl(c, ['apply', '-k', join(repoRoot, 'deploy/sticky')]);
+    kubectl(c, [
+      '-n',
+      'kube-system',
+      'patch',
+      'deployment',
+      'hereabouts-controller',
+      '--type=json',
+      '-p',
+      JSON.stringify([{ op: 'add', path: '/spec/template/spec/containers/0/command/-', value: '--sticky-grace=5s' }]),
+    ]);
+    kubectl(c, ['-n', 'kube-system', 'rollout', 'status', 'deployment/hereabouts-controller', '--timeout=300s']);
+    const set = (name: string, replicas: number, annotations: Record<string, string> = {}): unknown => ({
+      apiVersion: 'apps/v1',
+      kind: 'StatefulSet',
+      metadata: { name, namespace: NS, annotations },
+      spec: {
+        replicas,
+        serviceName: name,
+        podManagementPolicy: 'Parallel',
+        selector: { matchLabels: { app: name } },
+        template: {
+          metadata: { labels: { app: name }, annotations: { 'k8s.v1.cni.cncf.io/networks': 'mvl-sticky' } },
+          spec: {
+            terminationGracePeriodSeconds: 1,
+            containers: [{ name: 'main', image: BUSYBOX, imagePullPolicy: 'Never', command: ['/bin/sleep', '100000'] }],
+          },
+        },
+      },
+    });
+    apply(c, [
+      nad('mvl-sticky', {
+        type: 'macvlan',
+        master: 'hbc-mvl0',
+        mode: 'bridge',
+        ipam: { type: 'hereabouts', range: STICKY_RANGE, sticky: true },
+      }),
+      set('web', 2),
+    ]);
+    const uidOf = (p: Pod): string => (p as unknown as { metadata: { uid: string } }).metadata.uid;
+    /** The replica Ready under another uid than `before` (re-created), and its address on mvl-sticky. */
+    const readyAgain = (name: string, before: string | undefined): Promise<Pod> =>
+      until(`${name} Ready${before === undefined ? '' : ' again'}`, 180_000, () => {
+        const p = getJson(c, ['-n', NS, 'pod', name, '--ignore-not-found']) as Pod | '';
+        return p !== '' && podReady(p) && uidOf(p) !== before ? p : undefined;
+      });
+    const [w0, w1] = [await readyAgain('web-0', undefined), await readyAgain('web-1', undefined)];
+    const [a0, a1] = [ipsOn(w0, 'mvl-sticky')[0]!, ipsOn(w1, 'mvl-sticky')[0]!];
+    const bound = (ip: string): string | undefined =>
+      allocations(c).find((x) => x.pool === stickyPool && x.ip === ip)?.binding;
+    assert.equal(bound(a0), 'StatefulSet/web/0');
+    assert.equal(bound(a1), 'StatefulSet/web/1');
+
+    // The pod deleted: the StatefulSet controller re-creates it, and it comes back with its address.
+    kubectl(c, ['-n', NS, 'delete', 'pod', 'web-0', '--wait=true']);
+    const w0b = await readyAgain('web-0', uidOf(w0));
+    assert.deepEqual(ipsOn(w0b, 'mvl-sticky'), [a0]);
+
+    // A rolling update re-creates every replica, highest ordinal first: each one keeps its address.
+    kubectl(c, [
+      '-n',
+      NS,
+      'patch',
+      'statefulset',
+      'web',
+      '--type=merge',
+      '-p',
+      JSON.stringify({ spec: { template: { metadata: { annotations: { 'hereabouts.test/rollout': '1' } } } } }),
+    ]);
+    kubectl(c, ['-n', NS, 'rollout', 'status', 'statefulset/web', '--timeout=300s']);
+    const [w0c, w1c] = [await readyAgain('web-0', uidOf(w0b)), await readyAgain('web-1', uidOf(w1))];
+    assert.deepEqual([ipsOn(w0c, 'mvl-sticky'), ipsOn(w1c, 'mvl-sticky')], [[a0], [a1]]);
+    assert.equal(allocations(c).filter((x) => x.binding?.startsWith('StatefulSet/web/') === true).length, 2);
+
+    // Another set that declares web-0's address gets a Warning Event and an address of its own.
+    apply(c, [set('other', 1, { 'hereabouts.cni.cncf.io/sticky-addresses': JSON.stringify({ 'mvl-sticky': [a0] }) })]);
+    const other = await readyAgain('other-0', undefined);
+    assert.equal(ipsOn(other, 'mvl-sticky').length, 1);
+    assert.notEqual(ipsOn(other, 'mvl-sticky')[0], a0);
+    await until('the StickyAddressRefused Event on other', 60_000, () =>
+      /StickyAddressRefused.*held by StatefulSet\/web\/0/.test(
+        kubectl(c, [
+          '-n',
+          NS,
+          'get',
+          'events',
+          '--field-selector',
+          'involvedObject.name=other',
+          '-o',
+          'custom-columns=R:.reason,M:.message',
+        ]).replace(/\s+/g, ' '),
+      )
+        ? true
+        : undefined,
+    );
+    assert.equal(bound(a0), 'StatefulSet/web/0');
+
+    // Scaled to one replica: web-1 goes, its address stays bound for the grace, then is released; web-0 keeps its own.
+    kubectl(c, ['-n', NS, 'scale', 'statefulset', 'web', '--replicas=1']);
+    await until('web-1 gone', 120_000, () =>
+      kubectl(c, ['-n', NS, 'get', 'pod', 'web-1', '--ignore-not-found', '-o', 'name']).trim() === ''
+        ? true
+        : undefined,
+    );
+    const goneAt = Date.now();
+    assert.equal(bound(a1), 'StatefulSet/web/1', 'held right after the replica went');
+    await until("web-1's address released", 120_000, () => (bound(a1) === undefined ? true : undefined));
+    assert.ok(Date.now() - goneAt >= 3_000, 'not released before the grace');
+    assert.equal(bound(a0), 'StatefulSet/web/0');
+    kubectl(c, ['-n', NS, 'delete', 'statefulset', 'other', '--wait=true']);
+  });
+
   test('hereabouts status shows the truth: every allocation counted, none orphaned', () => {
     const held = allocations(c);
     const report = JSON.parse(

@@ -216,6 +216,8 @@ export interface Allocation {
   podref: string;
   ifname?: string;
   node?: string;
+  /** A sticky address's binding (docs/sticky.md). */
+  binding?: string;
 }
 
 export interface IPPool {

@@ -71,7 +71,7 @@ describe('Helm chart deploy/helm/hereabouts', () => {
   });
 
   test('helm lint --strict passes, with default values and with every toggle on', () => {
-    for (const args of [[], ['--set', 'monitoring.serviceMonitor.enabled=true,monitoring.podMonitor.enabled=true,monitoring.prometheusRule.enabled=true,migration.enabled=false']]) {
+    for (const args of [[], ['--set', 'monitoring.serviceMonitor.enabled=true,monitoring.podMonitor.enabled=true,monitoring.prometheusRule.enabled=true,migration.enabled=false,sticky.enabled=true']]) {
       const out = helm(helmBin, 'lint', '--strict', chartDir, ...args);
       assert.equal(out.status, 0, out.stdout + out.stderr);
       assert.match(out.stdout, /1 chart\(s\) linted, 0 chart\(s\) failed/);
@@ -143,7 +143,8 @@ describe('Helm chart deploy/helm/hereabouts', () => {
   });
 
   test('namespace: every namespaced object and every binding subject moves; empty means the release namespace', () => {
-    for (const [values, args, want] of [[{ namespace: 'ipam' }, [], 'ipam'], [{ namespace: '' }, ['--namespace', 'rel-ns'], 'rel-ns']] as const) {
+    // sticky.enabled: its ClusterRoleBinding's subject moves too.
+    for (const [values, args, want] of [[{ namespace: 'ipam', sticky: { enabled: true } }, [], 'ipam'], [{ namespace: '', sticky: { enabled: true } }, ['--namespace', 'rel-ns'], 'rel-ns']] as const) {
       const objects = template(helmBin, values, ...args);
       for (const o of objects) {
         const clusterScoped = o.kind === 'CustomResourceDefinition' || o.kind.startsWith('Cluster') || o.kind.startsWith('ValidatingAdmissionPolicy');
@@ -168,7 +169,7 @@ describe('Helm chart deploy/helm/hereabouts', () => {
       kubeconfig: '/etc/hereabouts/kubeconfig', namespace: 'ipam', 'leader-elect-namespace': 'ipam', 'leader-elect-name': 'ipam-lease',
       'lease-duration': '30s', 'renew-deadline': '20s', 'retry-period': '4s', identity: 'one', 'reconcile-interval': '1m',
       'cleanup-terminating': true, 'cleanup-disrupted': false, 'verify-network-status': false, 'pending-grace': '10m',
-      'reservation-grace': '2m', 'pool-status': false, claims: 'ipam,machines', 'metrics-addr': ':9191', 'health-addr': ':8181', 'log-level': 'debug', once: true,
+      'reservation-grace': '2m', 'sticky-grace': '10m', 'pool-status': false, claims: 'ipam,machines', 'metrics-addr': ':9191', 'health-addr': ':8181', 'log-level': 'debug', once: true,
     };
     const objects = template(helmBin, { controller: { flags: set, extraArgs: ['--log-level=warning'] } });
     const command = commandOf(controllerPod(objects));
@@ -183,6 +184,19 @@ describe('Helm chart deploy/helm/hereabouts', () => {
     assert.equal(pod.metadata.annotations?.['prometheus.io/port'], '9191');
     const rules = (find(objects, 'Role', 'hereabouts-controller') as unknown as { rules: Array<{ resources: string[]; resourceNames?: string[] }> }).rules;
     assert.deepEqual(rules.find((r) => r.resources.includes('leases') && r.resourceNames !== undefined)?.resourceNames, ['ipam-lease']);
+  });
+
+  test('sticky.enabled renders deploy/sticky/\'s ClusterRole and binding (the node may read pods); off by default', () => {
+    const names = (objects: Manifest[]): string[] => objects.filter((o) => o.metadata.name === 'hereabouts-node-pods').map(keyOf);
+    assert.deepEqual(names(defaults), []);
+    assert.deepEqual(names(template(helmBin, { sticky: { enabled: false } })), []);
+    const on = template(helmBin, { sticky: { enabled: true } });
+    const fromKustomize = renderedManifests(kubectl, join(repoRoot, 'deploy', 'sticky'));
+    assert.deepEqual(fromKustomize.map(keyOf).sort(), ['ClusterRole//hereabouts-node-pods', 'ClusterRoleBinding//hereabouts-node-pods']);
+    for (const object of fromKustomize) assert.deepEqual(withoutHelmLabels(find(on, object.kind, object.metadata.name)), object, keyOf(object));
+    // Nothing else changes.
+    assert.deepEqual(on.filter((o) => o.metadata.name !== 'hereabouts-node-pods'), defaults);
+    assert.throws(() => template(helmBin, { sticky: { enabled: 'yes' } }), /\/sticky\/enabled/);
   });
 
   test('a controller.flags key that is no flag of the executable fails the rendering, naming it (schema, and the template without it)', () => {
@@ -409,7 +423,8 @@ describe('Helm chart deploy/helm/hereabouts', () => {
         image: { repository: 'registry.example/hereabouts', tag: '1.2.3', pullPolicy: 'Always', pullSecrets: [{ name: 'regcred' }] },
         migration: { enabled: false },
         node: { tolerations: [{ key: 'ipam', operator: 'Exists' }], nodeSelector: { 'kubernetes.io/os': 'linux' }, priorityClassName: '', seLinuxOptions: { type: 'spc_t' }, updateStrategy: { type: 'OnDelete' } },
-        controller: { replicas: 3, priorityClassName: '', flags: { 'leader-elect-name': 'ipam', 'log-level': 'debug', 'health-addr': '' } },
+        controller: { replicas: 3, priorityClassName: '', flags: { 'leader-elect-name': 'ipam', 'log-level': 'debug', 'health-addr': '', 'sticky-grace': '10m' } },
+        sticky: { enabled: true },
       }, '--skip-crds');
       dryRun(yaml);
     });

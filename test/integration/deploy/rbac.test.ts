@@ -1,10 +1,12 @@
 // deploy/'s RBAC applied for real (through a kustomize overlay that moves it into a test namespace, as an operator
 // would), then checked both ways: each ServiceAccount may do what its workload does and nothing else (access
 // reviews), and real tokens of those ServiceAccounts run the plugin and a controller pass against the API server.
+// Last, deploy/sticky/ (the opt-in for sticky addresses, docs/sticky.md) is applied on top: only then may the node
+// read pods, and a node token's ADD on a sticky network binds a StatefulSet replica's address.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
-import { copyFileSync, mkdirSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { runCni } from '../../support/cni.ts';
 import { api, apiRequest, controlPlane, createCached, createNamespace, kubeconfigFor, type Namespace } from '../../support/control-plane.ts';
@@ -14,6 +16,7 @@ import { allowed, describeAccess, kubectlOf, type Access } from './kubectl.ts';
 const bin = requireBinary();
 const WA = 'whereabouts.cni.cncf.io';
 const NAD = 'k8s.cni.cncf.io';
+const KUBEVIRT = 'kubevirt.io';
 
 describe('deploy/ RBAC, applied for real', () => {
   let ns: Namespace;
@@ -36,6 +39,14 @@ describe('deploy/ RBAC, applied for real', () => {
     const wrong: string[] = [];
     for (const access of list) if ((await allowed(ns.cp, sa, access)) !== expected) wrong.push(describeAccess(access));
     assert.deepEqual(wrong, [], `${sa.name} should ${expected ? '' : 'not '}be allowed to`);
+  };
+  // An ADD on a sticky network (docs/sticky.md) for the replica web-0 of a StatefulSet web, as a node token runs it
+  // without a node agent: the plugin reads the pod once to learn its owner.
+  let replicaUid = '';
+  const stickyAdd = async (): Promise<Awaited<ReturnType<typeof runCni>>> => {
+    const conf = { cniVersion: '1.1.0', name: 'rbac-sticky', type: 'macvlan', ipam: { type: 'hereabouts', range: '10.93.0.0/24', network_name: 'rbacsticky', sticky: true, kubernetes: { kubeconfig: await kubeconfigOf('hereabouts-node') }, cache_dir: join(ns.dir, 'cache') } };
+    const args = `IgnoreUnknown=1;K8S_POD_NAMESPACE=${ns.name};K8S_POD_NAME=web-0;K8S_POD_UID=${replicaUid}`;
+    return runCni(bin, { command: 'ADD', containerId: 'rbac-web-0', netns: '/x', ifname: 'net1', path: '/x', args }, conf, { extraEnv: { NODENAME: 'rbac-node' } });
   };
 
   before(async () => {
@@ -76,8 +87,8 @@ describe('deploy/ RBAC, applied for real', () => {
       { verb: 'list', group: WA, resource: 'overlappingrangeipreservations', namespace: n },
       ...['list', 'create', 'update'].map((verb) => ({ verb, group: WA, resource: 'nodeslicepools', namespace: n })),
       { verb: 'get', group: WA, resource: 'ippools', namespace: 'default' },
-      { verb: 'list', resource: 'pods' },
-      { verb: 'get', resource: 'pods', namespace: n },
+      // No pods with deploy/ alone: sticky addresses need deploy/sticky/ (the last tests).
+      ...['get', 'list', 'watch'].flatMap((verb) => [{ verb, resource: 'pods' }, { verb, resource: 'pods', namespace: n }]),
       { verb: 'get', resource: 'secrets', namespace: n },
       { verb: 'list', resource: 'nodes' },
       { verb: 'create', group: 'coordination.k8s.io', resource: 'leases', namespace: n },
@@ -88,10 +99,17 @@ describe('deploy/ RBAC, applied for real', () => {
     ], false);
   });
 
-  test('the controller ServiceAccount may watch pods, nodes and NADs, own the pools, its Lease and Events', async () => {
+  test('the controller ServiceAccount may watch pods, nodes, NADs, StatefulSets and KubeVirt VMs, own the pools, its Lease and Events', async () => {
     const n = ns.name;
     await expectAccess(controller(), [
       ...['get', 'list', 'watch'].flatMap((verb) => [{ verb, resource: 'pods' }, { verb, resource: 'nodes' }, { verb, group: NAD, resource: 'network-attachment-definitions' }]),
+      // Sticky addresses: a binding holds while its StatefulSet keeps the ordinal, or its VM exists.
+      ...['get', 'list', 'watch'].flatMap((verb) => [
+        { verb, group: 'apps', resource: 'statefulsets' },
+        { verb, group: KUBEVIRT, resource: 'virtualmachines' },
+        { verb, group: KUBEVIRT, resource: 'virtualmachineinstances' },
+        { verb, group: 'apps', resource: 'statefulsets', namespace: n },
+      ]),
       { verb: 'create', resource: 'events', namespace: 'default' },
       { verb: 'create', group: 'events.k8s.io', resource: 'events', namespace: n },
       ...['list', 'watch', 'patch', 'delete'].map((verb) => ({ verb, group: WA, resource: 'ippools', namespace: n })),
@@ -103,12 +121,19 @@ describe('deploy/ RBAC, applied for real', () => {
     ], true);
   });
 
-  test('the controller ServiceAccount may not read secrets, change pods, nodes or NADs, or take other Leases', async () => {
+  test('the controller ServiceAccount may not read secrets, change pods, nodes, NADs, StatefulSets or VMs, or take other Leases', async () => {
     const n = ns.name;
     await expectAccess(controller(), [
       { verb: 'get', resource: 'secrets', namespace: n },
       { verb: 'list', resource: 'secrets' },
       ...['create', 'update', 'patch', 'delete'].map((verb) => ({ verb, resource: 'pods', namespace: n })),
+      ...['create', 'update', 'patch', 'delete'].flatMap((verb) => [
+        { verb, group: 'apps', resource: 'statefulsets', namespace: n },
+        { verb, group: 'apps', resource: 'statefulsets', subresource: 'scale', namespace: n },
+        { verb, group: KUBEVIRT, resource: 'virtualmachines', namespace: n },
+        { verb, group: KUBEVIRT, resource: 'virtualmachineinstances', namespace: n },
+      ]),
+      { verb: 'list', group: 'apps', resource: 'deployments' },
       { verb: 'patch', resource: 'nodes' },
       { verb: 'update', group: NAD, resource: 'network-attachment-definitions', namespace: n },
       ...['get', 'update'].map((verb) => ({ verb, group: 'coordination.k8s.io', resource: 'leases', name: 'kube-scheduler', namespace: n })),
@@ -154,6 +179,22 @@ describe('deploy/ RBAC, applied for real', () => {
     assert.equal((await apiRequest(asNode, 'GET', '/api/v1/pods')).status, 403);
   });
 
+  test('with deploy/ alone, a node token\'s ADD on a sticky network fails with code 11 naming the permission it lacks, and writes nothing', async () => {
+    const created = (await api(ns.cp, 'POST', `/api/v1/namespaces/${ns.name}/pods`, {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'web-0', labels: { 'apps.kubernetes.io/pod-index': '0' }, ownerReferences: [{ apiVersion: 'apps/v1', kind: 'StatefulSet', name: 'web', uid: 'rbac-web', controller: true }] },
+      spec: { containers: [{ name: 'c', image: 'busybox' }], nodeName: 'rbac-node' },
+    })) as { metadata: { uid: string } };
+    replicaUid = created.metadata.uid;
+    const add = await stickyAdd();
+    assert.equal(add.code, 1, add.stdout + add.stderr);
+    assert.equal(add.json?.['code'], 11, add.stdout);
+    assert.match(String(add.json['msg']), /reading pod .*web-0.*403/, add.stdout);
+    assert.match(String(add.json['details']), /get\/list\/watch on pods/, add.stdout);
+    assert.equal(await ns.get('ippools', 'rbacsticky-10.93.0.0-24'), undefined);
+  });
+
   test('a controller token runs a full pass: an orphaned allocation and its reservation are removed', async () => {
     const kubeconfig = await kubeconfigOf('hereabouts-controller');
     await ns.create('ippools', {
@@ -178,5 +219,51 @@ describe('deploy/ RBAC, applied for real', () => {
     const pool = await ns.get('ippools', '10.91.0.0-24');
     assert.deepEqual((pool?.['spec'] as { allocations?: unknown }).allocations ?? {}, {});
     assert.equal(await ns.get('overlappingrangeipreservations', '10.91.0.5'), undefined);
+  });
+
+  describe('with deploy/sticky/ applied too (sticky addresses, opt-in)', () => {
+    let sticky: string;
+    before(async () => {
+      // deploy/sticky/ as an operator lists it beside deploy/ in one overlay, so that kustomize moves the binding's
+      // subject (hereabouts-node in kube-system) with the ServiceAccount.
+      const source = join(ns.dir, 'deploy-sticky');
+      mkdirSync(source);
+      for (const file of readdirSync(join(repoRoot, 'deploy', 'sticky'))) copyFileSync(join(repoRoot, 'deploy', 'sticky', file), join(source, file));
+      sticky = join(ns.dir, 'overlay-sticky');
+      mkdirSync(sticky);
+      writeFileSync(join(sticky, 'kustomization.yaml'), `namespace: ${ns.name}\nresources: [../overlay, ../deploy-sticky]\n`);
+      kube('apply', '-k', sticky);
+      for (let i = 0; i < 50 && !(await allowed(ns.cp, node(), { verb: 'watch', resource: 'pods' })); i++) await new Promise((r) => setTimeout(r, 100));
+    });
+    after(() => {
+      kube('delete', 'clusterrolebinding/hereabouts-node-pods', 'clusterrole/hereabouts-node-pods', '--ignore-not-found');
+    });
+
+    test('the node ServiceAccount may get, list and watch pods, cluster-wide, and nothing more than before', async () => {
+      const n = ns.name;
+      await expectAccess(node(), ['get', 'list', 'watch'].flatMap((verb) => [{ verb, resource: 'pods' }, { verb, resource: 'pods', namespace: n }, { verb, resource: 'pods', namespace: 'default' }]), true);
+      await expectAccess(node(), [
+        ...['create', 'update', 'patch', 'delete'].map((verb) => ({ verb, resource: 'pods', namespace: n })),
+        { verb: 'get', resource: 'pods', subresource: 'log', namespace: n },
+        { verb: 'create', resource: 'pods', subresource: 'exec', namespace: n },
+        { verb: 'get', resource: 'secrets', namespace: n },
+        { verb: 'list', resource: 'nodes' },
+        { verb: 'list', group: 'apps', resource: 'statefulsets' },
+        ...['list', 'watch', 'update', 'delete'].map((verb) => ({ verb, group: WA, resource: 'ippools', namespace: n })),
+      ], false);
+      const asNode = { ...ns.cp, token: await tokenOf('hereabouts-node') };
+      assert.equal((await apiRequest(asNode, 'GET', `/api/v1/pods?fieldSelector=${encodeURIComponent('spec.nodeName=rbac-node')}`)).status, 200);
+    });
+
+    test('a node token\'s ADD on a sticky network reads the pod and binds the replica\'s address to StatefulSet/web/0', async () => {
+      const add = await stickyAdd();
+      assert.equal(add.code, 0, add.stdout + add.stderr);
+      assert.match(JSON.stringify(add.json?.['ips']), /"address":"10\.93\.0\.1\//);
+      const pool = await ns.get('ippools', 'rbacsticky-10.93.0.0-24');
+      const record = (pool?.['spec'] as { allocations: Record<string, Record<string, unknown>> }).allocations['1'];
+      assert.equal(record?.['binding'], 'StatefulSet/web/0');
+      assert.equal(record['podref'], `${ns.name}/web-0`);
+      await apiRequest(ns.cp, 'DELETE', `/api/v1/namespaces/${ns.name}/pods/web-0`, { gracePeriodSeconds: 0 });
+    });
   });
 });
