@@ -68,6 +68,22 @@ describe('a real single-node cluster', () => {
   const mine = (podName: string): ReturnType<typeof allocations> =>
     allocations(c).filter((a) => a.podref === `${NS}/${podName}`);
 
+  /** An operator's knob: one more flag on the controller's command line, rolled out. */
+  const controllerFlag = (flag: string): void => {
+    const patch = [{ op: 'add', path: '/spec/template/spec/containers/0/command/-', value: flag }];
+    kubectl(c, [
+      '-n',
+      'kube-system',
+      'patch',
+      'deployment',
+      'hereabouts-controller',
+      '--type=json',
+      '-p',
+      JSON.stringify(patch),
+    ]);
+    kubectl(c, ['-n', 'kube-system', 'rollout', 'status', 'deployment/hereabouts-controller', '--timeout=300s']);
+  };
+
   before(() => {
     c = cluster();
     // Cluster API's IPAM CRDs, as the cluster-api Go module ships them (cached by the script), before the controller
@@ -412,17 +428,7 @@ describe('a real single-node cluster', () => {
 
   test('a pod force-deleted while kubelet is stopped is cleaned by the controller, and the late DEL is harmless', async () => {
     // An operator's knob: the controller leaves allocations younger than --pending-grace (5m) alone.
-    kubectl(c, [
-      '-n',
-      'kube-system',
-      'patch',
-      'deployment',
-      'hereabouts-controller',
-      '--type=json',
-      '-p',
-      JSON.stringify([{ op: 'add', path: '/spec/template/spec/containers/0/command/-', value: '--pending-grace=3s' }]),
-    ]);
-    kubectl(c, ['-n', 'kube-system', 'rollout', 'status', 'deployment/hereabouts-controller', '--timeout=180s']);
+    controllerFlag('--pending-grace=3s');
     apply(c, [workload('f')]);
     await readyPod('f');
     const others = mine('a')
@@ -632,17 +638,7 @@ describe('a real single-node cluster', () => {
     const stickyPool = '10.235.2.0-24';
     // The node's pod-reading role (opt-in: docs/sticky.md), and the controller's grace shortened for the test.
     kubectl(c, ['apply', '-k', join(repoRoot, 'deploy/sticky')]);
-    kubectl(c, [
-      '-n',
-      'kube-system',
-      'patch',
-      'deployment',
-      'hereabouts-controller',
-      '--type=json',
-      '-p',
-      JSON.stringify([{ op: 'add', path: '/spec/template/spec/containers/0/command/-', value: '--sticky-grace=5s' }]),
-    ]);
-    kubectl(c, ['-n', 'kube-system', 'rollout', 'status', 'deployment/hereabouts-controller', '--timeout=300s']);
+    controllerFlag('--sticky-grace=5s');
     const set = (name: string, replicas: number, annotations: Record<string, string> = {}): unknown => ({
       apiVersion: 'apps/v1',
       kind: 'StatefulSet',

@@ -199,13 +199,25 @@ function entryOf(value: unknown): JournalEntry | undefined {
     pool,
     address,
     at: value['at'],
-    attachment: {
-      containerId,
-      ifname,
-      podRef,
-      ...(podUid === undefined ? {} : { podUid }),
-      ...(binding === undefined ? {} : { binding }),
-    },
+    attachment: journalAttachment({ containerId, ifname, podRef, podUid, binding }),
     ...(ref === undefined ? {} : { ref }),
+  };
+}
+
+/** What a journal entry keeps of a record: its attachment, without the optional fields it does not have. */
+export function journalAttachment(record: {
+  readonly containerId: string;
+  readonly ifname: string;
+  readonly podRef: string;
+  readonly podUid?: string | undefined;
+  readonly binding?: string | undefined;
+}): JournalAttachment {
+  const { containerId, ifname, podRef, podUid, binding } = record;
+  return {
+    containerId,
+    ifname,
+    podRef,
+    ...(podUid === undefined ? {} : { podUid }),
+    ...(binding === undefined ? {} : { binding }),
   };
 }

@@ -24,7 +24,14 @@ import { followRecord, type Held } from '../reservations.ts';
 import { updatePool, type WriteContext } from '../pool-update.ts';
 import { MIXED_WINDOW_MS } from '../whereabouts-seen.ts';
 import { groupPlan, type GroupOutcome, type PendingWrite, type WarmPolicy } from './group-plan.ts';
-import { Journal, JOURNAL_FILE, type HandOut, type JournalAttachment, type JournalEntry } from './journal.ts';
+import {
+  Journal,
+  JOURNAL_FILE,
+  journalAttachment,
+  type HandOut,
+  type JournalAttachment,
+  type JournalEntry,
+} from './journal.ts';
 import { WarmGate } from './warm-gate.ts';
 import { decodePoolRef, encodePoolRef } from './pool-ref-json.ts';
 import { warmTarget, type WarmBounds } from '../../warm-target.ts';
@@ -674,15 +681,8 @@ function loneRelease(change: PoolChange): readonly bigint[] | undefined {
 }
 
 function journaled(record: AllocationRecord): { attachment: JournalAttachment; at: string } {
-  const { containerId, ifname, podRef, podUid, binding } = record;
   return {
-    attachment: {
-      containerId,
-      ifname,
-      podRef,
-      ...(podUid === undefined ? {} : { podUid }),
-      ...(binding === undefined ? {} : { binding }),
-    },
+    attachment: journalAttachment(record),
     at: record.createdAt ?? new Date().toISOString(),
   };
 }
