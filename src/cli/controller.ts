@@ -39,6 +39,8 @@ Several replicas may run; only the holder of the Lease acts.
                                  this long before its emptied pool releases it (default 60s)
   --sticky-grace D               a sticky address whose StatefulSet was scaled below its ordinal or deleted, or
                                  whose VirtualMachine was deleted, is released after this long (default 5m)
+  --sticky LIST                  judge and pre-bind the sticky addresses of workloads in these namespaces: "all"
+                                 (default), "none" (every bound address is kept), or a comma-separated list
   --pool-status BOOL             write IPPool status (capacity, used, free, conditions) (default true)
   --claims LIST                  serve Cluster API IPAddressClaims and PrefixClaims on hereabouts pools in these
                                  namespaces: "all" (default), "none", or a comma-separated list
@@ -67,6 +69,7 @@ const FLAGS = {
   'reservation-grace': { type: 'string', default: '60s' },
   'slice-drain-grace': { type: 'string', default: '60s' },
   'sticky-grace': { type: 'string', default: '5m' },
+  sticky: { type: 'string', default: 'all' },
   'pool-status': { type: 'boolean', default: true },
   claims: { type: 'string', default: 'all' },
   'metrics-addr': { type: 'string', default: ':9090' },
@@ -134,7 +137,8 @@ function controllerFlagsOf(v: FlagValues<typeof FLAGS>): ControllerFlags {
     sliceDrainGraceMs: duration(v['slice-drain-grace'], 'slice-drain-grace'),
     stickyGraceMs: duration(v['sticky-grace'], 'sticky-grace'),
     poolStatus: v['pool-status'],
-    claims: claimsFlag(v.claims),
+    claims: namespacesFlag(v.claims, 'claims'),
+    sticky: namespacesFlag(v.sticky, 'sticky'),
     metricsAddr: v['metrics-addr'],
     healthAddr: v['health-addr'],
     logLevel,
@@ -143,14 +147,14 @@ function controllerFlagsOf(v: FlagValues<typeof FLAGS>): ControllerFlags {
 }
 
 /** --claims: 'all', or the namespaces served (none: an empty list). */
-function claimsFlag(text: string): 'all' | readonly string[] {
+function namespacesFlag(text: string, flag: string): 'all' | readonly string[] {
   if (text === 'all') return 'all';
   if (text === 'none') return [];
   const names = text.split(',').map((n) => n.trim());
   for (const name of names)
     if (!/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(name))
       throw new UsageError(
-        `--claims ${JSON.stringify(text)}: ${JSON.stringify(name)} is not a namespace name ("all", "none" or a list)`,
+        `--${flag} ${JSON.stringify(text)}: ${JSON.stringify(name)} is not a namespace name ("all", "none" or a list)`,
       );
   return names;
 }

@@ -117,7 +117,10 @@ export class Controller {
       },
     });
     // A StatefulSet scaled down or deleted: its replicas' addresses are judged at once (their grace starts then).
-    this.sticky = new StickyCaches(api, log, (kind) => kind !== 'added' && this.request('cleanup', DELETION_DELAY_MS));
+    this.sticky = new StickyCaches(api, log, {
+      scope: flags.sticky,
+      onStatefulSet: (kind) => kind !== 'added' && this.request('cleanup', DELETION_DELAY_MS),
+    });
     this.#slices = new NodeSlices(this.#api, { drainGraceMs: flags.sliceDrainGraceMs });
     this.#warmGate = new WarmGatePublisher(this.#api, flags.leader.identity, log);
     this.metrics = new ControllerMetrics({
@@ -201,7 +204,8 @@ export class Controller {
     });
     // Sticky addresses are judged on synced caches only: one that cannot sync (RBAC) keeps them all, after a while.
     const stickyDeadline = Math.min(deadline, monotonicMs() + 10_000);
-    while (!this.sticky.synced && monotonicMs() < stickyDeadline) await new Promise((r) => setTimeout(r, 50));
+    while (this.sticky.enabled && !this.sticky.synced && monotonicMs() < stickyDeadline)
+      await new Promise((r) => setTimeout(r, 50));
     await this.#run('full');
     if (this.claims.enabled) await Promise.all(this.claims.informers.map((i) => i.whenSynced()));
     this.claims.resync();
@@ -299,6 +303,7 @@ export class Controller {
           ? {
               sticky: {
                 world: this.sticky.world(c.pods.items),
+                serves: (namespace: string) => this.sticky.serves(namespace),
                 graceMs: this.#flags.stickyGraceMs,
                 firstReleasable: this.#firstReleasable,
               },
@@ -326,6 +331,7 @@ export class Controller {
       if (this.sticky.synced) {
         const lists = await prebindAddressLists(this.#api, {
           statefulSets: this.sticky.statefulSets.items,
+          serves: (namespace) => this.sticky.serves(namespace),
           pools: () => c.pools.items.values(),
           nodeSlicePool: (network) => getObject(this.#api, 'nodeslicepools', network),
           events: this.#events,

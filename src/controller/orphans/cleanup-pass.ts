@@ -54,6 +54,8 @@ export interface CleanupInput {
 export interface StickyInput {
   /** What the caches show of StatefulSets, their replicas and VMs. */
   readonly world: StickyWorld;
+  /** The namespaces whose bindings this controller judges (--sticky); the others' are kept. */
+  readonly serves: (namespace: string) => boolean;
   /** How long a binding must be seen released before its address goes (the controller's --sticky-grace). */
   readonly graceMs: number;
   /** "pool|address|binding" -> since when (monotonic) its binding is seen released: kept across passes. */
@@ -240,7 +242,7 @@ function orphanSuspects(input: CleanupInput, now: number): OrphanSuspects {
       const binding = bindingKey(record);
       if (binding !== undefined) {
         const sticky = input.sticky;
-        if (sticky === undefined) continue;
+        if (sticky === undefined || !sticky.serves(namespaceOfPodRef(record.podRef))) continue;
         const key = `${pool.name}|${address}|${binding}`;
         if (bindingReleaseReason(namespaceOfPodRef(record.podRef), record.binding ?? '', sticky.world) === undefined)
           continue;

@@ -23,6 +23,8 @@ export interface ControllerFlags {
   readonly sliceDrainGraceMs: number;
   /** How long a sticky address's binding must be seen released before the address goes (docs/sticky.md). */
   readonly stickyGraceMs: number;
+  /** Namespaces whose sticky addresses are judged and pre-bound: all, or these (none when empty: all are kept). */
+  readonly sticky: 'all' | readonly string[];
   readonly poolStatus: boolean;
   /** Namespaces whose IPAddressClaims and PrefixClaims are served (DESIGN §12): all, or these (none when empty). */
   readonly claims: 'all' | readonly string[];

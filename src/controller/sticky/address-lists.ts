@@ -96,6 +96,8 @@ export function boundIn(pools: Iterable<PoolView>): (address: IPAddress, key: st
 
 export interface PrebindInput {
   readonly statefulSets: ReadonlyMap<string, StatefulSetView>;
+  /** The namespaces whose StatefulSets this controller pre-binds for (--sticky). */
+  readonly serves: (namespace: string) => boolean;
   /** The pools' cache: an address it shows bound to its binding already is not read again. */
   readonly pools: () => Iterable<PoolView>;
   /** NodeSlicePools by "namespace/name" (the pools' namespace): where a sliced network's sticky area is. */
@@ -120,6 +122,7 @@ export async function prebindAddressLists(api: ApiClient, input: PrebindInput): 
     if (set.addresses === undefined || !input.leading()) continue;
     bound ??= boundIn(input.pools());
     const [namespace = '', name = ''] = key.split('/');
+    if (!input.serves(namespace)) continue;
     const involved = { apiVersion: 'apps/v1', kind: 'StatefulSet', name, namespace, uid: set.uid };
     const refuse = async (message: string): Promise<void> => {
       refused++;

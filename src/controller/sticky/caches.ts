@@ -17,11 +17,19 @@ export class StickyCaches {
   readonly virtualMachines: Informer<true>;
   readonly virtualMachineInstances: Informer<true>;
 
+  /** The namespaces whose workloads' sticky addresses this controller judges and pre-binds (--sticky). */
+  readonly #scope: 'all' | ReadonlySet<string>;
+
   constructor(
     api: ApiClient,
     log: Log,
-    onStatefulSet?: (kind: ChangeKind, key: string, current: StatefulSetView | undefined) => void,
+    options: {
+      readonly scope: 'all' | readonly string[];
+      readonly onStatefulSet?: (kind: ChangeKind, key: string, current: StatefulSetView | undefined) => void;
+    },
   ) {
+    this.#scope = options.scope === 'all' ? 'all' : new Set(options.scope);
+    const onStatefulSet = options.onStatefulSet;
     this.statefulSets = new Informer(api, {
       resource: 'statefulsets',
       path: '/apis/apps/v1/statefulsets',
@@ -43,12 +51,23 @@ export class StickyCaches {
     });
   }
 
+  /** --sticky none: nothing is watched, and every bound record is kept. */
+  get enabled(): boolean {
+    return this.#scope === 'all' || this.#scope.size > 0;
+  }
+
+  serves(namespace: string): boolean {
+    return this.#scope === 'all' || this.#scope.has(namespace);
+  }
+
   get all(): ReadonlyArray<Informer<unknown>> {
+    if (!this.enabled) return [];
     return [this.statefulSets, this.virtualMachines, this.virtualMachineInstances] as ReadonlyArray<Informer<unknown>>;
   }
 
+  /** Every cache listed (never, when disabled). */
   get synced(): boolean {
-    return this.all.every((i) => i.synced);
+    return this.enabled && this.all.every((i) => i.synced);
   }
 
   start(): void {

@@ -13,7 +13,11 @@ const QUIET = ['--metrics-addr', '', '--health-addr', ''];
  * Claims are served cluster-wide by default: a controller of one suite would serve another suite's IPAddressClaims
  * (in its own namespace's IPPools). Suites opt in with their own --claims <namespace>.
  */
-const claimsOf = (flags: readonly string[]): string[] => (flags.includes('--claims') ? [] : ['--claims', 'none']);
+const claimsOf = (flags: readonly string[]): string[] => [
+  ...(flags.includes('--claims') ? [] : ['--claims', 'none']),
+  // Sticky addresses likewise: a controller would pre-bind another suite's StatefulSets' declared addresses.
+  ...(flags.includes('--sticky') ? [] : ['--sticky', 'none']),
+];
 
 export interface LogLine {
   readonly level: string;

@@ -248,7 +248,7 @@ describe('sticky addresses: StatefulSet replicas and KubeVirt VMs keep their add
     )?.[0];
     assert.ok(web0 !== undefined);
 
-    const first = runOnce(ns, '--sticky-grace', '0s');
+    const first = runOnce(ns, '--sticky', ns.name, '--sticky-grace', '0s');
     assert.equal(first.code, 0, first.stderr.slice(-2000));
     assert.ok(await recordAt(web1), 'web-1: ordinal 1 < 2 replicas, kept');
     assert.ok(await recordAt(web0), 'web-0 kept');
@@ -260,7 +260,7 @@ describe('sticky addresses: StatefulSet replicas and KubeVirt VMs keep their add
     );
 
     // Scaled to one replica: ordinal 1 goes, after the grace (not before it), ordinal 0 stays.
-    const controller = startController(ns, '--sticky-grace', '3s', '--reconcile-interval', '1h');
+    const controller = startController(ns, '--sticky', ns.name, '--sticky-grace', '3s', '--reconcile-interval', '1h');
     try {
       await controller.waitForLine((l) => /pass done/.test(l.msg), 30_000);
       await scale('web', 1);
@@ -290,7 +290,7 @@ describe('sticky addresses: StatefulSet replicas and KubeVirt VMs keep their add
       sticky: true,
     };
     await createNad(ns, 'sliced', ipam);
-    const controller = startController(ns, '--sticky-grace', '1h');
+    const controller = startController(ns, '--sticky', ns.name, '--sticky-grace', '1h');
     try {
       const slicesOf = async (): Promise<Map<string, string>> => {
         const object = await ns.get('nodeslicepools', `${ns.name}-sl`);
@@ -401,7 +401,7 @@ describe('sticky addresses: StatefulSet replicas and KubeVirt VMs keep their add
     await createNad(ns, 'sticky-nad', ipam);
     const list = JSON.stringify({ 'sticky-nad': ['10.77.0.200', '10.77.0.201', '10.77.0.202'] });
     await createSet('listed', 2, { 'hereabouts.cni.cncf.io/sticky-addresses': list });
-    const first = runOnce(ns, '--sticky-grace', '1h');
+    const first = runOnce(ns, '--sticky', ns.name, '--sticky-grace', '1h');
     assert.equal(first.code, 0, first.stderr.slice(-2000));
     assert.deepEqual(
       [(await recordAt('10.77.0.200'))?.['binding'], (await recordAt('10.77.0.201'))?.['binding']],
@@ -416,7 +416,7 @@ describe('sticky addresses: StatefulSet replicas and KubeVirt VMs keep their add
     // Another set that declares a taken address, and one outside the network, gets nothing but Events.
     const clash = JSON.stringify({ 'sticky-nad': ['10.77.0.200', '10.99.0.1'] });
     await createSet('clash', 2, { 'hereabouts.cni.cncf.io/sticky-addresses': clash });
-    const second = runOnce(ns, '--sticky-grace', '1h');
+    const second = runOnce(ns, '--sticky', ns.name, '--sticky-grace', '1h');
     assert.equal(second.code, 0, second.stderr.slice(-2000));
     assert.equal((await recordAt('10.77.0.200'))?.['binding'], 'StatefulSet/listed/0');
     const refused = (await events(ns)).filter(

@@ -209,7 +209,7 @@ describe('deploy/ RBAC, applied for real', () => {
       metadata: { name: '10.91.0.5' },
       spec: { podref: `${ns.name}/gone`, ifname: 'net1', containerid: 'c5' },
     });
-    const run = spawnSync(bin, ['controller', '--once', '--kubeconfig', kubeconfig, '--namespace', ns.name, '--metrics-addr', '', '--health-addr', '', '--reservation-grace', '0s', '--claims', ns.name], {
+    const run = spawnSync(bin, ['controller', '--once', '--kubeconfig', kubeconfig, '--namespace', ns.name, '--metrics-addr', '', '--health-addr', '', '--reservation-grace', '0s', '--claims', ns.name, '--sticky', ns.name], {
       encoding: 'utf8',
       env: {},
       timeout: 60_000,

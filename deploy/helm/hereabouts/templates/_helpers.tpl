@@ -41,5 +41,5 @@ app.kubernetes.io/component: {{ .component }}
 
 {{/* Every flag of `hereabouts controller --help`, in its order; null values are left to the executable. */}}
 {{- define "hereabouts.controllerFlagNames" -}}
-kubeconfig context namespace leader-elect-namespace leader-elect-name lease-duration renew-deadline retry-period identity reconcile-interval cleanup-terminating cleanup-disrupted terminal-grace verify-network-status pending-grace reservation-grace slice-drain-grace sticky-grace pool-status claims metrics-addr health-addr log-level once
+kubeconfig context namespace leader-elect-namespace leader-elect-name lease-duration renew-deadline retry-period identity reconcile-interval cleanup-terminating cleanup-disrupted terminal-grace verify-network-status pending-grace reservation-grace slice-drain-grace sticky-grace sticky pool-status claims metrics-addr health-addr log-level once
 {{- end -}}
