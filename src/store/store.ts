@@ -50,6 +50,11 @@ export interface PoolRef {
    * NodeSlicePool read after the mark was seen assigns the slice to this node and does not drain it (docs/safety.md).
    */
   readonly sliceNode?: string;
+  /**
+   * Decide on the pool as the API has it, through a conditional write, never from node-local state (a node agent's
+   * warm set): a sticky ADD, whose binding another node may have written since this node's view (docs/sticky.md).
+   */
+  readonly synchronous?: boolean;
 }
 
 /** A NodeSlicePool version: what a retire mark records (docs/safety.md). */

@@ -52,5 +52,7 @@ export async function poolsOf(
   sticky = false,
 ): Promise<{ pools: readonly PoolRef[] }> {
   const pools = (await ctx.store.resolvePools?.(ctx.config, { purpose, sticky })) ?? poolRefs(ctx.config);
+  // A sticky ADD decides on the pools as the API has them (store.ts PoolRef.synchronous).
+  if (sticky) return { pools: pools.map((pool) => ({ ...pool, synchronous: true })) };
   return { pools };
 }

@@ -118,8 +118,9 @@ export class KubernetesStore implements Store {
     // The file lock excludes other processes; this queue spares our own callers its polling.
     const sync = (chosen: Plan<T>): Promise<T> =>
       this.#queue.run(pool.name, () => updatePool(this.#write, pool, chosen));
-    // The sticky area is every node's: no node keeps warm addresses there.
-    const warm = pool.sliceNode === STICKY_AREA_NODE ? undefined : this.#warm;
+    // The sticky area is every node's: no node keeps warm addresses there. A sticky ADD is never answered from the
+    // node's view: a binding written through another node may be missing from it.
+    const warm = pool.synchronous === true || pool.sliceNode === STICKY_AREA_NODE ? undefined : this.#warm;
     return warm === undefined ? sync(plan) : warm.update(this.#write, pool, plan, sync);
   }
 
