@@ -256,6 +256,7 @@ export async function unattachable(
   if (binary === 'hereabouts') return undefined;
   if (pod.nets.length > 1) return 'Whereabouts does not tell two interfaces of one pod apart';
   if (pod.nets.some((net) => NETS[net].slice !== undefined)) return 'Whereabouts ignores draining and retired slices';
+  if (pod.nets.some((net) => NETS[net].sticky === true)) return 'Whereabouts knows no sticky addresses';
   if (pod.reusedName && (await predecessorLeftovers(api, pod.podRef, pod.sandboxes)))
     return "Whereabouts would adopt a predecessor's records (same pod name)";
   return undefined;

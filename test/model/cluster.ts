@@ -30,6 +30,7 @@ import { stallHoldingLock } from './lock-view.ts';
 import { Networks } from './networks.ts';
 import { errorLine, Processes } from './processes.ts';
 import { ClaimsModel } from './claims.ts';
+import { StickyModel, type PodMeta } from './sticky.ts';
 import { NETS, type Binary, type DisruptionReason, type NetId, type Step } from './steps.ts';
 import { advanceClock } from './virtual-clock.ts';
 import { whereaboutsReconcile } from './whereabouts-reconciler.ts';
@@ -53,6 +54,13 @@ export interface PodModel {
   readonly sandboxes: Set<string>;
   /** An earlier pod had this name. */
   readonly reusedName: boolean;
+  /**
+   * Sticky addresses (sticky.ts): the workload whose pod this is (a StatefulSet's replica, a VM's virt-launcher pod),
+   * and the binding the model expects its attachments on a sticky network to get now (none: an ordinary pod). Both
+   * change when a StatefulSet deleted with --cascade=orphan lets its pods go, or a new one adopts them.
+   */
+  workload?: { readonly kind: 'StatefulSet' | 'VirtualMachine'; readonly name: string };
+  binding?: string;
 }
 
 export interface NodeModel {
@@ -112,6 +120,8 @@ export class Cluster {
   readonly #attach: AttachContext;
   /** IPAddressClaims and PrefixClaims (claims.ts). */
   readonly claims: ClaimsModel;
+  /** StatefulSets, VMs and the sticky addresses bound to them (sticky.ts). */
+  readonly sticky: StickyModel;
   #seq = 0;
 
   constructor(options: ClusterOptions) {
@@ -140,6 +150,7 @@ export class Cluster {
       hooks: () => this.#interleaving.hooks(),
     });
     this.claims = new ClaimsModel(options.api, this.#processes, options.counts);
+    this.sticky = new StickyModel(this, options.counts);
     this.#attach = {
       api: options.api,
       processes: this.#processes,
@@ -214,7 +225,8 @@ export class Cluster {
       enable_overlapping_ranges: def.overlapping,
       kubernetes: { kubeconfig: '/nonexistent/kubeconfig' },
       ...(def.networkName === undefined ? {} : { network_name: def.networkName }),
-      ...(def.slice === undefined ? {} : { node_slice_size: `/${this.sliceSize}` }),
+      ...(def.slice === undefined ? {} : { node_slice_size: `/${net === 'S' ? this.sliceSize : def.slice}` }),
+      ...(def.sticky === true ? { sticky: true } : {}),
     };
     return { cniVersion: '1.1.0', name: def.cniName, type: 'macvlan', master: 'eth0', ipam };
   }
@@ -327,12 +339,28 @@ export class Cluster {
       case 'claim-delete':
       case 'claim-unfinalize':
         return this.claims.run(step);
+      case 'controller-restart':
+        // A new controller process: nothing it remembered (records seen without their reservation, bindings seen
+        // released) survives.
+        this.#firstMissing.clear();
+        return this.sticky.run(step);
+      case 'sts-create':
+      case 'sts-scale':
+      case 'sts-delete':
+      case 'replica-create':
+      case 'bare-create':
+      case 'vm-create':
+      case 'vm-start':
+      case 'vm-stop':
+      case 'vm-delete':
+      case 'launcher-create':
+        return this.sticky.run(step);
       case 'nad-delete':
         return this.networks.delete(step.net);
       case 'nad-create':
         return this.networks.create(step.net);
       case 'nsp-delete':
-        return this.networks.deleteNodeSlicePool();
+        return this.networks.deleteNodeSlicePool(step.net);
       case 'tenant-nad':
         return this.networks.setTenant(step.size);
       case 'switch': {
@@ -362,7 +390,17 @@ export class Cluster {
     return this.nodes.get(pod.node)?.up === true ? pod : undefined;
   }
 
-  async #createPod(name: string, short: string, nets: readonly NetId[]): Promise<string> {
+  /** A pod made by a workload (sticky.ts): its owner reference, labels and annotations. */
+  createPod(name: string, short: string, nets: readonly NetId[], meta: PodMeta): Promise<string> {
+    return this.#createPod(name, short, nets, meta);
+  }
+
+  /** The pod's deletion, as a pod-delete step does it. */
+  deletePod(name: string, graceful: boolean): Promise<string> {
+    return this.#deletePod(name, graceful);
+  }
+
+  async #createPod(name: string, short: string, nets: readonly NetId[], meta?: PodMeta): Promise<string> {
     const node = this.nodes.get(short);
     const old = this.pods.get(name);
     if (node === undefined || !node.up || old?.exists === true) return 'skip';
@@ -376,7 +414,7 @@ export class Cluster {
       body: {
         apiVersion: 'v1',
         kind: 'Pod',
-        metadata: { name },
+        metadata: { name, ...(meta?.metadata ?? {}) },
         spec: { nodeName: node.name, containers: [{ name: 'c', image: 'busybox' }] },
       },
     });
@@ -392,6 +430,8 @@ export class Cluster {
       terminating: false,
       sandboxes: new Set(),
       reusedName: old !== undefined,
+      ...(meta?.workload === undefined ? {} : { workload: meta.workload }),
+      ...(meta?.binding === undefined ? {} : { binding: meta.binding }),
     });
     return `created (uid ${uid.slice(0, 8)})`;
   }
@@ -464,6 +504,7 @@ export class Cluster {
     pod.sandbox = sandbox;
     pod.sandboxes.add(id);
     node.lastAdd = sandbox;
+    this.sticky.adding(pod, sandbox);
     const caller: Caller = {
       short: pod.node,
       node: node.name,
@@ -488,6 +529,7 @@ export class Cluster {
     });
     await this.#patchPod(pod.name, { status: { phase: 'Running' } }, true);
     if (pod.phase === 'Pending') pod.phase = 'Running';
+    this.sticky.added(pod, sandbox);
     return `${binary}: got ${sandbox.attachments.map((a) => a.address).join(', ')} (${id})`;
   }
 
@@ -556,8 +598,11 @@ export class Cluster {
       // reservations of what it releases are then judged by this pass's cleanup.
       await this.claims.recordPass(api, this.#o.api);
       const caches = await this.#informers.refresh(this.#o.api, new Set(stale));
-      const result = await controllerPass(api, caches, this.#flags, this.#slices, this.#firstMissing);
-      return `released ${result.released}, reservations deleted ${result.reservationsDeleted}`;
+      const sticky = this.sticky.passInput(caches);
+      const result = await controllerPass(api, caches, this.#flags, this.#slices, this.#firstMissing, sticky);
+      this.sticky.passed(result);
+      const bound = result.stickyReleased > 0 ? ` (${result.stickyReleased} sticky)` : '';
+      return `released ${result.released}${bound}, reservations deleted ${result.reservationsDeleted}`;
     } catch (err) {
       if (!(err instanceof Killed) && faults.rate === 0 && faults.kill === undefined) throw err;
       return `pass failed${api.dead ? ' (killed)' : ''}: ${errorLine(err)}`;
@@ -582,6 +627,13 @@ export class Cluster {
     advanceClock(2 * 3600_000);
     this.epoch++;
     await this.claims.quiesce();
+    // A binding released by now is seen so by one pass, and released by the next once its grace is over.
+    if (this.sticky.used) {
+      this.sticky.synced();
+      await this.pass(NO_FAULTS, []);
+      advanceClock(this.sticky.graceMs + 1_000);
+      this.epoch++;
+    }
     await this.pass(NO_FAULTS, []);
     return problems;
   }

@@ -1,8 +1,9 @@
 // One controller pass as the leader runs it (controller.ts #pass 'full': orphan cleanup, reservation cleanup, node
 // slices), driven directly. The informers are the part simulated here: their caches are built from LISTs, and a
-// cache may be left as it was at an earlier pass (a watch that lags). Every write goes through the real code.
+// cache may be left as it was at an earlier pass (a watch that lags); the sticky caches (StatefulSets, VMs, VMIs) too,
+// with the world built from them as StickyCaches.world() builds it (sticky.ts). Every write goes through the real code.
 // If the controller's seams change, this is the one file of the model test to adapt.
-import { cleanupPass } from '../../src/controller/orphans/cleanup-pass.ts';
+import { cleanupPass, type StickyInput } from '../../src/controller/orphans/cleanup-pass.ts';
 import { EventRecorder } from '../../src/controller/runtime/events.ts';
 import { parseControllerFlags } from '../../src/cli/controller.ts';
 import type { ControllerFlags } from '../../src/controller/runtime/flags.ts';
@@ -16,6 +17,7 @@ import { nadView, nodeSlicePoolView, nodeView, reservationView } from '../../src
 import type { ApiClient } from '../../src/kube/api.ts';
 import { listAll } from '../../src/kube/list.ts';
 import { objectPath } from '../../src/store/kubernetes/objects.ts';
+import { statefulSetView } from '../../src/controller/sticky/verdict.ts';
 
 const silent: Log = { debug: () => undefined, info: () => undefined, warning: () => undefined, error: () => undefined };
 
@@ -33,11 +35,26 @@ function emptyViews() {
     nodeSlicePools: new Map<string, ReturnType<typeof nodeSlicePoolView>>(),
     nads: new Map<string, NonNullable<ReturnType<typeof nadView>>>(),
     nodes: new Map<string, ReturnType<typeof nodeView>>(),
+    // The sticky caches (controller/sticky/caches.ts): StatefulSets, KubeVirt's VMs and VMIs.
+    statefulSets: new Map<string, NonNullable<ReturnType<typeof statefulSetView>>>(),
+    virtualMachines: new Map<string, true>(),
+    virtualMachineInstances: new Map<string, true>(),
   };
 }
 
+export type { Views };
 export type Resource = keyof Views;
-export const RESOURCES: readonly Resource[] = ['pods', 'pools', 'reservations', 'nodeSlicePools', 'nads', 'nodes'];
+export const RESOURCES: readonly Resource[] = [
+  'pods',
+  'pools',
+  'reservations',
+  'nodeSlicePools',
+  'nads',
+  'nodes',
+  'statefulSets',
+  'virtualMachines',
+  'virtualMachineInstances',
+];
 
 /** Keeps what the informers would: which objects count is up to `keep` (a shared control plane has others'). */
 export class SimulatedInformers {
@@ -58,6 +75,9 @@ export class SimulatedInformers {
       nodeSlicePools: objectPath(ns, 'nodeslicepools'),
       nads: '/apis/k8s.cni.cncf.io/v1/network-attachment-definitions',
       nodes: '/api/v1/nodes',
+      statefulSets: '/apis/apps/v1/statefulsets',
+      virtualMachines: '/apis/kubevirt.io/v1/virtualmachines',
+      virtualMachineInstances: '/apis/kubevirt.io/v1/virtualmachineinstances',
     };
     const views: Record<Resource, (o: unknown) => unknown> = {
       pods: podView,
@@ -66,6 +86,9 @@ export class SimulatedInformers {
       nodeSlicePools: nodeSlicePoolView,
       nads: nadView,
       nodes: nodeView,
+      statefulSets: statefulSetView,
+      virtualMachines: () => true,
+      virtualMachineInstances: () => true,
     };
     for (const resource of RESOURCES) {
       if (stale.has(resource)) continue;
@@ -85,7 +108,12 @@ export class SimulatedInformers {
 export interface PassResult {
   readonly released: number;
   readonly reservationsDeleted: number;
+  /** Sticky addresses released (statefulset-gone, scaled-down, vm-gone). */
+  readonly stickyReleased: number;
 }
+
+/** The controller's sticky input (controller.ts): absent while its sticky caches are not synced. */
+export type { StickyInput };
 
 /** A full pass on the given caches (cleanup, node slices, pool status), always leading. */
 export async function controllerPass(
@@ -94,6 +122,7 @@ export async function controllerPass(
   flags: ControllerFlags,
   slices: NodeSlices,
   firstMissing: Map<string, number>,
+  sticky?: StickyInput,
 ): Promise<PassResult> {
   const leading = (): boolean => true;
   const networkNames = new Set<string>();
@@ -107,6 +136,7 @@ export async function controllerPass(
     policy: flags.policy,
     reservationGraceMs: flags.reservationGraceMs,
     firstMissing,
+    ...(sticky === undefined ? {} : { sticky }),
     leading,
     log: silent,
   });
@@ -121,5 +151,10 @@ export async function controllerPass(
     events,
   });
   if (flags.poolStatus) await writePoolStatuses(api, c.pools.values(), { leading, log: silent });
-  return { released: result.released.length, reservationsDeleted: result.reservationsDeleted.length };
+  const stickyReasons = new Set(['statefulset-gone', 'scaled-down', 'vm-gone']);
+  return {
+    released: result.released.length,
+    reservationsDeleted: result.reservationsDeleted.length,
+    stickyReleased: result.released.filter((r) => stickyReasons.has(r.reason)).length,
+  };
 }

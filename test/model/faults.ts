@@ -34,6 +34,24 @@ export interface FaultCounts {
   warm: { sequences: number; handedOut: number; released: number; groupWrites: number; agentsKilled: number };
   /** Claims' reconciles (claims.ts) and how they ended: an address or block held, one given back. */
   claims: { reconciles: number; ready: number; released: number };
+  /** Sticky addresses (sticky.ts): what the sequences did with them. */
+  sticky: StickyCounts;
+}
+
+export interface StickyCounts {
+  /** Steps of StatefulSets, VMs and controller restarts that ran. */
+  steps: number;
+  /** Bindings seen given an address (once each per sequence). */
+  bindings: number;
+  /** ADDs of a sticky pod that found its binding's address (a re-created replica, a VM's next pod). */
+  found: number;
+  /** ... of those, on another node than the one that held it before. */
+  elsewhere: number;
+  /** Bound addresses the controller released. */
+  released: number;
+  /** Live migrations: a second virt-launcher pod's ADD while the first one ran. */
+  migrations: number;
+  restarts: number;
 }
 
 export function newFaultCounts(): FaultCounts {
@@ -43,6 +61,7 @@ export function newFaultCounts(): FaultCounts {
     byKind: {},
     warm: { sequences: 0, handedOut: 0, released: 0, groupWrites: 0, agentsKilled: 0 },
     claims: { reconciles: 0, ready: 0, released: 0 },
+    sticky: { steps: 0, bindings: 0, found: 0, elsewhere: 0, released: 0, migrations: 0, restarts: 0 },
   };
 }
 

@@ -6,7 +6,8 @@ import type { Cluster, PodModel } from './cluster.ts';
 import type { FaultSpec } from './faults.ts';
 import type { Prng } from './prng.ts';
 import { CLAIMS } from './claims.ts';
-import { DISRUPTION_REASONS, type NetId, type Step, type Trigger } from './steps.ts';
+import { generateSticky } from './sticky.ts';
+import { DISRUPTION_REASONS, NETS as NETS_BY_ID, type NetId, type Step, type Trigger } from './steps.ts';
 
 export const NODES = ['n1', 'n2', 'n3', 'n4'] as const;
 const PODS = ['p0', 'p1', 'p2', 'p3', 'p4', 'p5', 'p6', 'p7', 'p8', 'p9'];
@@ -29,6 +30,7 @@ export const FEATURES = [
   'pidns',
   'warm',
   'claims',
+  'sticky',
 ] as const;
 export type Feature = (typeof FEATURES)[number];
 
@@ -105,7 +107,9 @@ const gc: Generator = ({ prng, upNodes, o }) =>
 
 const podCreate: Generator = (v) => {
   const { prng, free, upNodes, live } = v;
-  if (free.length === 0 || upNodes.length === 0 || live.length >= 8) return undefined;
+  // At most 8 of them live (the sticky model's workloads have pods of their own beside).
+  if (free.length === 0 || upNodes.length === 0 || live.filter((p) => PODS.includes(p.name)).length >= 8)
+    return undefined;
   const nets = on(v, 'multi') && prng.chance(0.15) ? prng.pick(PAIRS) : [prng.pick(NETS)];
   return { op: 'pod-create', pod: prng.pick(free), node: prng.pick(upNodes), nets };
 };
@@ -322,7 +326,10 @@ const nadCreate: Generator = ({ prng, cluster }) => {
 const tenant: Generator = ({ prng }) => ({ op: 'tenant-nad', size: prng.chance(0.3) ? null : prng.pick([27, 28, 29]) });
 
 const legacy: Generator = ({ prng, live }) => {
-  const attachedPods = live.filter((p) => p.sandbox?.attachments.every((a) => a.ok) === true);
+  // An older Whereabouts never wrote a sticky network's records (they are bound).
+  const attachedPods = live.filter(
+    (p) => p.sandbox?.attachments.every((a) => a.ok) === true && !p.nets.some((net) => NETS_BY_ID[net].sticky === true),
+  );
   return attachedPods.length === 0 ? undefined : { op: 'legacy', pod: prng.pick(attachedPods).name };
 };
 
@@ -369,11 +376,16 @@ const TABLE: ReadonlyArray<readonly [number, Generator, Feature?]> = [
   [0.008, tenant, 'tenant'],
   [0.01, legacy, 'legacy'],
   [0.1, claim, 'claims'],
+  [0.35, (v) => generateSticky({ ...v, faults: () => faults(v.prng, v.o) }), 'sticky'],
 ];
 
 export function generateStep(prng: Prng, cluster: Cluster, o: GenerateOptions): Step {
   const next = planned.get(cluster)?.shift();
   if (next !== undefined) return next;
+  for (let entry = cluster.sticky.planned.shift(); entry !== undefined; entry = cluster.sticky.planned.shift()) {
+    const step = typeof entry === 'function' ? entry() : entry;
+    if (step !== undefined) return step;
+  }
   const v = viewOf(prng, cluster, o);
   const table = TABLE.filter(([, , feature]) => feature === undefined || on(v, feature));
   const total = table.reduce((sum, [w]) => sum + w, 0);

@@ -1,7 +1,8 @@
 // The model-based randomized test against the in-memory API server: thousands of steps with faults at every API
 // call and process kills, mixed with the real Whereabouts' write order and reconciler, NAD and NodeSlicePool
 // deletions, tenants' NADs, legacy reservations, pods with two interfaces, interleavings and locks across pid
-// namespaces; the invariants of DESIGN §9 after every step. See runner.ts; knobs in options.ts.
+// namespaces, claims, and sticky addresses (StatefulSets, KubeVirt VMs and their live migrations, controller
+// restarts); the invariants of DESIGN §9 after every step. See runner.ts; knobs in options.ts.
 import { test } from 'node:test';
 import { memoryBackend } from './backends.ts';
 import { modelRun } from './suite.ts';

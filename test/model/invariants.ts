@@ -3,14 +3,17 @@
 //                   in two overlapping pools once Whereabouts' reconciler deleted the address's live reservation
 //   reservation     every record of an overlapping-ranges pool has its reservation, naming the same pod; except a
 //                   record a Whereabouts ADD left between its two writes (it writes the pool first, then creates the
-//                   reservation): when its process died there, or its create failed, until the record goes
+//                   reservation): when its process died there, or its create failed, until the record goes; a
+//                   bound record's may name an earlier pod of its binding (sticky.ts earlierHolder)
 //   lost-address    a live, non-terminal pod keeps the address each attachment of its current sandbox was given, in
 //                   its container's and interface's name
 //   slice           no node slice is assigned over address space a non-empty slice pool of another node covers
 //   lock            a pool lock is never taken from a holder that still runs (seen by the model during a stall)
+//   sticky          sticky addresses keep to their bindings (sticky.ts); a VM's virt-launcher pod whose record a
+//                   migration's other pod took over keeps its address through it (lost-address)
 // and, once faults stop and every grace period has passed, after one controller pass:
 //   leak            no record without a live sandbox behind it (but what a Whereabouts DEL left of a pod that
-//                   still exists), no reservation without its record
+//                   still exists, and a bound record whose binding holds), no reservation without its record
 //   slicing         the sliced network follows one of its NADs, and a live node without a slice has none free
 import { parseIP } from '../../src/ip/address.ts';
 import type { HandOut } from '../../src/store/kubernetes/warm/journal.ts';
@@ -26,12 +29,21 @@ import { NETS } from './steps.ts';
 
 export interface Violation {
   readonly invariant:
-    'duplicate' | 'reservation' | 'lost-address' | 'leak' | 'kubelet' | 'slice' | 'lock' | 'slicing' | 'claim';
+    | 'duplicate'
+    | 'reservation'
+    | 'lost-address'
+    | 'leak'
+    | 'kubelet'
+    | 'slice'
+    | 'lock'
+    | 'slicing'
+    | 'claim'
+    | 'sticky';
   readonly message: string;
 }
 
 /** Pods whose address must not go: they exist, run (even while terminating or disrupted), and their ADD succeeded. */
-function keepsAddress(pod: PodModel): boolean {
+export function keepsAddress(pod: PodModel): boolean {
   if (!pod.exists || pod.phase === 'Succeeded' || pod.phase === 'Failed') return false;
   // The taint manager deletes pods of an unreachable node: Whereabouts' (and our) one disruption that releases.
   if (pod.disruption === 'DeletionByTaintManager') return false;
@@ -119,7 +131,7 @@ export async function checkStep(cluster: Cluster): Promise<Violation[]> {
         invariant: 'reservation',
         message: `${h.ip} is held in ${h.pool} by ${h.podRef} (${h.containerId}) but has no OverlappingRangeIPReservation`,
       });
-    else if (owner !== h.podRef && !(owner === '' && pendingHandOut(h)))
+    else if (owner !== h.podRef && !(owner === '' && pendingHandOut(h)) && !cluster.sticky.earlierHolder(owner, h))
       out.push({
         invariant: 'reservation',
         message: `${h.ip} is held in ${h.pool} by ${h.podRef} but its reservation names ${owner}`,
@@ -131,6 +143,8 @@ export async function checkStep(cluster: Cluster): Promise<Violation[]> {
     const ref = cluster.podRef(pod.name);
     for (const a of sandbox.attachments) {
       if (held.some((h) => isRecordOf(h, ref, sandbox.id, a))) continue;
+      // A sticky address: its binding's record, whichever of its pods holds it now (a migration's other pod).
+      if (cluster.sticky.heldForBinding(sandbox, a.ifname, a.address, held)) continue;
       // Handed out from its node's warm set, its rename not written yet: the pool holds the node's warm record and
       // the node's journal names this attachment for it (what the node's next agent writes first).
       const node = cluster.nodes.get(pod.node)?.name;
@@ -151,6 +165,7 @@ export async function checkStep(cluster: Cluster): Promise<Violation[]> {
   }
   out.push(...(await checkSliceSpace(cluster, held)));
   out.push(...(await cluster.claims.check('step')));
+  out.push(...cluster.sticky.check(held));
   return out;
 }
 
@@ -159,8 +174,8 @@ export async function checkLeaks(cluster: Cluster): Promise<Violation[]> {
   const { held, reservations } = await readState(cluster);
   const out: Violation[] = [];
   for (const h of held) {
-    // A claim's record is the claims model's to judge (claims.ts).
-    if (claimHolder(recordOfHeld(h)) !== undefined) continue;
+    // A claim's record is the claims model's to judge (claims.ts), a bound one the sticky model's (sticky.ts).
+    if (claimHolder(recordOfHeld(h)) !== undefined || h.binding !== '') continue;
     // A warm record is its node's while the node exists (the controller releases the others: node-gone).
     const holder = warmHolder(recordOfHeld(h));
     if (holder !== undefined) {
@@ -200,7 +215,11 @@ export async function checkLeaks(cluster: Cluster): Promise<Violation[]> {
     // An AddressPool's own reservations: released with their records (claims.ts judges what the records hold).
     if (name.startsWith(`${CLAIMS_NETWORK}-`)) continue;
     const record = held.find(
-      (h) => h.ip === name && h.net !== undefined && NETS[h.net].overlapping && h.podRef === podRef,
+      (h) =>
+        h.ip === name &&
+        h.net !== undefined &&
+        NETS[h.net].overlapping &&
+        (h.podRef === podRef || cluster.sticky.earlierHolder(podRef, h)),
     );
     if (record === undefined)
       out.push({
@@ -209,5 +228,6 @@ export async function checkLeaks(cluster: Cluster): Promise<Violation[]> {
       });
   }
   out.push(...(await cluster.claims.check('quiesce')));
+  out.push(...cluster.sticky.leaks(held));
   return out;
 }

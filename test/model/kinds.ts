@@ -2,6 +2,7 @@
 // appeared, the shape of its message) and the capabilities of the model its sequence uses.
 import type { Violation } from './invariants.ts';
 import type { Step } from './steps.ts';
+import { STICKY_OPS } from './sticky.ts';
 
 /** The operation a violation appeared after: a parallel step lists its parts, an interleaving names both. */
 export function opOf(step: Step): string {
@@ -29,6 +30,14 @@ const SHAPES = new RegExp(
     'overlaps',
     'which no record of it holds',
     'although its claim is gone',
+    'lost: it holds',
+    'without a controller pass',
+    'before the controller.s caches showed it released',
+    'its record now holds',
+    'but its binding.s record holds',
+    'which is bound to',
+    'whose pod binds',
+    'although its binding is released',
   ].join('|'),
 );
 
@@ -97,6 +106,7 @@ export function featuresOf(steps: readonly Step[]): string {
         if ((step.nets?.length ?? 1) > 1) found.add('multi');
         return;
       default:
+        if (STICKY_OPS.has(step.op)) found.add(step.op === 'controller-restart' ? 'restart' : 'sticky');
         return;
     }
   };

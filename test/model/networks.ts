@@ -97,12 +97,12 @@ export class Networks {
     return collected;
   }
 
-  /** The NodeSlicePool of network S, deleted by hand. */
-  async deleteNodeSlicePool(): Promise<string> {
+  /** The NodeSlicePool of network S (or another sliced one), deleted by hand. */
+  async deleteNodeSlicePool(net: NetId = 'S'): Promise<string> {
     const api = this.#o.api;
     const res = await api.send({
       method: 'DELETE',
-      path: objectPath(api.namespace, 'nodeslicepools', NETS.S.networkName ?? ''),
+      path: objectPath(api.namespace, 'nodeslicepools', NETS[net].networkName ?? ''),
     });
     return res.status === 200 ? 'deleted' : 'skip';
   }

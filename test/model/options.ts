@@ -6,7 +6,8 @@
 //                             time to shrink each distinct failure, and all of them (in-process 10000 / 90000)
 //   HEREABOUTS_MODEL_REPLAY   a failure's printed {"seed","steps"}: replays exactly that sequence
 //   HEREABOUTS_MODEL_OFF      feature groups not to generate, comma-separated (generate.ts FEATURES: whereabouts,
-//                             networks, tenant, legacy, multi, interleave, pidns), to tell which a failure needs
+//                             networks, tenant, legacy, multi, interleave, pidns, warm, claims, sticky), to tell
+//                             which a failure needs (off=whereabouts: every sequence gets sticky addresses)
 import { FEATURES, type Feature } from './generate.ts';
 import type { Step } from './steps.ts';
 

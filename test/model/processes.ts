@@ -198,7 +198,11 @@ export class Processes {
       ...(agent === undefined ? {} : { warm: agent.warm }),
     });
     try {
-      return { ok: true, value: await fn(store) };
+      const value = await fn(store);
+      // A process killed at a request whose failure it then put up with (a best-effort follow-up) never answered.
+      if (api.dead || agent?.dead === true)
+        return { ok: false, error: new Killed('an earlier request (no answer went out)'), killed: true };
+      return { ok: true, value };
     } catch (error) {
       // A call in an agent another call's kill took down was killed with it.
       return { ok: false, error, killed: api.dead || agent?.dead === true };

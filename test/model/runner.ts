@@ -92,8 +92,18 @@ export async function execute(
         ? [...JSON.stringify(given).matchAll(/"rate":([0-9.]+)/g)].map((m) => Number(m[1]))
         : [];
       if (warm) cluster.useAgents(gen?.faultRate ?? Math.max(0, ...rates));
-      const genOptions: GenerateOptions | undefined =
-        gen === undefined || !warm ? gen : { ...gen, off: new Set([...(gen.off ?? []), 'whereabouts']) };
+      // Sticky addresses are hereabouts' own (Whereabouts' DEL and reconciler free bound records as any others):
+      // StatefulSets and VMs come in the sequences without Whereabouts (every one with node agents, a third of the
+      // others, all when Whereabouts is off), from the seed alone.
+      const sticky =
+        gen?.off?.has('sticky') !== true &&
+        (warm || gen?.off?.has('whereabouts') === true || new Prng(seed ^ 0x571c).chance(0.35));
+      const off = new Set([
+        ...(gen?.off ?? []),
+        ...(warm || sticky ? ['whereabouts' as const] : []),
+        ...(sticky ? [] : ['sticky' as const]),
+      ]);
+      const genOptions: GenerateOptions | undefined = gen === undefined ? gen : { ...gen, off };
       await cluster.setup(['n1', 'n2']);
       const length = Array.isArray(given) ? given.length : (given as { length: number }).length;
       for (let i = 0; i < length; i++) {
@@ -102,6 +112,7 @@ export async function execute(
         let outcome: string;
         try {
           outcome = await cluster.run(step);
+          if (cluster.sticky.used) await cluster.sticky.afterStep();
         } catch (err) {
           outcome = `model error: ${(err as Error).stack ?? String(err)}`;
           outcomes.push(outcome);
@@ -203,7 +214,7 @@ export function formatFailure(f: Failure, index: number): string {
     `#${index + 1} invariant "${f.violation.invariant}" broken (sequence seed ${f.seed}; ${f.original} steps shrunk to ${f.steps.length}):`,
     `   ${f.violation.message}`,
     `   kind: ${f.kind}`,
-    '   steps (after set-up: NADs for networks A B C S, nodes n1 n2 joined and running hereabouts, one controller pass):',
+    '   steps (after set-up: NADs for networks A B C S T U, nodes n1 n2 joined and running hereabouts, one controller pass):',
   ];
   f.steps.forEach((s, i) =>
     lines.push(`   ${String(i + 1).padStart(3)}. ${describeStep(s)}  => ${f.outcomes[i] ?? ''}`),
@@ -215,10 +226,11 @@ export function formatFailure(f: Failure, index: number): string {
 
 export function formatTotals(t: Totals, ms: number): string {
   const w = t.faults.warm;
+  const st = t.faults.sticky;
   const kinds = Object.entries(t.faults.byKind)
     .map(([k, v]) => `${k} ${v}`)
     .join(', ');
-  return `model totals: ${t.sequences} sequences, ${t.steps} steps, ${t.checks} invariant checks, ${t.faults.injected} faults injected (${kinds}), ${t.faults.kills} process kills, ${w.sequences} sequences with node agents (warm sets: ${w.handedOut} ADDs and ${w.released} DELs answered from them, ${w.groupWrites} grouped writes, ${w.agentsKilled} agents killed), ${t.faults.claims.reconciles} claim reconciles (${t.faults.claims.ready} held an address or block, ${t.faults.claims.released} released one), ${t.shrinkRuns} shrink replays, ${t.failures.length} distinct failures, ${(ms / 1000).toFixed(1)} s (${((ms - t.shrinkMs) / 1000).toFixed(1)} s of sequences)`;
+  return `model totals: ${t.sequences} sequences, ${t.steps} steps, ${t.checks} invariant checks, ${t.faults.injected} faults injected (${kinds}), ${t.faults.kills} process kills, ${w.sequences} sequences with node agents (warm sets: ${w.handedOut} ADDs and ${w.released} DELs answered from them, ${w.groupWrites} grouped writes, ${w.agentsKilled} agents killed), ${t.faults.claims.reconciles} claim reconciles (${t.faults.claims.ready} held an address or block, ${t.faults.claims.released} released one), sticky: ${st.steps} StatefulSet/VM/restart steps, ${st.bindings} bindings given an address, ${st.found} ADDs found their binding's address (${st.elsewhere} on another node), ${st.migrations} live migrations, ${st.released} bound addresses released, ${st.restarts} controller restarts, ${t.shrinkRuns} shrink replays, ${t.failures.length} distinct failures, ${(ms / 1000).toFixed(1)} s (${((ms - t.shrinkMs) / 1000).toFixed(1)} s of sequences)`;
 }
 
 export { NODES };

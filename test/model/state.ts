@@ -16,6 +16,8 @@ export interface Held {
   readonly containerId: string;
   readonly ifname: string;
   readonly podUid: string;
+  /** A sticky address's binding (docs/sticky.md), "" for an ordinary record. */
+  readonly binding: string;
 }
 
 type Obj = Record<string, unknown>;
@@ -24,7 +26,8 @@ const str = (v: unknown): string => (typeof v === 'string' ? v : '');
 
 function netOfPool(name: string, range: string): NetId | undefined {
   if (name.startsWith(`${NETS.S.networkName}-`)) return 'S';
-  for (const net of ['A', 'B', 'C'] as const)
+  if (name.startsWith(`${NETS.U.networkName}-`)) return 'U';
+  for (const net of ['A', 'B', 'C', 'T'] as const)
     if (range === NETS[net].range && name === NETS[net].range.replace('/', '-')) return net;
   return undefined;
 }
@@ -47,6 +50,7 @@ export async function readState(cluster: Cluster): Promise<{ held: Held[]; reser
         containerId: str(e['id']),
         ifname: str(e['ifname']),
         podUid: str(e['podUid']),
+        binding: str(e['binding']),
       });
     }
   }

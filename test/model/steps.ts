@@ -1,9 +1,10 @@
 // The operations of a model run, as plain data: a failing sequence prints as JSON and replays from it.
 import type { Resource } from './controller-pass.ts';
 import type { ClaimStep } from './claims.ts';
+import type { StickyStep } from './sticky.ts';
 import type { FaultSpec } from './faults.ts';
 
-export type NetId = 'A' | 'B' | 'C' | 'S';
+export type NetId = 'A' | 'B' | 'C' | 'S' | 'T' | 'U';
 
 export interface NetDef {
   readonly id: NetId;
@@ -14,14 +15,30 @@ export interface NetDef {
   readonly networkName?: string;
   /** node_slice_size (prefix length) at the start of a run. */
   readonly slice?: number;
+  /** IPAM `sticky: true` (docs/sticky.md): StatefulSet replicas and KubeVirt VMs keep their address (sticky.ts). */
+  readonly sticky?: boolean;
 }
 
-/** A and B overlap (shared reservations), C has no reservations, S is sliced per node (no reservations). */
+/**
+ * A and B overlap (shared reservations), C has no reservations, S is sliced per node (no reservations), T is sticky
+ * (its own range, with reservations), U is sticky and sliced per node (its sticky ADDs allocate in the slice the
+ * controller gives its sticky area; no reservations; not resliced: S is the network of the slicing steps).
+ */
 export const NETS: Readonly<Record<NetId, NetDef>> = {
   A: { id: 'A', cniName: 'neta', range: '10.80.0.0/28', overlapping: true },
   B: { id: 'B', cniName: 'netb', range: '10.80.0.0/29', overlapping: true },
   C: { id: 'C', cniName: 'netc', range: '10.70.0.0/28', overlapping: false },
   S: { id: 'S', cniName: 'nets', range: '10.90.0.0/26', overlapping: false, networkName: 'sl', slice: 28 },
+  T: { id: 'T', cniName: 'nett', range: '10.50.0.0/27', overlapping: true, sticky: true },
+  U: {
+    id: 'U',
+    cniName: 'netu',
+    range: '10.40.0.0/25',
+    overlapping: false,
+    networkName: 'su',
+    slice: 28,
+    sticky: true,
+  },
 };
 
 export const DISRUPTION_REASONS = [
@@ -108,8 +125,8 @@ export type Step =
   | { readonly op: 'nad-delete'; readonly net: NetId }
   /** ... and created again (a new uid): by hand, or a GitOps sync. */
   | { readonly op: 'nad-create'; readonly net: NetId }
-  /** The NodeSlicePool of network S is deleted by hand (or by a GitOps sync that does not know it). */
-  | { readonly op: 'nsp-delete' }
+  /** The NodeSlicePool of network S (or `net`) is deleted by hand (or by a GitOps sync that does not know it). */
+  | { readonly op: 'nsp-delete'; readonly net?: NetId }
   /** A tenant's NAD (its own namespace) names network S's network_name with another node_slice_size; null: deleted. */
   | { readonly op: 'tenant-nad'; readonly size: number | null }
   /** The node's CNI binary is switched (a rolling switch between Whereabouts and hereabouts, either way). */
@@ -121,7 +138,9 @@ export type Step =
   /** `other` runs inside `main`, right before main's request that `at` names. */
   | { readonly op: 'interleave'; readonly main: Step; readonly at: Trigger; readonly other: Step }
   /** Claims beyond pods (claims.ts). */
-  | ClaimStep;
+  | ClaimStep
+  /** StatefulSets, KubeVirt VMs and controller restarts around sticky addresses (sticky.ts). */
+  | StickyStep;
 
 export function describeStep(step: Step): string {
   const f = (spec: FaultSpec): string =>

@@ -63,6 +63,15 @@ const KINDS: Readonly<Record<string, Kind>> = {
     custom: true,
   },
   'hereabouts.cni.cncf.io/v1alpha1/prefixclaims': { kind: 'PrefixClaim', namespaced: true, status: true, custom: true },
+  // Sticky addresses (docs/sticky.md): the owners a binding holds by, StatefulSets and KubeVirt's VMs.
+  'apps/v1/statefulsets': { kind: 'StatefulSet', namespaced: true, status: true, custom: false },
+  'kubevirt.io/v1/virtualmachines': { kind: 'VirtualMachine', namespaced: true, status: true, custom: true },
+  'kubevirt.io/v1/virtualmachineinstances': {
+    kind: 'VirtualMachineInstance',
+    namespaced: true,
+    status: true,
+    custom: true,
+  },
 };
 
 interface Route {
