@@ -312,7 +312,19 @@ const hereabouts: Provider = {
   start: (ns, log) =>
     spawn(
       hereaboutsBin,
-      ['controller', '--kubeconfig', ns.kubeconfig, '--metrics-addr', '', '--health-addr', '', '--claims', ns.name, '--sticky', ns.name],
+      [
+        'controller',
+        '--kubeconfig',
+        ns.kubeconfig,
+        '--metrics-addr',
+        '',
+        '--health-addr',
+        '',
+        '--claims',
+        ns.name,
+        '--sticky',
+        ns.name,
+      ],
       { stdio: ['ignore', 'ignore', log], env: {} },
     ),
   served: (claim) => addressRefOf(claim) === nameOf(claim) && readyTrue(claim),

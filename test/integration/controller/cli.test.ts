@@ -70,7 +70,19 @@ describe('controller finds its kubeconfig as kubectl does outside a pod', () => 
   const once = (env: NodeJS.ProcessEnv, ...args: string[]) => {
     const r = spawnSync(
       bin,
-      ['controller', '--once', '--metrics-addr', '', '--health-addr', '', '--claims', 'none', '--sticky', 'none', ...args],
+      [
+        'controller',
+        '--once',
+        '--metrics-addr',
+        '',
+        '--health-addr',
+        '',
+        '--claims',
+        'none',
+        '--sticky',
+        'none',
+        ...args,
+      ],
       {
         encoding: 'utf8',
         env,

@@ -145,9 +145,12 @@ describe("operator commands in a cluster, with the controller's ServiceAccount",
   });
 
   test('the controller in the pod keeps its ServiceAccount first: a $KUBECONFIG in the image does not override it', () => {
-    const run = inPod(['controller', '--once', '--metrics-addr', '', '--health-addr', '', '--claims', 'none', '--sticky', 'none'], {
-      KUBECONFIG: '/nonexistent/kubeconfig',
-    });
+    const run = inPod(
+      ['controller', '--once', '--metrics-addr', '', '--health-addr', '', '--claims', 'none', '--sticky', 'none'],
+      {
+        KUBECONFIG: '/nonexistent/kubeconfig',
+      },
+    );
     assert.equal(run.code, 0, run.stderr);
     assert.match(run.stderr, new RegExp(`"msg":"controller started".*"namespace":"${ns.name}"`));
     assert.doesNotMatch(run.stderr, /KUBECONFIG|nonexistent/);

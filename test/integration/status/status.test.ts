@@ -186,7 +186,10 @@ describe('hereabouts status', () => {
     assert.equal(run.code, 0, run.stderr);
     const lines = run.stdout.split('\n');
     assert.equal(lines[0], `namespace ${ns.name}: 4 pool(s)`);
-    assert.match(lines[1] ?? '', /^POOL\s+RANGE\s+CAPACITY\s+USED\s+WARM\s+CLAIMS\s+PREFIXES\s+STICKY\s+FREE\s+ORPHANS\s+NODE$/);
+    assert.match(
+      lines[1] ?? '',
+      /^POOL\s+RANGE\s+CAPACITY\s+USED\s+WARM\s+CLAIMS\s+PREFIXES\s+STICKY\s+FREE\s+ORPHANS\s+NODE$/,
+    );
     const row = lines.find((l) => l.startsWith('10.30.0.0-24 '));
     assert.match(row ?? '', /^10\.30\.0\.0-24\s+10\.30\.0\.0\/24\s+254\s+3\s+0\s+0\s+0\s+0\s+251\s+2\s+-$/);
     const header = lines[1] ?? '';
