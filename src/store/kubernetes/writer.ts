@@ -18,6 +18,8 @@ import { writeNodeSlicePool, type DecideObject, type SliceWrite } from './slice-
 
 export type { CommitLog } from './commit.ts';
 export type { DecideObject, SliceWrite } from './slice-pool-write.ts';
+/** Where the controller pre-binds a sliced sticky network's declared addresses (docs/sticky.md): a pure reading. */
+export { stickyAreaPool } from './node-slices.ts';
 
 const RESERVATIONS = 'overlappingrangeipreservations';
 
