@@ -346,6 +346,21 @@ describe('sticky addresses: StatefulSet replicas and KubeVirt VMs keep their add
       await deletePod('sliced-0');
       const again = await addOn(nodes[1]!, 'c-sl-2', 'sliced-0', await replica('sliced', 0));
       assert.equal(again, first, 'the same address on the other node');
+      // CHECK finds the sticky address in the sticky area, not in the node's slice.
+      const check = await runCni(
+        bin,
+        {
+          command: 'CHECK',
+          containerId: 'c-sl-2',
+          netns: '/var/run/netns/none',
+          ifname: 'net1',
+          path: '/opt/cni/bin',
+          args: `IgnoreUnknown=1;K8S_POD_NAMESPACE=${ns.name};K8S_POD_NAME=sliced-0`,
+        },
+        { ...on(nodes[1]!), prevResult: { cniVersion: '1.1.0', ips: [{ address: first }] } },
+        { extraEnv: { NODENAME: nodes[1]! } },
+      );
+      assert.equal(check.code, 0, check.stdout + check.stderr);
       const plain = await addOn(nodes[1]!, 'c-plain', 'plain', await createPod('plain'));
       assert.ok(inSlice(plain.split('/')[0]!, slices.get(nodes[1]!)!), `${plain} lies in ${nodes[1]}'s slice`);
       await deletePod('sliced-0');
