@@ -258,11 +258,8 @@ function orphanSuspects(input: CleanupInput, now: number): OrphanSuspects {
       if (holder !== undefined) {
         // A warm record is held while its node exists, whatever the pods (DESIGN §11).
         if (input.nodes.has(holder)) continue;
-        const list = out.byPool.get(pool) ?? [];
-        if (list.length === 0) out.byPool.set(pool, list);
-        list.push({ address, record });
+        suspect(pool, address, record);
         out.suspectNodes.add(holder);
-        out.releasing.add(`${pool.name}|${address}`);
         continue;
       }
       const ip = formatIP({ family: range.family, value: address });
@@ -275,11 +272,8 @@ function orphanSuspects(input: CleanupInput, now: number): OrphanSuspects {
       const takenAt = reservation === undefined ? undefined : takenAtOf(reservation);
       if (orphanReason(record, ip, pod, input.policy, now, pool.allocatedAt.get(address), takenAt) === undefined)
         continue;
-      const list = out.byPool.get(pool) ?? [];
-      if (list.length === 0) out.byPool.set(pool, list);
-      list.push({ address, record });
+      suspect(pool, address, record);
       out.suspectPods.add(record.podRef);
-      out.releasing.add(`${pool.name}|${address}`);
     }
   }
   // A binding that holds again (scaled back up, re-created) starts its grace afresh when next released.
