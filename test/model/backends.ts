@@ -4,7 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ApiClient } from '../../src/kube/api.ts';
 import { loadEndpoint } from '../../src/kube/kubeconfig.ts';
-import { apiRequest, createNamespace, type ControlPlane } from '../support/control-plane.ts';
+import { createNamespace, type ControlPlane } from '../support/control-plane.ts';
+import { kubevirtKinds } from '../support/kubevirt.ts';
 import { MemoryApiClient, MemoryApiServer } from '../support/memory-apiserver.ts';
 import { Cluster } from './cluster.ts';
 import { NODES } from './generate.ts';
@@ -32,43 +33,6 @@ export function memoryBackend(): Backend {
       return Promise.resolve({ cluster, dispose });
     },
   };
-}
-
-/**
- * KubeVirt is not installed beside the model's API server: its VirtualMachine and VirtualMachineInstance kinds are
- * served from minimal CRDs (the controller reads only whether they exist), once per control plane.
- */
-async function kubevirtKinds(cp: ControlPlane): Promise<void> {
-  for (const [kind, plural] of [
-    ['VirtualMachine', 'virtualmachines'],
-    ['VirtualMachineInstance', 'virtualmachineinstances'],
-  ] as const) {
-    const res = await apiRequest(cp, 'POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', {
-      apiVersion: 'apiextensions.k8s.io/v1',
-      kind: 'CustomResourceDefinition',
-      metadata: { name: `${plural}.kubevirt.io` },
-      spec: {
-        group: 'kubevirt.io',
-        scope: 'Namespaced',
-        names: { kind, plural, singular: kind.toLowerCase(), listKind: `${kind}List` },
-        versions: [
-          {
-            name: 'v1',
-            served: true,
-            storage: true,
-            subresources: { status: {} },
-            schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } },
-          },
-        ],
-      },
-    });
-    if (res.status !== 201 && res.status !== 409) throw new Error(`model: CRD ${plural}: HTTP ${res.status}`);
-  }
-  for (let i = 0; i < 300; i++) {
-    if ((await apiRequest(cp, 'GET', '/apis/kubevirt.io/v1/virtualmachineinstances')).status === 200) return;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error('model: the KubeVirt CRDs are not served');
 }
 
 /** One fresh namespace (and node names prefixed with it) per sequence; everything is deleted afterwards. */

@@ -7,6 +7,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { api, apiRequest, controlPlane, createNamespace, type Namespace } from '../../support/control-plane.ts';
 import { runCni, type CniOutcome } from '../../support/cni.ts';
+import { kubevirtKinds } from '../../support/kubevirt.ts';
 import { startAgentProcess } from '../../support/agent.ts';
 import { mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -16,39 +17,6 @@ import { bin, createNad, eventually, events, runOnce, sleep, startController } f
 type Obj = Record<string, unknown>;
 const POOL = 'sticky-10.77.0.0-24';
 const VM_GROUP = 'kubevirt.io';
-
-/** Minimal CRDs for KubeVirt's VirtualMachine and VirtualMachineInstance: existence is all the controller reads. */
-async function kubevirtKinds(ns: Namespace): Promise<void> {
-  for (const [kind, plural] of [
-    ['VirtualMachine', 'virtualmachines'],
-    ['VirtualMachineInstance', 'virtualmachineinstances'],
-  ] as const) {
-    const res = await apiRequest(ns.cp, 'POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', {
-      apiVersion: 'apiextensions.k8s.io/v1',
-      kind: 'CustomResourceDefinition',
-      metadata: { name: `${plural}.${VM_GROUP}` },
-      spec: {
-        group: VM_GROUP,
-        scope: 'Namespaced',
-        names: { kind, plural, singular: kind.toLowerCase(), listKind: `${kind}List` },
-        versions: [
-          {
-            name: 'v1',
-            served: true,
-            storage: true,
-            schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } },
-          },
-        ],
-      },
-    });
-    assert.ok(res.status === 201 || res.status === 409, `CRD ${plural}: ${res.status}`);
-  }
-  const served = await eventually(async () => {
-    const res = await apiRequest(ns.cp, 'GET', `/apis/${VM_GROUP}/v1/namespaces/${ns.name}/virtualmachines`);
-    return res.status === 200;
-  }, 30_000);
-  assert.ok(served, 'the VirtualMachine CRD is served');
-}
 
 describe('sticky addresses: StatefulSet replicas and KubeVirt VMs keep their address', () => {
   let ns: Namespace;
@@ -150,7 +118,7 @@ describe('sticky addresses: StatefulSet replicas and KubeVirt VMs keep their add
 
   before(async () => {
     ns = await createNamespace(await controlPlane(), 'sticky');
-    await kubevirtKinds(ns);
+    await kubevirtKinds(ns.cp);
     const base = cniConf(ns, 'sticky-node', { name: 'sticky', range: '10.77.0.0/24', networkName: 'sticky' });
     conf = { ...base, ipam: { ...(base['ipam'] as Obj), sticky: true } };
     await createSet('web', 2);
@@ -270,7 +238,8 @@ describe('sticky addresses: StatefulSet replicas and KubeVirt VMs keep their add
       const released = await eventually(async () => (await recordAt(web1)) === undefined, 20_000);
       assert.ok(released, controller.log().slice(-3000));
       assert.ok(Date.now() - scaledAt >= 3000, 'not before the grace');
-      assert.ok(controller.lines().some((l) => /released .*web-1.*scaled-down/.test(l.msg)));
+      // Its log line may reach the pipe after the write is visible.
+      await controller.waitForLine((l) => /released .*web-1.*scaled-down/.test(l.msg), 10_000);
       assert.ok(await recordAt(web0), 'ordinal 0 is within the one replica: kept');
       assert.ok(await recordAt(vm3));
     } finally {
