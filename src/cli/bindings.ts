@@ -4,6 +4,7 @@
 // plain words. An object that could not be read leaves the verdict unknown unless the rule decides without it.
 import {
   bindingReleaseReason,
+  UNREAD_STATEFUL_SET,
   type StatefulSetView,
   type StickyReleaseReason,
   type StickyWorld,
@@ -91,7 +92,7 @@ function worldOf(objects: StickyObjects, unread: boolean): StickyWorld {
     statefulSet: (key) => {
       const set = objects.statefulSets.get(key);
       if (set !== undefined) return set ?? undefined;
-      return unread ? { uid: '', replicas: Number.MAX_SAFE_INTEGER, start: 0 } : undefined;
+      return unread ? UNREAD_STATEFUL_SET : undefined;
     },
     pod: (key) => exists(objects.pods, key),
     virtualMachine: (key) => exists(objects.virtualMachines, key),

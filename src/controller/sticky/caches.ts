@@ -8,7 +8,7 @@ import type { Log } from '../../log/json-log.ts';
 import { messageOf } from '../../errors.ts';
 import { parseBinding, replicaName } from '../../store/sticky-binding.ts';
 import { eachLimited } from '../runtime/parallel.ts';
-import { statefulSetView, type StatefulSetView, type StickyWorld } from './verdict.ts';
+import { statefulSetView, UNREAD_STATEFUL_SET, type StatefulSetView, type StickyWorld } from './verdict.ts';
 
 const present = (): true => true;
 
@@ -89,6 +89,19 @@ export class StickyCaches {
   }
 }
 
+/** The API path of one object of a kind, by its "namespace/name" key. */
+type Kind = readonly [prefix: string, plural: string];
+const STATEFULSETS: Kind = ['/apis/apps/v1', 'statefulsets'];
+const PODS: Kind = ['/api/v1', 'pods'];
+const VIRTUAL_MACHINES: Kind = ['/apis/kubevirt.io/v1', 'virtualmachines'];
+const VIRTUAL_MACHINE_INSTANCES: Kind = ['/apis/kubevirt.io/v1', 'virtualmachineinstances'];
+
+function pathOf([prefix, plural]: Kind, key: string): string {
+  const slash = key.indexOf('/');
+  const [namespace, name] = [key.slice(0, slash), key.slice(slash + 1)].map(encodeURIComponent);
+  return `${prefix}/namespaces/${namespace ?? ''}/${plural}/${name ?? ''}`;
+}
+
 /**
  * What the API server says now of the objects the bindings in `suspects` ("namespace binding") depend on. An object
  * that could not be read counts as present: its binding is kept for the next pass.
@@ -97,16 +110,16 @@ export async function readStickyWorld(api: ApiClient, suspects: Iterable<string>
   const paths = new Set<string>();
   for (const key of suspects) {
     const space = key.indexOf(' ');
-    const namespace = encodeURIComponent(key.slice(0, space));
+    const namespace = key.slice(0, space);
     const binding = parseBinding(key.slice(space + 1));
     if (binding === undefined) continue;
-    const name = encodeURIComponent(binding.name);
+    const at = (name: string): string => `${namespace}/${name}`;
     if (binding.kind === 'VirtualMachine') {
-      paths.add(`/apis/kubevirt.io/v1/namespaces/${namespace}/virtualmachines/${name}`);
-      paths.add(`/apis/kubevirt.io/v1/namespaces/${namespace}/virtualmachineinstances/${name}`);
+      paths.add(pathOf(VIRTUAL_MACHINES, at(binding.name)));
+      paths.add(pathOf(VIRTUAL_MACHINE_INSTANCES, at(binding.name)));
     } else {
-      paths.add(`/apis/apps/v1/namespaces/${namespace}/statefulsets/${name}`);
-      paths.add(`/api/v1/namespaces/${namespace}/pods/${encodeURIComponent(replicaName(binding))}`);
+      paths.add(pathOf(STATEFULSETS, at(binding.name)));
+      paths.add(pathOf(PODS, at(replicaName(binding))));
     }
   }
   // path -> the object (null: it does not exist); a path that could not be read is missing: present.
@@ -123,32 +136,15 @@ export async function readStickyWorld(api: ApiClient, suspects: Iterable<string>
       log.warning(`cannot read ${path}: ${messageOf(err)}; its sticky addresses wait for the next pass`);
     }
   });
-  const exists = (path: string): boolean => read.get(path) !== null;
-  const split = (key: string): [string, string] => {
-    const slash = key.indexOf('/');
-    return [encodeURIComponent(key.slice(0, slash)), encodeURIComponent(key.slice(slash + 1))];
-  };
+  const exists = (kind: Kind, key: string): boolean => read.get(pathOf(kind, key)) !== null;
   return {
     statefulSet: (key) => {
-      const [ns, name] = split(key);
-      const path = `/apis/apps/v1/namespaces/${ns}/statefulsets/${name}`;
-      if (!read.has(path)) return { uid: '', replicas: Number.MAX_SAFE_INTEGER, start: 0 }; // unread: holds
-      const object = read.get(path);
-      return object === null
-        ? undefined
-        : (statefulSetView(object) ?? { uid: '', replicas: Number.MAX_SAFE_INTEGER, start: 0 });
+      const object = read.get(pathOf(STATEFULSETS, key));
+      if (object === undefined) return UNREAD_STATEFUL_SET;
+      return object === null ? undefined : (statefulSetView(object) ?? UNREAD_STATEFUL_SET);
     },
-    pod: (key) => {
-      const [ns, name] = split(key);
-      return exists(`/api/v1/namespaces/${ns}/pods/${name}`);
-    },
-    virtualMachine: (key) => {
-      const [ns, name] = split(key);
-      return exists(`/apis/kubevirt.io/v1/namespaces/${ns}/virtualmachines/${name}`);
-    },
-    virtualMachineInstance: (key) => {
-      const [ns, name] = split(key);
-      return exists(`/apis/kubevirt.io/v1/namespaces/${ns}/virtualmachineinstances/${name}`);
-    },
+    pod: (key) => exists(PODS, key),
+    virtualMachine: (key) => exists(VIRTUAL_MACHINES, key),
+    virtualMachineInstance: (key) => exists(VIRTUAL_MACHINE_INSTANCES, key),
   };
 }

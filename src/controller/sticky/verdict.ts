@@ -15,6 +15,9 @@ export interface StatefulSetView {
   readonly addresses?: string;
 }
 
+/** A StatefulSet that could not be read: it includes every ordinal, so no binding is released on its account. */
+export const UNREAD_STATEFUL_SET: StatefulSetView = { uid: '', replicas: Number.MAX_SAFE_INTEGER, start: 0 };
+
 /** What the verdict reads, each keyed "namespace/name". */
 export interface StickyWorld {
   readonly statefulSet: (key: string) => StatefulSetView | undefined;
