@@ -66,6 +66,10 @@ export interface WhereaboutsLeaseOptions {
    * updates: not asked for again until the memory passes. Not reading a Lease is what a 403 makes an update do anyway.
    */
   readonly forbidden?: ContentionMemory;
+  /** Told when the update finds a Whereabouts plugin writing the pool, before it waits for the Lease or plans. */
+  readonly onMixed?: () => void;
+  /** How long the update may wait for the Lease in all (LEASE_WAIT_MS). */
+  readonly waitMs?: number;
 }
 
 /** A Lease read, and when its request was sent (monotonic): where an observation of its record starts. */
@@ -91,13 +95,17 @@ export class WhereaboutsLease {
   #renewing: Promise<void> | undefined;
   /** The first read of the Lease, kept for acquire(). */
   #seen: Read | undefined;
-  /** When waiting for the Lease fails (monotonic): LEASE_WAIT_MS after the update began, however often it waits. */
-  readonly #deadlineMs = monotonicMs() + LEASE_WAIT_MS;
+  /** How long the update may wait for the Lease in all, however often it waits. */
+  readonly #waitMs: number;
+  /** When waiting for the Lease fails (monotonic): #waitMs after the update began. */
+  readonly #deadlineMs: number;
 
   constructor(api: ApiClient, pool: PoolRef, options: WhereaboutsLeaseOptions) {
     this.#api = api;
     this.#name = whereaboutsLeaseName(pool);
     this.#options = options;
+    this.#waitMs = options.waitMs ?? LEASE_WAIT_MS;
+    this.#deadlineMs = monotonicMs() + this.#waitMs;
     // Unique per update (a node agent runs many at once); not a secret.
     this.#identity = `hereabouts/${options.node ?? 'unknown'}/${Math.random().toString(36).slice(2, 10)}`;
   }
@@ -113,6 +121,15 @@ export class WhereaboutsLease {
    */
   async beforeWrite(): Promise<void> {
     if (await this.mayWrite()) return;
+    // Held, but not renewed within its margin (a loaded API server): given up, not kept renewed. Renewals that keep
+    // the record moving while the holder cannot write would keep every waiter out for as long as the load lasts;
+    // the update waits for it again as any candidate, within its time.
+    if (this.#held !== undefined) {
+      this.#options.log.info(
+        `Lease ${this.#where()} not renewed within its margin: handed back, to be waited for again`,
+      );
+      await this.release();
+    }
     throw new LeaseNeeded(this.#where());
   }
 
@@ -127,8 +144,9 @@ export class WhereaboutsLease {
    * highest free address: the Lease alone cannot keep a deposed Whereabouts ADD from going on with its pick.
    */
   async whereaboutsWrites(): Promise<boolean> {
-    if (this.#held !== undefined) return true;
-    return (await this.#verdictNow()) === 'mixed';
+    const mixed = this.#held !== undefined || (await this.#verdictNow()) === 'mixed';
+    if (mixed) this.#options.onMixed?.();
+    return mixed;
   }
 
   /**
@@ -137,7 +155,9 @@ export class WhereaboutsLease {
    * keep the Lease's holder waiting for the lock.
    */
   async prepare(): Promise<void> {
-    if ((await this.#verdictNow()) === 'mixed') await this.acquire();
+    if ((await this.#verdictNow()) !== 'mixed') return;
+    this.#options.onMixed?.();
+    await this.acquire();
   }
 
   /**
@@ -163,14 +183,15 @@ export class WhereaboutsLease {
       const { lease, sentAt } = read;
       read = undefined;
       this.#observation.observe(lease.spec, sentAt);
+      const left = this.#deadlineMs - monotonicMs();
+      // Checked whoever holds it: an update that takes it and cannot keep it fresh must not go round for ever.
+      if (left <= 0)
+        throw new HereaboutsError(
+          ErrorKind.Unavailable,
+          `Lease ${this.#where()} is held by ${holderOf(lease)}: gave up waiting for it after ${this.#waitMs} ms`,
+          { details: 'a Whereabouts plugin writes this pool during a switch; retry the request' },
+        );
       if (this.#observation.heldByOther(lease.spec, this.#identity)) {
-        const left = this.#deadlineMs - monotonicMs();
-        if (left <= 0)
-          throw new HereaboutsError(
-            ErrorKind.Unavailable,
-            `Lease ${this.#where()} is held by ${lease.spec.holderIdentity ?? ''}: gave up waiting for it after ${LEASE_WAIT_MS} ms`,
-            { details: 'a Whereabouts plugin writes this pool during a switch; retry the request' },
-          );
         // client-go's candidates wait a jittered retry period (factor 1.2): no faster than Whereabouts' own waiters.
         await sleep(Math.min(left, this.#options.timing.retryPeriodMs * (1 + Math.random() * 1.2)));
         continue;
@@ -322,3 +343,8 @@ export class WhereaboutsLease {
     return `${this.#api.namespace}/${this.#name}`;
   }
 }
+
+const holderOf = (lease: Lease): string => {
+  const holder = lease.spec.holderIdentity ?? '';
+  return holder === '' ? 'nobody' : holder;
+};

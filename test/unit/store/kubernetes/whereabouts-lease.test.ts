@@ -29,12 +29,13 @@ function setup(): MemoryApiClient {
   return new MemoryApiClient(new MemoryApiServer(), { namespace: NS });
 }
 
-function gate(api: MemoryApiClient, pool = shared): WhereaboutsLease {
+function gate(api: MemoryApiClient, pool = shared, waitMs?: number): WhereaboutsLease {
   return new WhereaboutsLease(api, pool, {
     timing: WHEREABOUTS_LEADER_TIMING,
     node: 'node-a',
     cleanupTimeoutMs: 1_000,
     log: quiet,
+    ...(waitMs === undefined ? {} : { waitMs }),
   });
 }
 
@@ -227,6 +228,46 @@ test('a Lease taken over by another holder while held is lost: the next write ne
   await update.release();
   assert.equal((await lease(api)).spec.holderIdentity, 'default/wb-late', 'a lost Lease is not handed back');
 });
+
+test(
+  'a held Lease whose renewals come back later than its margin is given up, not written under: the update waits as any candidate and fails in its time, not for ever',
+  {
+    timeout: 30_000,
+  },
+  async () => {
+    const api = setup();
+    await writtenByWhereabouts(api, { holder: '' });
+    const update = gate(api, shared, 5_000);
+    await update.prepare();
+    assert.equal(update.held, true);
+    // A loaded API server: every Lease write answers after longer than the margin the holder keeps (1.5 s).
+    const send = api.send.bind(api);
+    api.send = async (req: ApiRequest): Promise<ApiResponse> => {
+      if (req.method === 'PUT' && req.path.includes('/leases/')) await sleep(1_700);
+      return send(req);
+    };
+    await sleep(1_600); // the renewals under way now come back late
+    const started = monotonicMs();
+    // updatePool's loop: a write under the Lease, or the Lease waited for outside the pool lock.
+    const write = async (): Promise<void> => {
+      for (;;) {
+        try {
+          await update.beforeWrite();
+          assert.fail('wrote under a Lease it could not keep fresh');
+        } catch (err) {
+          if (!(err instanceof LeaseNeeded)) throw err;
+        }
+        await update.acquire();
+      }
+    };
+    await assert.rejects(write(), /gave up waiting for it after 5000 ms/);
+    const took = monotonicMs() - started;
+    assert.ok(took < 12_000, `gave up after ${Math.round(took)} ms`);
+    await update.release();
+    api.send = send;
+    assert.equal((await lease(api)).spec.holderIdentity, '', 'not left holding it');
+  },
+);
 
 test("who wrote last is told apart: a Whereabouts write after ours counts as Whereabouts' at its renewTime", async () => {
   const api = setup();
