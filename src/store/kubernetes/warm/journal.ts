@@ -6,15 +6,18 @@
 //
 // One line per entry, `<crc32 of the JSON, 8 hex digits> <JSON>\n`, appended with O_APPEND and made durable with one
 // fdatasync per append (a group of entries shares it). A crash mid-append leaves at most a torn last line without its
-// newline: dropped on replay (its append was never acknowledged). A complete line whose checksum or shape is wrong
-// is corruption, not a crash: replay refuses it rather than guess which hand-outs are pending. compact() rewrites the
-// file with only the pending hand-outs (write temp + fsync + rename).
+// newline: dropped on replay (its append was never acknowledged). An append that fails (ENOSPC, EIO: part of it may be
+// written) is cut back off the file before it throws, or the next append would complete the fragment into a line
+// replay refuses; if that cut fails, the journal takes no more appends. A complete line whose checksum or shape is
+// wrong is corruption, not a crash: replay refuses it rather than guess which hand-outs are pending. compact()
+// rewrites the file with only the pending hand-outs (write temp + fsync + rename).
 import { closeSync, constants, fdatasyncSync, fstatSync, ftruncateSync, openSync, readSync } from 'node:fs';
 import { join } from 'node:path';
 import { crc32 } from 'node:zlib';
 import { ErrorKind, HereaboutsError, messageOf } from '../../../errors.ts';
 import { writeFileAtomic } from '../../../fs/atomic-write.ts';
 import { writeFd } from '../../../fs/fd-write.ts';
+import { readBoundedIfPresent } from '../../../fs/read-bounded.ts';
 import { isRecord } from '../../../record.ts';
 
 export const JOURNAL_FILE = 'warm-journal';
@@ -61,6 +64,8 @@ export class Journal {
   readonly #pending = new Map<string, HandOut>();
   /** Lines in the file: compaction pays off once most of them are settled. */
   #lines = 0;
+  /** Why the file may end in a fragment of a failed append: appending after it would complete it into a bad line. */
+  #torn: string | undefined;
 
   /** Opens the journal in `dir` (the agent's own directory), replaying what it holds; a torn last line is dropped. */
   static open(dir: string): Journal {
@@ -95,8 +100,16 @@ export class Journal {
    */
   append(entries: readonly JournalEntry[], options: { readonly durable?: boolean } = {}): void {
     if (entries.length === 0) return;
-    writeFd(this.#fd, entries.map(lineOf).join(''));
-    if (options.durable !== false) fdatasyncSync(this.#fd);
+    if (this.#torn !== undefined)
+      throw new HereaboutsError(ErrorKind.Io, `journal ${this.#path} takes no more appends: ${this.#torn}`);
+    const size = fstatSync(this.#fd).size;
+    try {
+      writeFd(this.#fd, entries.map(lineOf).join(''));
+      if (options.durable !== false) fdatasyncSync(this.#fd);
+    } catch (err) {
+      this.#cutBack(size, err);
+      throw err;
+    }
     for (const entry of entries) this.#apply(entry);
     this.#lines += entries.length;
   }
@@ -108,10 +121,22 @@ export class Journal {
     closeSync(this.#fd);
     this.#fd = openAppend(this.#path);
     this.#lines = pending.length;
+    this.#torn = undefined; // the new file holds no fragment
   }
 
   close(): void {
     closeSync(this.#fd);
+  }
+
+  /** Cuts a failed append (a prefix of it may be in the file) back off the file, which held `size` bytes before it. */
+  #cutBack(size: number, failure: unknown): void {
+    try {
+      ftruncateSync(this.#fd, size);
+      fdatasyncSync(this.#fd);
+    } catch (err) {
+      this.#torn = `an append failed (${messageOf(failure)}) and cutting it back off failed (${messageOf(err)})`;
+      throw new HereaboutsError(ErrorKind.Io, `journal ${this.#path} may be torn: ${this.#torn}`, { cause: failure });
+    }
   }
 
   #apply(entry: JournalEntry): void {
@@ -220,4 +245,27 @@ export function journalAttachment(record: {
     ...(podUid === undefined ? {} : { podUid }),
     ...(binding === undefined ? {} : { binding }),
   };
+}
+
+/**
+ * The hand-outs and releases pending in the journal in `dir`, read without changing the file (a process that does not
+ * hold the journal's lock: a plugin answering a DEL while no agent serves). A torn last line is not read; undefined
+ * when there is no journal.
+ */
+export function readPending(dir: string): HandOut[] | undefined {
+  const path = join(dir, JOURNAL_FILE);
+  const bytes = readBoundedIfPresent(path, { maxBytes: MAX_BYTES });
+  if (bytes === undefined) return undefined;
+  const text = bytes.toString('utf8');
+  const pending = new Map<string, HandOut>();
+  const lines = text
+    .slice(0, text.lastIndexOf('\n') + 1)
+    .split('\n')
+    .slice(0, -1);
+  lines.forEach((line, i) => {
+    const entry = parseLine(line, `${path} line ${i + 1}`);
+    pending.delete(keyOf(entry));
+    if (entry.op !== 'settled') pending.set(keyOf(entry), entry);
+  });
+  return [...pending.values()];
 }

@@ -1,8 +1,20 @@
 // The node agent's journal of warm hand-outs (src/store/kubernetes/warm/journal.ts): what replay answers after a clean close, a torn
-// append, a SIGKILL in the middle of appending, a compaction, and what it refuses (a damaged line, a planted link).
+// append, a SIGKILL in the middle of appending, an append a full disk or a file size limit cut short, a compaction,
+// and what it refuses (a damaged line, a planted link).
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { appendFileSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import {
+  appendFileSync,
+  closeSync,
+  mkdtempSync,
+  openSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  unlinkSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
@@ -175,4 +187,82 @@ test('SIGKILL while appending: every acknowledged hand-out is replayed, and noth
     pending.length <= acknowledged.length + 1,
     `${pending.length} replayed, ${acknowledged.length} acknowledged`,
   );
+});
+
+test('an append a full disk cuts short leaves no fragment: the next append and the replay see only acknowledged entries', (t) => {
+  if (process.getuid?.() !== 0) return t.skip('needs root to mount a tmpfs');
+  const dir = mkdtempSync(join(tmpdir(), 'hereabouts-journal-enospc-'));
+  execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=16k,mode=0700', 'tmpfs', dir]);
+  let open: Journal | undefined;
+  t.after(() => {
+    try {
+      open?.close();
+    } finally {
+      spawnSync('umount', [dir]);
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+  const journal = Journal.open(dir);
+  open = journal;
+  journal.append([handOut('10.1.0.9')]); // the file's first page, most of it still free
+  // The rest of the file system, so that a long line fills the journal's page, then finds no other.
+  const filler = join(dir, 'filler');
+  const fd = openSync(filler, 'w');
+  try {
+    for (;;) writeSync(fd, Buffer.alloc(4096, 1));
+  } catch (err) {
+    assert.equal((err as NodeJS.ErrnoException).code, 'ENOSPC');
+  } finally {
+    closeSync(fd);
+  }
+  const file = join(dir, JOURNAL_FILE);
+  const before = readFileSync(file, 'utf8');
+  assert.throws(
+    () => journal.append([handOut('10.1.0.8', 'x'.repeat(8000))]),
+    (err: unknown) => (err as NodeJS.ErrnoException).code === 'ENOSPC' || /ENOSPC/.test(String(err)),
+  );
+  assert.equal(readFileSync(file, 'utf8'), before, 'the part of the refused line that was written is cut back off');
+  unlinkSync(filler);
+  journal.append([handOut('10.1.0.7')]);
+  assert.deepEqual(pendingAddresses(journal), ['10.1.0.9', '10.1.0.7']);
+  journal.close();
+  open = undefined;
+  const replayed = Journal.open(dir);
+  open = replayed;
+  assert.deepEqual(replayed.pending(), [handOut('10.1.0.9'), handOut('10.1.0.7')]);
+  assert.equal(replayed.lines, 2);
+});
+
+test('an append a file size limit cuts short is cut back off the file, byte for byte, and appends go on after it', (t) => {
+  const dir = dirFor(t);
+  // A writer under a file size limit of 2 or 4 KiB (ulimit -f counts blocks of 512 or 1024 bytes): a long line is
+  // written in part, then refused (EFBIG; Node ignores SIGXFSZ).
+  const entries = [handOut('10.1.0.9'), handOut('10.1.0.8', 'x'.repeat(10000)), handOut('10.1.0.7')];
+  const script = [
+    "import { readFileSync } from 'node:fs';",
+    `import { Journal } from ${JSON.stringify(join(repoRoot, 'src/store/kubernetes/warm/journal.ts'))};`,
+    `const file = ${JSON.stringify(join(dir, JOURNAL_FILE))};`,
+    `const [first, long, next] = ${JSON.stringify(entries)};`,
+    `const journal = Journal.open(${JSON.stringify(dir)});`,
+    'const append = (entry) => { try { journal.append([entry]); } catch (err) { return err.code ?? String(err); } };',
+    'append(first);',
+    "const before = readFileSync(file, 'utf8');",
+    'const error = append(long);',
+    "const after = readFileSync(file, 'utf8');",
+    'const later = append(next);',
+    'journal.close();',
+    'process.stdout.write(JSON.stringify({ before, after, error, later }));',
+  ].join('\n');
+  const out = execFileSync(
+    'sh',
+    ['-c', 'ulimit -f 4 && exec "$0" "$@"', process.execPath, '--input-type=module', '-e', script],
+    { encoding: 'utf8' },
+  );
+  const result = JSON.parse(out) as { before: string; after: string; error?: string; later?: string };
+  assert.equal(result.error, 'EFBIG');
+  assert.equal(result.after, result.before, 'the part of the refused line that was written is cut back off');
+  assert.equal(result.later, undefined, 'the next append fits');
+  const replayed = Journal.open(dir);
+  t.after(() => replayed.close());
+  assert.deepEqual(replayed.pending(), [handOut('10.1.0.9'), handOut('10.1.0.7')]);
 });
