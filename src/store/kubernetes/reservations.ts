@@ -176,7 +176,8 @@ export async function handOver(api: ApiClient, held: Held, holder: AllocationRec
 
 /**
  * After a pool write released `record`'s address: deletes the reservation if it still names that attachment, on
- * the version read. 'kept' when it names someone else (re-adopted meanwhile, or an overlapping range's holder).
+ * the version read. 'kept' when it names someone else (re-adopted meanwhile, or an overlapping range's holder), or
+ * kept changing under three reads.
  */
 export async function releaseReservation(
   api: ApiClient,
@@ -185,12 +186,16 @@ export async function releaseReservation(
   record: AllocationRecord,
 ): Promise<'deleted' | 'kept' | 'gone'> {
   const name = reservationNameOf(pool, ip);
-  const existing = await getObject(api, PLURAL, name);
-  const version = versionOf(existing);
-  if (existing === undefined || version === undefined) return 'gone';
-  if (!namesAttachment(existing, record, { heldFor: true })) return 'kept';
-  const result = await deleteExactly(api, PLURAL, name, version);
-  return result === 'conflict' ? 'kept' : result;
+  // A conflict means it changed since it was read: read again and judge what it names now (a few times at most).
+  for (let attempt = 0; ; attempt++) {
+    const existing = await getObject(api, PLURAL, name);
+    const version = versionOf(existing);
+    if (existing === undefined || version === undefined) return 'gone';
+    if (!namesAttachment(existing, record, { heldFor: true })) return 'kept';
+    const result = await deleteExactly(api, PLURAL, name, version);
+    if (result !== 'conflict') return result;
+    if (attempt === 2) return 'kept';
+  }
 }
 
 /**

@@ -40,7 +40,7 @@ export async function settleWritten(
   before: Allocations,
   options: {
     readonly mayCreate?: () => Promise<boolean>;
-    /** Told of a rewritten record whose reservation could not be brought in step (the caller may try again). */
+    /** Told of a released or rewritten record whose reservation could not be brought in step (the caller may try again). */
     readonly unfollowed?: (address: bigint) => void;
     /** The reservation of an address as the caller last wrote it, if it knows (followRecord's `known`). */
     readonly known?: (address: bigint) => Held | undefined;
@@ -51,13 +51,19 @@ export async function settleWritten(
     const record = before.get(value);
     if (record === undefined) continue;
     try {
-      const result = await releaseReservation(ctx.api, pool, { family, value }, record);
+      // Tried again on a passing failure (a delete whose answer was lost finds it gone): a DEL that succeeded must
+      // leave no reservation naming its attachment (issue 42); the controller's pass is for what still fails.
+      const result = await retryTransient(() => releaseReservation(ctx.api, pool, { family, value }, record), {
+        budgetMs: ctx.cleanupTimeoutMs,
+      });
       if (result === 'kept')
         ctx.log.info(
           `IPPool ${pool.name}: the reservation of ${formatIP({ family, value })} names another attachment now; kept`,
         );
     } catch (err) {
-      // The address is free in the pool; its stale reservation only blocks it until the controller removes it.
+      // The address is free in the pool; its stale reservation blocks it until the caller tries again or the
+      // controller removes it.
+      options.unfollowed?.(value);
       ctx.log.warning(
         `IPPool ${pool.name}: released ${formatIP({ family, value })} but could not delete its reservation: ${messageOf(err)}`,
       );

@@ -125,3 +125,43 @@ test('a commit that can neither confirm nor give back its claim fails with the a
     reserved: true,
   });
 });
+
+test('a release whose reservation delete meets a conflict, then a lost answer, still deletes the reservation: a DEL leaves none of its attachment', async () => {
+  const server = new MemoryApiServer();
+  const api = new MemoryApiClient(server, { namespace: 'kube-system' });
+  const empty = { metadata: { name: 'settle' }, spec: { range: '10.66.0.0/24', allocations: {} } };
+  await createObject(api, 'ippools', empty);
+  const ctx: CommitContext = {
+    api,
+    node: 'n1',
+    reservations: true,
+    budgetMs: 5_000,
+    cleanupTimeoutMs: 2_000,
+    log: quiet,
+    memory: new WriteMemory(),
+  };
+  const address = await commitPool(ctx, pool, lowestFree);
+  const name = '10.66.0.1';
+  assert.ok((await getObject(api, 'overlappingrangeipreservations', name)) !== undefined, 'reserved');
+  // The first delete is answered 409 (as if the reservation had changed since it was read), the second is applied
+  // but its answer lost (504).
+  const send = api.send.bind(api);
+  let deletes = 0;
+  api.send = async (req: ApiRequest): Promise<ApiResponse> => {
+    if (req.method === 'DELETE' && req.path.includes('/overlappingrangeipreservations/')) {
+      deletes++;
+      if (deletes === 1)
+        return { status: 409, body: { kind: 'Status', status: 'Failure', reason: 'Conflict', code: 409 } };
+      if (deletes === 2) {
+        await send(req);
+        return { status: 504, body: { kind: 'Status', status: 'Failure', reason: 'Timeout', code: 504 } };
+      }
+    }
+    return send(req);
+  };
+  const release: Plan<void> = () => ({ change: { release: [address] }, value: undefined });
+  await commitPool(ctx, pool, release);
+  api.send = send;
+  assert.equal(await getObject(api, 'overlappingrangeipreservations', name), undefined, 'the reservation is gone');
+  assert.ok(deletes >= 2, `${deletes} deletes`);
+});
