@@ -213,7 +213,15 @@ function releasePools(
   // pools this node has cached are looked in regardless (a pool of a version that kept no memory).
   const slices = unique([...listed, ...(slicing.tracksDraining ? [] : remembered), ...cached]);
   remember(ctx, network.name, memory, slicing, slices, { prune: true });
-  return slices.map((slice) => slicePool(ctx.node, network, config, slice));
+  // The slice the node allocates from is named as an ADD names it: the node agent keys a pool's warm set by the
+  // settings it is named with, and a DEL named otherwise ran apart from the set (a new sandbox's ADD then got a
+  // warm address instead of the one its DEL released). The others are only released from.
+  const current = slicing.slice === undefined ? undefined : formatCidr(slicing.slice);
+  return slices.map((slice) =>
+    formatCidr(slice) === current
+      ? { ...slicePool(ctx.node, network, config, slice), sliceNode: ctx.node }
+      : slicePool(ctx.node, network, config, slice),
+  );
 }
 
 function unique(slices: readonly Cidr[]): Cidr[] {

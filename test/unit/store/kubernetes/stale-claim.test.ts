@@ -256,8 +256,11 @@ test('a long-lived host reuses a NodeSlicePool reading that gave it a slice for 
   assert.equal(first?.name, second?.name);
   assert.equal(second?.sliceNode, 'n1');
   assert.equal(reads.length, 1, 'the second ADD reused the reading of the first');
-  await nodeSlicePools(sliceCtx, config, 'release');
+  const released = await nodeSlicePools(sliceCtx, config, 'release');
   assert.equal(reads.length, 2, 'DEL and GC read the NodeSlicePool every time');
+  // The DEL names the node's slice pool as the ADD does: the node agent's warm set of that pool serves both (a new
+  // sandbox's ADD then gets the address its DEL just released, not a warm one).
+  assert.deepEqual(released, [second]);
   // Once the reading is older than SLICING_REUSE_MS, an ADD reads again.
   for (const [key, reading] of memory.slicings)
     memory.slicings.set(key, { ...reading, atMs: reading.atMs - SLICING_REUSE_MS });
