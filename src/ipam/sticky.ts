@@ -1,6 +1,10 @@
 // Which identity a pod's addresses bind to on a sticky network (docs/sticky.md): pure, from what the cluster says
 // of the pod (store.ts PodFacts). A StatefulSet replica binds as "StatefulSet/<set>/<ordinal>", a KubeVirt
 // virt-launcher pod as "VirtualMachine/<vm>"; any other pod is an ordinary attachment.
+//
+// The owner is the pod's controller reference, which whoever creates the pod writes: the Kubernetes store keeps it in
+// the facts only once the object it names was read under the uid it names (store/kubernetes/pod-facts.ts
+// verifyOwner, whose list of kinds must cover every owner this binds). Here it is taken as the cluster's word.
 import type { StickyMode } from '../config/types.ts';
 import { formatBinding } from '../store/sticky-binding.ts';
 import type { PodFacts } from '../store/store.ts';

@@ -146,11 +146,13 @@ export class KubernetesStore implements Store {
 
   podFacts(namespace: string, name: string, uid: string | undefined): Promise<PodFacts | undefined> {
     const pod = { namespace, name, uid };
-    return (this.#pods?.facts(this.api, this.node, pod) ?? readPodFacts(this.api, namespace, name, uid)).catch(
-      (err: unknown) => {
-        throw err instanceof HereaboutsError ? err : toStoreError(err, `pod ${namespace}/${name}`);
-      },
-    );
+    // A plugin process without an agent reads the pod itself, and warns through its own log of a forged owner.
+    const facts =
+      this.#pods?.facts(this.api, this.node, pod) ??
+      readPodFacts(this.api, namespace, name, uid, { log: this.#write.log });
+    return facts.catch((err: unknown) => {
+      throw err instanceof HereaboutsError ? err : toStoreError(err, `pod ${namespace}/${name}`);
+    });
   }
 
   async status(pools: readonly PoolRef[]): Promise<void> {

@@ -1,13 +1,15 @@
 // The node agent's view of the pods bound to its node, for sticky networks (docs/sticky.md): an ADD learns its pod's
 // owner without a read. kubelet calls ADD only for pods bound to its node, and learns of them through the same kind
 // of watch, so the pod is almost always here already; when not, the lookup waits a little for it, then reads it.
+// Either way, a controller that would bind an address is checked against the live object (pod-facts.ts
+// verifyOwner), through the owners this agent verified lately.
 // Loaded only by the node agent (open.ts longLivedHost), never by a plugin process.
 import type { ApiClient } from '../../kube/api.ts';
 import { Informer } from '../../kube/informer.ts';
 import type { Log } from '../../log/json-log.ts';
 import { monotonicMs } from '../../clock.ts';
 import type { PodFacts } from '../store.ts';
-import { podFactsOf, readPodFacts } from './pod-facts.ts';
+import { OwnerChecks, podFactsOf, readPodFacts, verifyOwner, type ObservedPodFacts } from './pod-facts.ts';
 
 /** How long an ADD waits for the agent's watch to show its pod before it reads the pod itself. */
 export const WATCH_WAIT_MS = 2_000;
@@ -24,7 +26,12 @@ export interface NodePodsStats {
 /** One watch per API server, node and credentials (a rotated token starts a new one). */
 export class NodePods {
   readonly #log: Log;
-  readonly #watches = new Map<string, { informer: Informer<PodFacts>; api: ApiClient; waiters: Set<() => void> }>();
+  readonly #watches = new Map<
+    string,
+    { informer: Informer<ObservedPodFacts>; api: ApiClient; waiters: Set<() => void> }
+  >();
+  /** The pods' owners read lately under the uid the pods name (pod-facts.ts OwnerChecks). */
+  readonly #owners = new OwnerChecks();
   #counts = { watched: 0, waited: 0, read: 0 };
 
   constructor(log: Log) {
@@ -42,14 +49,16 @@ export class NodePods {
   ): Promise<PodFacts | undefined> {
     const watch = this.#watch(call, node);
     const key = `${pod.namespace}/${pod.name}`;
-    const matches = (): PodFacts | undefined => {
+    const verified = (facts: ObservedPodFacts): Promise<PodFacts> =>
+      verifyOwner(call, pod.namespace, pod.name, facts, { log: this.#log, checks: this.#owners });
+    const matches = (): ObservedPodFacts | undefined => {
       const facts = watch.informer.items.get(key);
       return facts !== undefined && (pod.uid === undefined || facts.uid === pod.uid) ? facts : undefined;
     };
     const now = watch.informer.synced ? matches() : undefined;
     if (now !== undefined) {
       this.#counts.watched++;
-      return now;
+      return verified(now);
     }
     const deadline = monotonicMs() + WATCH_WAIT_MS;
     while (monotonicMs() < deadline) {
@@ -65,11 +74,11 @@ export class NodePods {
       const later = watch.informer.synced ? matches() : undefined;
       if (later !== undefined) {
         this.#counts.waited++;
-        return later;
+        return verified(later);
       }
     }
     this.#counts.read++;
-    return readPodFacts(call, pod.namespace, pod.name, pod.uid);
+    return readPodFacts(call, pod.namespace, pod.name, pod.uid, { log: this.#log, checks: this.#owners });
   }
 
   close(): void {
@@ -80,7 +89,7 @@ export class NodePods {
     this.#watches.clear();
   }
 
-  #watch(call: ApiClient, node: string): { informer: Informer<PodFacts>; waiters: Set<() => void> } {
+  #watch(call: ApiClient, node: string): { informer: Informer<ObservedPodFacts>; waiters: Set<() => void> } {
     const auth = JSON.stringify(call.endpoint.requestOptions.headers ?? {});
     const key = `${call.endpoint.server}|${node}|${auth}`;
     const known = this.#watches.get(key);
@@ -95,7 +104,7 @@ export class NodePods {
     const wake = (): void => {
       for (const waiter of [...waiters]) waiter();
     };
-    const informer = new Informer<PodFacts>(api, {
+    const informer = new Informer<ObservedPodFacts>(api, {
       resource: 'pods (this node)',
       path: '/api/v1/pods',
       query: `fieldSelector=${encodeURIComponent(`spec.nodeName=${node}`)}`,

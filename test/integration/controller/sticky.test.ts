@@ -88,6 +88,25 @@ describe('sticky addresses: StatefulSet replicas and KubeVirt VMs keep their add
     );
     assert.ok(gone, `pod ${name} deleted`);
   };
+  /**
+   * A VirtualMachineInstance as KubeVirt would run it; its uid is what a virt-launcher pod's controller reference
+   * names (the node reads the VMI and compares uids before it binds: docs/sticky.md).
+   */
+  const createVmi = async (name: string): Promise<readonly [string, string, string, string]> => {
+    const created = (await api(ns.cp, 'POST', `/apis/${VM_GROUP}/v1/namespaces/${ns.name}/virtualmachineinstances`, {
+      apiVersion: `${VM_GROUP}/v1`,
+      kind: 'VirtualMachineInstance',
+      metadata: { name },
+      spec: {},
+    })) as { metadata: { uid: string } };
+    return [`${VM_GROUP}/v1`, 'VirtualMachineInstance', name, created.metadata.uid];
+  };
+  const deleteVmi = async (name: string): Promise<void> => {
+    const path = `/apis/${VM_GROUP}/v1/namespaces/${ns.name}/virtualmachineinstances/${name}`;
+    await apiRequest(ns.cp, 'DELETE', path);
+    const gone = await eventually(async () => (await apiRequest(ns.cp, 'GET', path)).status === 404, 10_000);
+    assert.ok(gone, `VirtualMachineInstance ${name} deleted`);
+  };
   let agentSocket: string | undefined;
   const cni = (command: 'ADD' | 'DEL', container: string, pod: string, uid: string, extra = ''): Promise<CniOutcome> =>
     runCni(
@@ -174,7 +193,7 @@ describe('sticky addresses: StatefulSet replicas and KubeVirt VMs keep their add
   });
 
   test("a live migration's two virt-launcher pods share the VM's one record; the source's DEL keeps it", async () => {
-    const vmi: readonly [string, string, string, string] = ['kubevirt.io/v1', 'VirtualMachineInstance', 'vm1', 'u1'];
+    const vmi = await createVmi('vm1');
     const source = await createPod('virt-launcher-vm1-aaaaa', vmi);
     const a = await added('c-src', 'virt-launcher-vm1-aaaaa', source);
     const target = await createPod('virt-launcher-vm1-bbbbb', vmi);
@@ -187,24 +206,30 @@ describe('sticky addresses: StatefulSet replicas and KubeVirt VMs keep their add
     assert.equal((await recordAt(a))?.['binding'], 'VirtualMachine/vm1');
     await deletePod('virt-launcher-vm1-aaaaa');
     await deletePod('virt-launcher-vm1-bbbbb');
+    await deleteVmi('vm1');
   });
 
   test('the controller releases a binding scaled away or whose VM is gone, and keeps one in range or whose VM exists', async () => {
     // web/1 in range now; vm2 has neither VirtualMachine nor VirtualMachineInstance; vm3's VirtualMachine exists.
+    // Each VM's pod binds only under a live VMI (the node checks its uid), which then stops, as a VM's does.
     const web1 = await added('c-web1', 'web-1', await replica('web', 1));
     await deletePod('web-1');
     const vm2 = await added(
       'c-vm2',
       'virt-launcher-vm2-x',
-      await createPod('virt-launcher-vm2-x', ['kubevirt.io/v1', 'VirtualMachineInstance', 'vm2', 'u2']),
+      await createPod('virt-launcher-vm2-x', await createVmi('vm2')),
     );
     const vm3 = await added(
       'c-vm3',
       'virt-launcher-vm3-x',
-      await createPod('virt-launcher-vm3-x', ['kubevirt.io/v1', 'VirtualMachineInstance', 'vm3', 'u3']),
+      await createPod('virt-launcher-vm3-x', await createVmi('vm3')),
     );
+    assert.equal((await recordAt(vm2))?.['binding'], 'VirtualMachine/vm2');
+    assert.equal((await recordAt(vm3))?.['binding'], 'VirtualMachine/vm3');
     await deletePod('virt-launcher-vm2-x');
     await deletePod('virt-launcher-vm3-x');
+    await deleteVmi('vm2');
+    await deleteVmi('vm3');
     await api(ns.cp, 'POST', `/apis/${VM_GROUP}/v1/namespaces/${ns.name}/virtualmachines`, {
       apiVersion: `${VM_GROUP}/v1`,
       kind: 'VirtualMachine',

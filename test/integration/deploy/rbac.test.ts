@@ -87,8 +87,10 @@ describe('deploy/ RBAC, applied for real', () => {
       { verb: 'list', group: WA, resource: 'overlappingrangeipreservations', namespace: n },
       ...['list', 'create', 'update'].map((verb) => ({ verb, group: WA, resource: 'nodeslicepools', namespace: n })),
       { verb: 'get', group: WA, resource: 'ippools', namespace: 'default' },
-      // No pods with deploy/ alone: sticky addresses need deploy/sticky/ (the last tests).
+      // No pods, nor the owners they name, with deploy/ alone: sticky addresses need deploy/sticky/ (the last tests).
       ...['get', 'list', 'watch'].flatMap((verb) => [{ verb, resource: 'pods' }, { verb, resource: 'pods', namespace: n }]),
+      { verb: 'get', group: 'apps', resource: 'statefulsets', namespace: n },
+      { verb: 'get', group: KUBEVIRT, resource: 'virtualmachineinstances', namespace: n },
       { verb: 'get', resource: 'secrets', namespace: n },
       { verb: 'list', resource: 'nodes' },
       { verb: 'create', group: 'coordination.k8s.io', resource: 'leases', namespace: n },
@@ -180,10 +182,17 @@ describe('deploy/ RBAC, applied for real', () => {
   });
 
   test('with deploy/ alone, a node token\'s ADD on a sticky network fails with code 11 naming the permission it lacks, and writes nothing', async () => {
+    // A real StatefulSet web: the node binds its replica only once it has read the set under the uid web-0 names.
+    const set = (await api(ns.cp, 'POST', `/apis/apps/v1/namespaces/${ns.name}/statefulsets`, {
+      apiVersion: 'apps/v1',
+      kind: 'StatefulSet',
+      metadata: { name: 'web' },
+      spec: { replicas: 1, serviceName: 'web', selector: { matchLabels: { app: 'web' } }, template: { metadata: { labels: { app: 'web' } }, spec: { containers: [{ name: 'c', image: 'busybox' }] } } },
+    })) as { metadata: { uid: string } };
     const created = (await api(ns.cp, 'POST', `/api/v1/namespaces/${ns.name}/pods`, {
       apiVersion: 'v1',
       kind: 'Pod',
-      metadata: { name: 'web-0', labels: { 'apps.kubernetes.io/pod-index': '0' }, ownerReferences: [{ apiVersion: 'apps/v1', kind: 'StatefulSet', name: 'web', uid: 'rbac-web', controller: true }] },
+      metadata: { name: 'web-0', labels: { 'apps.kubernetes.io/pod-index': '0' }, ownerReferences: [{ apiVersion: 'apps/v1', kind: 'StatefulSet', name: 'web', uid: set.metadata.uid, controller: true }] },
       spec: { containers: [{ name: 'c', image: 'busybox' }], nodeName: 'rbac-node' },
     })) as { metadata: { uid: string } };
     replicaUid = created.metadata.uid;
@@ -239,9 +248,11 @@ describe('deploy/ RBAC, applied for real', () => {
       kube('delete', 'clusterrolebinding/hereabouts-node-pods', 'clusterrole/hereabouts-node-pods', '--ignore-not-found');
     });
 
-    test('the node ServiceAccount may get, list and watch pods, cluster-wide, and nothing more than before', async () => {
+    test('the node ServiceAccount may get, list and watch pods, and get StatefulSets and VMIs, cluster-wide, and nothing more than before', async () => {
       const n = ns.name;
       await expectAccess(node(), ['get', 'list', 'watch'].flatMap((verb) => [{ verb, resource: 'pods' }, { verb, resource: 'pods', namespace: n }, { verb, resource: 'pods', namespace: 'default' }]), true);
+      // The owner a pod names is read (get only) before it binds an address.
+      await expectAccess(node(), [n, 'default'].flatMap((namespace) => [{ verb: 'get', group: 'apps', resource: 'statefulsets', namespace }, { verb: 'get', group: KUBEVIRT, resource: 'virtualmachineinstances', namespace }]), true);
       await expectAccess(node(), [
         ...['create', 'update', 'patch', 'delete'].map((verb) => ({ verb, resource: 'pods', namespace: n })),
         { verb: 'get', resource: 'pods', subresource: 'log', namespace: n },
@@ -249,13 +260,18 @@ describe('deploy/ RBAC, applied for real', () => {
         { verb: 'get', resource: 'secrets', namespace: n },
         { verb: 'list', resource: 'nodes' },
         { verb: 'list', group: 'apps', resource: 'statefulsets' },
+        ...['list', 'watch', 'update', 'patch', 'delete'].map((verb) => ({ verb, group: 'apps', resource: 'statefulsets', namespace: n })),
+        { verb: 'get', group: 'apps', resource: 'statefulsets', subresource: 'scale', namespace: n },
+        ...['list', 'watch', 'update', 'delete'].map((verb) => ({ verb, group: KUBEVIRT, resource: 'virtualmachineinstances', namespace: n })),
+        { verb: 'get', group: KUBEVIRT, resource: 'virtualmachines', namespace: n },
+        { verb: 'get', group: 'apps', resource: 'deployments', namespace: n },
         ...['list', 'watch', 'update', 'delete'].map((verb) => ({ verb, group: WA, resource: 'ippools', namespace: n })),
       ], false);
       const asNode = { ...ns.cp, token: await tokenOf('hereabouts-node') };
       assert.equal((await apiRequest(asNode, 'GET', `/api/v1/pods?fieldSelector=${encodeURIComponent('spec.nodeName=rbac-node')}`)).status, 200);
     });
 
-    test('a node token\'s ADD on a sticky network reads the pod and binds the replica\'s address to StatefulSet/web/0', async () => {
+    test('a node token\'s ADD on a sticky network reads the pod and its StatefulSet, and binds the replica\'s address to StatefulSet/web/0', async () => {
       const add = await stickyAdd();
       assert.equal(add.code, 0, add.stdout + add.stderr);
       assert.match(JSON.stringify(add.json?.['ips']), /"address":"10\.93\.0\.1\//);

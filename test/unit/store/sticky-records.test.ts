@@ -189,7 +189,7 @@ test("podFactsOf() reads a replica's uid, its controller among several owner ref
   const facts = podFactsOf(replicaPod);
   assert.deepEqual(facts, {
     uid: '6f1c9a1e-2b43-4c55-9d1e-0a7b9c3d2e10',
-    owner: { apiVersion: 'apps/v1', kind: 'StatefulSet', name: 'web' },
+    owner: { apiVersion: 'apps/v1', kind: 'StatefulSet', name: 'web', uid: 'u-sts' },
     podIndex: '2',
     sticky: 'true',
   });
@@ -200,7 +200,7 @@ test("podFactsOf() reads a virt-launcher pod's VirtualMachineInstance owner", ()
   const facts = podFactsOf(launcherPod);
   assert.deepEqual(facts, {
     uid: 'a2b3c4d5-0000-4000-8000-000000000001',
-    owner: { apiVersion: 'kubevirt.io/v1', kind: 'VirtualMachineInstance', name: 'vm1' },
+    owner: { apiVersion: 'kubevirt.io/v1', kind: 'VirtualMachineInstance', name: 'vm1', uid: 'u-vmi' },
   });
   assert.equal(bindingOf('all', 'virt-launcher-vm1-x7k2p', facts), 'VirtualMachine/vm1');
   assert.equal(bindingOf('annotated', 'virt-launcher-vm1-x7k2p', facts), undefined);
