@@ -1,15 +1,17 @@
 // The reads behind the operator commands: LISTs of the whereabouts objects in the pools' namespace, of pods
 // (cluster-wide, a page at a time, only each pod's view kept) and of NetworkAttachmentDefinitions (their network
-// names), or a GET of the few pods an address names; and the claims (DESIGN §12) the pools' records name, listed
-// (cluster-wide, once the pools are read: a record is written only once its claim exists) or read one by one. A 403
-// on pods, NADs or claims is reported, not fatal. For sticky addresses (docs/sticky.md), the StatefulSets, replica
-// pods, VirtualMachines and VirtualMachineInstances their bindings depend on, read one by one (a 403: unknown).
+// names), or a GET of the few pods an address names (and of the nodes its warm records name); and the claims
+// (DESIGN §12) the pools' records name, listed (cluster-wide, once the pools are read: a record is written only once
+// its claim exists) or read one by one. A 403 on pods, NADs or claims is reported, not fatal. For sticky addresses
+// (docs/sticky.md), the StatefulSets, replica pods, VirtualMachines and VirtualMachineInstances their bindings depend
+// on, read one by one (a 403: unknown).
 import { IPADDRESSCLAIMS, IPADDRESSES, pathOf, PREFIXCLAIMS, type Resource } from '../controller/claims/objects.ts';
 import { podView } from '../controller/orphans/pod-view.ts';
 import { networkNamesOf } from '../controller/slices/spec.ts';
 import { ApiUnreachableError, statusText, type ApiClient } from '../kube/api.ts';
 import { listAll, listEach } from '../kube/list.ts';
 import { recordOf } from '../record.ts';
+import { messageOf } from '../errors.ts';
 import { objectPath } from '../store/kubernetes/objects.ts';
 import type { ClaimHolder } from '../store/claim-record.ts';
 import { statefulSetView, type StatefulSetView } from '../controller/sticky/verdict.ts';
@@ -248,6 +250,22 @@ export async function readPod(api: ApiClient, podRef: string): Promise<PodInfo |
   if (res.status === 404) return null;
   if (res.status !== 200) throw new Error(`get pod ${podRef}: ${statusText(res)}`);
   return podInfo(res.body) ?? null;
+}
+
+/** A node read now (GET): present, gone (404), or unknown with why (no access, another answer, unreachable). */
+export type NodeState =
+  { readonly state: 'present' } | { readonly state: 'gone' } | { readonly state: 'unknown'; readonly why: string };
+
+export async function readNode(api: ApiClient, name: string): Promise<NodeState> {
+  try {
+    const res = await api.send({ method: 'GET', path: `/api/v1/nodes/${encodeURIComponent(name)}` });
+    if (res.status === 404) return { state: 'gone' };
+    if (res.status === 200) return { state: 'present' };
+    return { state: 'unknown', why: statusText(res) };
+  } catch (err) {
+    if (err instanceof ApiUnreachableError) return { state: 'unknown', why: messageOf(err) };
+    throw err;
+  }
 }
 
 /** The names of the cluster's nodes; undefined when they cannot be listed (no access). */

@@ -5,7 +5,11 @@
 // network holds the address. A live pod's address (Running or Pending, its sandbox not torn down) is refused
 // unless --force, and so is a claim's (DESIGN §12) while the claim exists: deleting the claim releases it. An
 // address inside a PrefixClaim's block is never released alone. A sticky address (docs/sticky.md) is refused unless
-// --force while its binding holds (its StatefulSet or VM, read live, still has it: the controller's rule).
+// --force while its binding holds (its StatefulSet or VM, read live, still has it: the controller's rule). A warm
+// address (a node agent's warm record, DESIGN §11) is refused, --force or not, unless its node is gone (a 404, read
+// live: the controller's rule): the agent hands warm addresses to pods from its own state, without reading the pool,
+// so one freed while its node exists (or may: the node could not be read) can be given out twice. The same holds for
+// a warm reservation no pool holds: the agent reserves before its pool write claims the address.
 import { formatIP, type IPAddress } from '../ip/address.ts';
 import { releaseRef, sameRecord } from '../controller/orphans/pool-release.ts';
 import { PoolWriter, type CommitLog } from '../store/kubernetes/writer.ts';
@@ -16,7 +20,7 @@ import type { AllocationRecord, PoolRef } from '../store/store.ts';
 import { EXIT, runSubcommand } from './command.ts';
 import { COMMON_FLAGS, COMMON_HELP, commonFlagsOf, connect, toJson } from './connect.ts';
 import { UsageError } from './flags.ts';
-import { readClaims, readInventory, readPod, readStickyObjects } from './inventory-read.ts';
+import { readClaims, readInventory, readNode, readPod, readStickyObjects, type NodeState } from './inventory-read.ts';
 import { bindingDetail, type BindingDetail } from './bindings.ts';
 import { namespaceOfPodRef } from '../store/sticky-binding.ts';
 import {
@@ -32,6 +36,7 @@ import {
 import { formatCidr } from '../ip/cidr.ts';
 import { claimHolder, type ClaimHolder } from '../store/claim-record.ts';
 import { addressArgument } from './ip.ts';
+import { warmHolder } from '../store/warm-record.ts';
 
 const usage = `Usage: hereabouts release <address> --network NAME [--force] [flags]
   Releases the address from the pools of the network, through the same conditional write the plugin and the
@@ -40,12 +45,16 @@ const usage = `Usage: hereabouts release <address> --network NAME [--force] [fla
   live (Running or Pending, its sandbox not torn down) unless --force, an address a Cluster API IPAddressClaim or
   a PrefixClaim holds while the claim exists (deleting the claim releases it) unless --force, and a sticky address
   while its StatefulSet or VirtualMachine, read live, still holds its binding unless --force; an address inside a
-  PrefixClaim's block is never released alone. An address that another writer re-allocates between the read and
-  the write is not released. Exit 0 when released, 1 when refused or not held.
+  PrefixClaim's block is never released alone, nor is a node agent's warm address (or its reservation) while its
+  node exists or cannot be read: the agent may hand it to a pod at any moment without reading the pool. The agent
+  gives its warm addresses back when it stops, and the controller releases them once the node is gone. An address
+  that another writer re-allocates between the read and the write is not released. Exit 0 when released, 1 when
+  refused or not held.
   --network NAME      the network_name of the pools ("" for pools named without one); required
   --force             release even when the pod is live (its network breaks), or its claim exists (the claim's
                       IPAddress then names a free address until the controller claims it again), or its binding
-                      holds (the replica or VM then gets another address at its next ADD)
+                      holds (the replica or VM then gets another address at its next ADD); never a warm address
+                      of a node that exists
 ${COMMON_HELP}`;
 
 export interface ReleaseReport {
@@ -64,7 +73,7 @@ export interface ReleaseReport {
     readonly outcome: 'deleted' | 'kept' | 'gone' | 'still-held';
     readonly why?: string;
   };
-  /** Set when nothing was done because a live pod holds the address. */
+  /** Set when nothing was done because a live pod, a claim, a binding or a node's agent holds the address. */
   readonly refused?: string;
 }
 
@@ -105,6 +114,44 @@ export function bindingReason(b: BindingDetail): string | undefined {
     case 'holds':
       return `${what}, which still holds it (${b.seen}): kept until ${b.keptUntil}`;
   }
+}
+
+/** What frees a live node's warm addresses, since release does not (the tail of warmReason's refusals). */
+const WARM_WAYS =
+  "the node's agent gives its warm addresses back itself (beyond its minimum when idle, and all of them when it " +
+  "stops on SIGTERM: stop or restart the node's agent to free them), and the controller releases them once the " +
+  'node is gone';
+
+function nodeSeen(state: NodeState): string | undefined {
+  switch (state.state) {
+    case 'gone':
+      return undefined;
+    case 'present':
+      return 'which exists';
+    case 'unknown':
+      return `which could not be read (${state.why}), so it may exist`;
+  }
+}
+
+/**
+ * Why a warm record (DESIGN §11) is not released by hand, --force or not: while its node exists, the node's agent
+ * hands its warm addresses to pods from its own state, without reading the pool, so a freed one can be given out
+ * twice. Undefined once the node is gone (a 404): the record is then an orphan, as the controller judges it.
+ */
+export function warmReason(address: string, pool: string, node: string, state: NodeState): string | undefined {
+  const seen = nodeSeen(state);
+  if (seen === undefined) return undefined;
+  return `${address} in IPPool ${pool} is a warm address of node ${node}, ${seen}: its agent may hand it to a pod at any moment, from its own state and without reading the pool, so releasing it here could give the address out twice; ${WARM_WAYS}`;
+}
+
+/**
+ * Why a warm reservation that no pool holds is kept while its node exists: the agent reserves an address before its
+ * pool write claims it, so it may be a claim in progress. The controller deletes it after its --reservation-grace.
+ */
+export function warmReservationReason(name: string, node: string, state: NodeState): string | undefined {
+  const seen = nodeSeen(state);
+  if (seen === undefined) return undefined;
+  return `reservation ${name} is a warm reservation of node ${node}, ${seen}: its agent reserves an address before its pool write claims it, so this may be a claim in progress, and deleting it could let an overlapping range give the address out twice; the controller deletes it once no pool has held the address for its --reservation-grace`;
 }
 
 export function runRelease(argv: readonly string[]): Promise<number> {
@@ -171,10 +218,21 @@ export async function release(api: ApiClient, ip: IPAddress, network: string, fo
   const name = reservationName(ip, reserved === '' ? undefined : reserved);
   const base = { address, network };
   // Liveness first, for every holder: nothing is written when any of them is refused.
+  // A warm record's node, read live: only a 404 frees it (the controller's rule), --force or not.
+  const nodes = new Map<string, NodeState>();
+  const warm: string[] = [];
+  for (const { pool, record } of judged) {
+    const node = warmHolder(record);
+    if (node === undefined) continue;
+    let state = nodes.get(node);
+    if (state === undefined) nodes.set(node, (state = await readNode(api, node)));
+    const why = warmReason(address, pool.view.name, node, state);
+    if (why !== undefined) warm.push(why);
+  }
   const pods = new Map<string, PodInfo | null>();
   const holders = judged.map((j) => claimHolder(j.record));
   for (const [i, j] of judged.entries())
-    if (holders[i] === undefined && !pods.has(j.record.podRef))
+    if (holders[i] === undefined && warmHolder(j.record) === undefined && !pods.has(j.record.podRef))
       pods.set(j.record.podRef, await readPod(api, j.record.podRef));
   const claimed = holders.filter((h) => h !== undefined);
   const claims = claimed.length === 0 ? {} : await readClaims(api, claimed);
@@ -198,6 +256,14 @@ export async function release(api: ApiClient, ip: IPAddress, network: string, fo
       return { ...base, released: [], skipped: [], reservation: { name, outcome: 'kept' }, refused: inBlock };
     return releaseStray(api, base, name, force);
   }
+  if (warm.length > 0)
+    return {
+      ...base,
+      released: [],
+      skipped: [],
+      reservation: { name, outcome: 'kept' },
+      refused: `${warm.join('; ')}: --force does not release it`,
+    };
   if (live.length > 0 && !force) {
     return {
       ...base,
@@ -278,15 +344,26 @@ async function releaseStray(
       skipped: [],
       reservation: { name, outcome: 'gone', why: 'no pool of the network holds the address and it has no reservation' },
     };
-  const spec = (object as { spec?: { podref?: unknown; podUid?: unknown } }).spec ?? {};
+  const spec =
+    (object as { spec?: { podref?: unknown; podUid?: unknown; containerid?: unknown; ifname?: unknown } }).spec ?? {};
   const podRef = typeof spec.podref === 'string' ? spec.podref : '';
   const record: AllocationRecord = {
     podRef,
-    containerId: '',
-    ifname: '',
+    containerId: typeof spec.containerid === 'string' ? spec.containerid : '',
+    ifname: typeof spec.ifname === 'string' ? spec.ifname : '',
     ...(typeof spec.podUid === 'string' ? { podUid: spec.podUid } : {}),
   };
-  const live = liveReason(record, await readPod(api, podRef));
+  const node = warmHolder(record);
+  const warm = node === undefined ? undefined : warmReservationReason(name, node, await readNode(api, node));
+  if (warm !== undefined)
+    return {
+      ...base,
+      released: [],
+      skipped: [],
+      reservation: { name, outcome: 'kept' },
+      refused: `${warm}: --force does not delete it`,
+    };
+  const live = node === undefined ? liveReason(record, await readPod(api, podRef)) : undefined;
   if (live !== undefined && !force)
     return {
       ...base,
