@@ -5,15 +5,28 @@
 //
 // The pool is in the id because a reservation belongs to an attachment (its container id and interface): warm records
 // of one node in two overlapping ranges must be two attachments, or the second claim of an address would adopt the
-// first one's reservation instead of finding it taken.
+// first one's reservation instead of finding it taken. The settings it was claimed with (a digest of the range and of
+// enable_overlapping_ranges) close the id: an agent hands out only its own settings' records, so a NAD that names the
+// same pool with other settings (a tenant's, or an older agent's) never has its claims handed to this one's pods.
 import type { AllocationRecord } from './store.ts';
 
-/** The `id` (container id) of a warm record: this prefix, the node's name, "/" and the pool's name. */
+/** The `id` (container id) of a warm record: this prefix, the node's name, "/", the pool's name, "/" and the settings. */
 export const WARM_ID_PREFIX = 'hereabouts-warm:';
 export const WARM_IFNAME = 'warm';
 
-export function warmRecord(node: string, pool: string, createdAt: string): AllocationRecord {
-  return { containerId: `${WARM_ID_PREFIX}${node}/${pool}`, ifname: WARM_IFNAME, podRef: '', node, createdAt };
+export function warmRecord(node: string, pool: string, settings: string, createdAt: string): AllocationRecord {
+  return { containerId: warmId(node, pool, settings), ifname: WARM_IFNAME, podRef: '', node, createdAt };
+}
+
+export const warmId = (node: string, pool: string, settings: string): string =>
+  `${WARM_ID_PREFIX}${node}/${pool}/${settings}`;
+
+/** A warm record of `node` in `pool`, whatever its settings (an older agent's, written without them, included). */
+export function isWarmOf(record: AllocationRecord | undefined, node: string, pool: string): boolean {
+  if (record === undefined || warmHolder(record) !== node) return false;
+  const id = record.containerId;
+  const prefix = `${WARM_ID_PREFIX}${node}/${pool}`;
+  return id === prefix || id.startsWith(`${prefix}/`);
 }
 
 /** The node holding a warm record; undefined for any other record. */

@@ -74,7 +74,7 @@ export interface CommitOptions {
    * was lost), or onSettled threw. The caller drops its cache.
    */
   readonly onUncertain?: () => void;
-  /** Told of a rewritten record whose reservation the commit could not bring in step (settle-reservations.ts). */
+  /** Told of a released or rewritten record whose reservation the commit could not bring in step (settle-reservations.ts). */
   readonly unfollowed?: (address: bigint) => void;
   /** Told of each claim the commit landed and confirmed, with its reservation as the commit left it. */
   readonly claimed?: (address: bigint, held: Held) => void;

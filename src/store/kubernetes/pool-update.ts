@@ -36,12 +36,16 @@ const DIR_MODE = 0o700;
 
 /** What a caller may ask of an update beyond its plan. */
 export interface UpdateHooks {
-  /** Told of a rewritten record whose reservation could not be brought in step. */
+  /** Told of a released or rewritten record whose reservation could not be brought in step. */
   readonly unfollowed?: (address: bigint) => void;
   /** Told of each claim landed and confirmed, with its reservation as written (CommitOptions.claimed). */
   readonly claimed?: (address: bigint, held: Held) => void;
   /** The reservation of an address as the caller last wrote it (CommitOptions.knownReservation). */
   readonly knownReservation?: (address: bigint) => Held | undefined;
+  /** Told, before the update waits for Whereabouts' Lease or plans, that a Whereabouts plugin writes the pool. */
+  readonly mixed?: () => void;
+  /** Runs right before every pool write (with the pool lock's check); throws to stop. */
+  readonly beforeWrite?: () => void;
 }
 
 export async function updatePool<T>(
@@ -66,6 +70,7 @@ export async function updatePool<T>(
           cleanupTimeoutMs: ctx.cleanupTimeoutMs,
           log: ctx.log,
           forbidden: ctx.memory.forbiddenLeases,
+          ...(hooks.mixed === undefined ? {} : { onMixed: hooks.mixed }),
         })
       : undefined;
   try {
@@ -112,9 +117,13 @@ async function updateLocked<T>(
     const cached = readCachedPool(paths, pool, ctx.scope, (msg) => ctx.log.warning(msg));
     return await commitPool(ctx, pool, plan, {
       ...(cached === undefined ? {} : { initial: cached, contention: cached.contention }),
-      // A node-slice pool is written by this node alone (and the controller's releases, which only free addresses).
-      trustInitial: pool.resultPrefix !== undefined,
-      beforeWrite: () => lock.assertHeld(),
+      // This node's own slice is written by this node alone (and the controller's releases, which only free
+      // addresses); a sticky area every node writes is not.
+      trustInitial: pool.sliceNode !== undefined && pool.sliceNode === ctx.node,
+      beforeWrite: () => {
+        lock.assertHeld();
+        hooks.beforeWrite?.();
+      },
       onSettled: (state, contention) => {
         if (state.resourceVersion !== cached?.resourceVersion || marked(contention, cached?.contention ?? {}))
           persist(paths, pool, ctx.scope, state, contention, lock);

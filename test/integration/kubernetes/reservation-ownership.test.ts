@@ -289,7 +289,7 @@ test("a warm address's reservation follows its rename without a read, and only a
   try {
     const [ref] = poolRefs(config);
     assert.ok(ref !== undefined);
-    const warm = warmRecord('node-a', ref.name, new Date().toISOString());
+    const warm = warmRecord('node-a', ref.name, 's', new Date().toISOString());
     const first = { family: 4 as const, value: 0x0a3c0901n }; // 10.60.9.1
     const claimed = await reserve(node.api, ref, first, warm);
     assert.equal(claimed.kind, 'created');

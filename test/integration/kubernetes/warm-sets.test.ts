@@ -20,14 +20,17 @@ let socket: string;
 
 const NODE = 'warm-node-1';
 const POOL = '10.122.0.0-24';
-const WARM_ID = `hereabouts-warm:${NODE}/${POOL}`;
+/** Warm records' ids end in the digest of the settings they were claimed with (src/store/warm-record.ts). */
+const WARM_ID = `hereabouts-warm:${NODE}/${POOL}/`;
 
 before(async () => {
   cp = await controlPlane();
   ns = await createNamespace(cp, 'warm');
   socket = join(ns.dir, 'agent', 'agent.sock');
   agent = await startAgentProcess(requireBinary(), socket);
-  controller = startController(ns);
+  // Its full pass an hour away: the simulated node is no Node object, and a pass releases a gone node's warm records
+  // (node-gone) under its running agent. Only the controller's word on warm sets is wanted here.
+  controller = startController(ns, '--reconcile-interval', '1h');
 });
 
 after(async () => {
@@ -65,7 +68,7 @@ async function records(): Promise<Map<string, Record<string, unknown>>> {
 }
 
 const warmAddresses = async (): Promise<string[]> =>
-  [...(await records())].filter(([, r]) => r['id'] === WARM_ID).map(([a]) => a);
+  [...(await records())].filter(([, r]) => String(r['id']).startsWith(WARM_ID)).map(([a]) => a);
 
 async function until(what: string, check: () => Promise<boolean>, ms: number): Promise<number> {
   const started = Date.now();

@@ -137,7 +137,7 @@ test('sameHolder() tells kinds apart and ignores the prefix length', () => {
 test("claimHolder() is undefined for warm records, pods' records and malformed ids", () => {
   const claimLike = (containerId: string): AllocationRecord => ({ containerId, ifname: 'claim', podRef: '' });
   const others: AllocationRecord[] = [
-    warmRecord('node-a', '10.0.0.0-24', AT),
+    warmRecord('node-a', '10.0.0.0-24', 's', AT),
     pod('web-0'),
     { containerId: 'abc', ifname: 'eth0', podRef: '' },
     // A claim's id, but not a claim's record: a pod, another interface.
@@ -174,7 +174,7 @@ test('heldBlocks() counts prefix records as their blocks; heldBy() finds the low
     [ip('10.0.0.1'), pod('a')],
     [ip('10.0.0.8'), claimRecord(prefix('pc', 29), AT)],
     [ip('10.0.0.16'), claimRecord(address('m1'), AT)],
-    [ip('10.0.0.17'), warmRecord('n', 'x', AT)],
+    [ip('10.0.0.17'), warmRecord('n', 'x', 's', AT)],
     [ip('10.0.0.40'), claimRecord(address('m2'), AT)],
     [ip('10.0.0.30'), claimRecord(address('m2'), AT)],
   ]);
@@ -448,7 +448,7 @@ test("planClaimRelease() releases that holder's records only, address or prefix"
     [ip('10.0.0.4'), claimRecord(prefix('m', 30), AT)],
     [ip('10.0.0.9'), claimRecord(address('m'), AT)], // a second record of the same claim (should never be)
     [ip('10.0.0.10'), pod('m')],
-    [ip('10.0.0.11'), warmRecord('m', '10.0.0.0-24', AT)],
+    [ip('10.0.0.11'), warmRecord('m', '10.0.0.0-24', 's', AT)],
   ]);
   const released = commit(current, planClaimRelease(address('m')));
   assert.deepEqual(released.value, [ip('10.0.0.1'), ip('10.0.0.9')]);
@@ -494,7 +494,7 @@ test("poolCounts() counts pods' records and claims, prefix blocks clipped to the
     [ip('10.0.0.12'), claimRecord(prefix('p4', 30), AT)], // 12-15: 15 is excluded, 3 count
     [ip('10.0.0.16'), claimRecord(prefix('p8', 29), AT)], // 16-23: 16-20 count
     [ip('10.0.0.100'), pod('far')], // not an address of the pool
-    [ip('10.0.0.5'), warmRecord('n', 'x', AT)], // nor this
+    [ip('10.0.0.5'), warmRecord('n', 'x', 's', AT)], // nor this
   ]);
   const counts = poolCounts(space, viewOf(allocations), claimsIn(viewOf(allocations)));
   // Both blocks are out of range as wholes (one holds the excluded .15, one reaches past .20): reported, still counted.

@@ -80,7 +80,7 @@ test("collectGarbage() never collects the node agent's warm records: they are no
   const store = new MemoryStore({ node: 'node-a' });
   store.seed(pool, [
     [parseIP('10.0.0.1').value, { containerId: 'gone', ifname: 'eth0', podRef: 'ns/gone', node: 'node-a' }],
-    [parseIP('10.0.0.2').value, warmRecord('node-a', pool.name, '2020-01-01T00:00:00Z')],
+    [parseIP('10.0.0.2').value, warmRecord('node-a', pool.name, 's', '2020-01-01T00:00:00Z')],
   ]);
   const report = await collectGarbage(store, config, []);
   assert.deepEqual(

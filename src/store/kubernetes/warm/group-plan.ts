@@ -2,10 +2,13 @@
 // commit reads. In one IPPool write it renames every warm address handed out since the last write to its pod,
 // releases every address a DEL answered from the agent released, returns warm addresses over the target, and claims
 // what the set is short of. It only ever rewrites or releases records that name this node's agent or the attachment its own
-// journal names, so it cannot take over what another writer holds.
+// journal names, so it cannot take over what another writer holds. It gives back only what the agent took out of its set
+// (`withdrawn`) and this node's warm records of other settings (no set of this agent holds them), never a record the
+// agent may have handed out since it planned; and a set the agent has to derive anew (`adopt`) is taken by a write, so
+// that no older write of the pool (a previous agent's give-back still in flight) can land after it.
 import type { RangeConfig } from '../../../config/types.ts';
 import type { AllocationRecord, Allocations, Plan, PlanHints, PoolChange } from '../../store.ts';
-import { warmHolder, warmRecord } from '../../warm-record.ts';
+import { isWarmOf, warmId, warmRecord } from '../../warm-record.ts';
 
 /** What the agent asked of an address and the pool does not show yet (journal.ts). */
 export type PendingWrite =
@@ -21,12 +24,15 @@ export interface WarmPolicy {
 
 export interface GroupInput {
   readonly node: string;
-  /** The pool's name: in the warm records' id (warm-record.ts). */
+  /** The pool's name and the settings the agent claims with: in the warm records' id (warm-record.ts). */
   readonly pool: string;
+  readonly settings: string;
   readonly range: RangeConfig;
   readonly pending: ReadonlyMap<bigint, PendingWrite>;
-  /** Warm addresses to give back, at most (the agent does not hand these out meanwhile). */
-  readonly giveBack: readonly bigint[];
+  /** Warm addresses the agent took out of its set to give back (it does not hand these out meanwhile). */
+  readonly withdrawn: ReadonlySet<bigint>;
+  /** The agent derives its set anew from this view: its records are taken again (their time, and a write). */
+  readonly adopt: boolean;
   /** Warm addresses to claim (as many as are free, up to this). */
   readonly claim: number;
   readonly policy: WarmPolicy;
@@ -49,6 +55,11 @@ export interface GroupOutcome {
     readonly record: AllocationRecord;
     readonly previous: AllocationRecord;
   }>;
+  /**
+   * DELs answered from the set whose record the pool no longer holds for them (an earlier write released it, and its
+   * answer was lost or its agent died, or someone else did): the reservation may still name the attachment.
+   */
+  readonly unreserved: ReadonlyArray<{ readonly address: bigint; readonly attachment: AllocationRecord }>;
   /** The node's warm records once this change is written (pending ones included). */
   readonly warm: ReadonlySet<bigint>;
   /** Free addresses once written, warm ones not counted. */
@@ -70,18 +81,21 @@ const isReAddOf = (now: AllocationRecord, handedOut: AllocationRecord): boolean 
 
 export function groupPlan(input: GroupInput): Plan<GroupOutcome> {
   const { node, pool, range, pending, policy } = input;
+  const ownId = warmId(node, pool, input.settings);
   return (current, refused, hints) => {
-    const mine = (record: AllocationRecord | undefined): boolean => record !== undefined && warmHolder(record) === node;
-    const warmBack = warmRecord(node, pool, input.createdAt);
+    const nodeWarm = (record: AllocationRecord | undefined): boolean => isWarmOf(record, node, pool);
+    const mine = (record: AllocationRecord | undefined): boolean => nodeWarm(record) && record?.containerId === ownId;
+    const warmBack = warmRecord(node, pool, input.settings, input.createdAt);
     const update: Array<{ address: bigint; record: AllocationRecord }> = [];
     const settled: bigint[] = [];
     const lost: Array<{ address: bigint; holder: AllocationRecord | undefined }> = [];
     const landed: Array<{ address: bigint; record: AllocationRecord; previous: AllocationRecord }> = [];
     const releasedByDel: bigint[] = [];
+    const unreserved: Array<{ address: bigint; attachment: AllocationRecord }> = [];
     for (const [address, write] of pending) {
       const now = current.get(address);
       if (write.kind === 'name') {
-        if (mine(now)) update.push({ address, record: write.record });
+        if (nodeWarm(now)) update.push({ address, record: write.record });
         // Renamed already (an earlier write landed; its agent died, or the write failed, before the reservation
         // followed), and maybe taken over since by a re-ADD of the same pod and interface (a new sandbox, on the
         // synchronous path: its follow finds the reservation naming the warm record, not the record it rewrote).
@@ -96,14 +110,18 @@ export function groupPlan(input: GroupInput): Plan<GroupOutcome> {
         // Released, not turned back into a warm record: a warm address is only ever one whose reservation the
         // agent's own claim took (a reservation still naming the pod could be adopted by it in an overlapping range).
         releasedByDel.push(address);
-      } // else: released by someone else: nothing to write
+      } else unreserved.push({ address, attachment: write.attachment }); // nothing to write; its reservation may stay
       settled.push(address); // once written, or lost: the agent deals with a lost one (warm-sets.ts)
     }
     const mixed = hints?.highestFirst === true;
-    const release = [
-      ...releasedByDel,
-      ...(mixed ? [...current.keys()] : input.giveBack).filter((a) => !pending.has(a) && mine(current.get(a))),
-    ];
+    const release = [...releasedByDel];
+    const adopted: bigint[] = [];
+    for (const [address, record] of current) {
+      if (pending.has(address) || !nodeWarm(record)) continue;
+      if (!mine(record) || input.withdrawn.has(address)) release.push(address);
+      else if (input.adopt) adopted.push(address);
+    }
+    for (const address of adopted) update.push({ address, record: warmBack });
     const claimed: bigint[] = [];
     if (!mixed && input.claim > 0) {
       // Each choice on the pool as the ones before it leave it (the commit's reserved addresses are preferred).
@@ -125,7 +143,7 @@ export function groupPlan(input: GroupInput): Plan<GroupOutcome> {
     const warm = new Set<bigint>();
     for (const [address, record] of current) if (mine(record)) warm.add(address);
     for (const { address, record } of update) {
-      if (mine(record)) warm.add(address);
+      if (record.containerId === ownId) warm.add(address);
       else warm.delete(address); // renamed to its pod
     }
     for (const address of release) warm.delete(address);
@@ -134,7 +152,7 @@ export function groupPlan(input: GroupInput): Plan<GroupOutcome> {
     const empty = update.length === 0 && release.length === 0 && claimed.length === 0;
     return {
       change: empty ? null : change,
-      value: { settled, lost, landed, released: release, claimed, warm, free, mixed },
+      value: { settled, lost, landed, unreserved, released: release, claimed, warm, free, mixed },
     };
   };
 }

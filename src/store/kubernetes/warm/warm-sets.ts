@@ -3,14 +3,19 @@
 // writes off the call's path (group-plan.ts). Every call that is not a plain claim from
 // the warm set or a plain release runs the synchronous path, after this pool's pending writes have landed.
 //
-// Why nothing is handed out twice: a warm address is one whose warm record the pool held in a write this agent made
-// or read fresh; it leaves the set before the journal append that hands it out, and the journal is replayed before
-// the agent serves (its pending addresses never join a set). No other writer frees a warm record while its node
+// Why nothing is handed out twice: the pool is the only record of who holds an address, and the set is a cache of it.
+// An address is handed out only when the pool view this node holds (the node cache: its own last write or fresh read)
+// names it as this node's warm record for this pool with this call's settings, checked at the hand-out; it leaves the
+// set before the journal append that hands it out, and the journal is replayed before the agent serves (its pending
+// addresses never join a set). A write that failed, or whose answer was lost, restores nothing: the set is derived
+// again from the pool, by a write (so that no older write of the pool can land after it). Give-backs release only what
+// the agent took out of the set first. No other writer frees a warm record while its node
 // exists: hereabouts' controller releases it only when the node is gone, the Whereabouts reconciler would, so warm
 // sets are on only while the controller says no Whereabouts component runs (warm-gate.ts), and a pool a Whereabouts
 // plugin writes gives its warm records back.
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { crc32 } from 'node:zlib';
 import { monotonicMs } from '../../../clock.ts';
 import { DEFAULT_LOCK_TIMING, tryAcquireLock, type HeldLock } from '../../../fs/lock.ts';
 import { messageOf } from '../../../errors.ts';
@@ -20,7 +25,7 @@ import type { AllocationRecord, Plan, PoolChange, PoolRef } from '../../store.ts
 import { readCachedPool } from '../pool-cache.ts';
 import { getObject } from '../objects.ts';
 import { allocatesFrom, slicingOf } from '../node-slices.ts';
-import { followRecord, type Held } from '../reservations.ts';
+import { followRecord, releaseReservation, type Held } from '../reservations.ts';
 import { updatePool, type WriteContext } from '../pool-update.ts';
 import { MIXED_WINDOW_MS } from '../whereabouts-seen.ts';
 import { groupPlan, type GroupOutcome, type PendingWrite, type WarmPolicy } from './group-plan.ts';
@@ -35,6 +40,7 @@ import {
 import { WarmGate } from './warm-gate.ts';
 import { decodePoolRef, encodePoolRef } from './pool-ref-json.ts';
 import { warmTarget, type WarmBounds } from '../../warm-target.ts';
+import { warmId } from '../../warm-record.ts';
 
 export type { WarmPolicy } from './group-plan.ts';
 
@@ -49,6 +55,8 @@ export interface WarmOptions {
    * sets. Off only for tests that play two agents of one node in one process (the lock is judged by pid).
    */
   readonly exclusive?: boolean;
+  /** How often the agent looks after its pools (refills, give-backs, the journal's lock); tests shorten it. */
+  readonly tickMs?: number;
 }
 
 /** What the agent's metrics show (counters since start, gauges now). */
@@ -99,15 +107,19 @@ interface Counters {
 /** One pool the agent serves: its warm set and what the pool does not show yet. */
 class WarmPool {
   readonly key: string;
+  /** The settings its warm records are claimed with (settingsOf): the last part of their id. */
+  settings: string;
   ctx: WriteContext;
   ref: PoolRef;
   warm = new Set<bigint>();
+  /** Taken out of the set to be given back by the grouped write under way or the next one: never handed out. */
+  readonly withdrawn = new Set<bigint>();
   /** The reservations of warm addresses as this agent's claims left them: their renames follow without a read. */
   readonly reservations = new Map<bigint, Held>();
   readonly pending = new Map<bigint, PendingWrite>();
   /** Left the warm set, their journal append under way. */
   readonly handing = new Set<bigint>();
-  /** The warm set was read from the pool (a grouped write planned on the API's view or its own write). */
+  /** The warm set was derived from the pool by a grouped write; false: derive it again before any hand-out. */
   adopted = false;
   /** A Whereabouts plugin wrote the pool lately: no warm set until then (monotonic). */
   mixedUntilMs = 0;
@@ -128,16 +140,42 @@ class WarmPool {
 
   constructor(key: string, ctx: WriteContext, ref: PoolRef) {
     this.key = key;
+    this.settings = settingsOf(ctx, ref);
     this.ctx = ctx;
     this.ref = ref;
   }
+
+  /** Nothing of this agent's is in the pool's records under these settings, nor on its way there. */
+  get quiet(): boolean {
+    const { warm, withdrawn, pending, handing, writing } = this;
+    return warm.size === 0 && withdrawn.size === 0 && pending.size === 0 && handing.size === 0 && writing === undefined;
+  }
+
+  /** Forgets the set: the next grouped write derives it from the pool again. */
+  forget(): void {
+    this.warm.clear();
+    this.withdrawn.clear();
+    this.adopted = false;
+  }
+}
+
+/**
+ * What a pool's warm records are claimed with, as a short digest: the range (exclusions, gateway, slice) and the
+ * settings its writes depend on (pool-ref-json.ts). A call with other settings never takes from this set.
+ */
+function settingsOf(ctx: WriteContext, ref: PoolRef): string {
+  return crc32(JSON.stringify(encodePoolRef(ref, ctx)))
+    .toString(16)
+    .padStart(8, '0');
 }
 
 export class WarmSets {
   readonly #options: WarmOptions;
   /** Undefined when the journal could not be replayed: warm sets are off, and no warm record is ever adopted. */
-  readonly #journal: Journal | undefined;
-  readonly #replayed: readonly HandOut[];
+  #journal: Journal | undefined;
+  #replayed: readonly HandOut[] = [];
+  /** Another agent of this node held the journal's lock at the start (a rolling update): taken once it goes. */
+  #lockWanted = false;
   readonly #pools = new Map<string, WarmPool>();
   /** Namespaces whose replayed writes were started (#resume). */
   readonly #resumed = new Set<string>();
@@ -162,27 +200,53 @@ export class WarmSets {
   #checking = false;
   /** close() was called: every warm address goes back. */
   #closing = false;
+  /** close() is done: nothing is written any more. */
+  #stopped = false;
 
   constructor(options: WarmOptions) {
     this.#options = options;
+    this.#openJournal();
+    this.#tick = setInterval(() => this.#onTick(), options.tickMs ?? TICK_MS).unref();
+  }
+
+  /**
+   * Takes the journal's lock and replays the journal. Held by another agent of this node (the one a rolling update
+   * replaces, still giving its warm addresses back), it is tried again at every tick: warm sets start once it goes.
+   */
+  #openJournal(): void {
+    const options = this.#options;
+    this.#lockWanted = false;
     let journal: Journal | undefined;
     try {
       mkdirSync(options.dir, { recursive: true, mode: 0o700 });
       if (options.exclusive !== false) {
         const lock = join(options.dir, `${JOURNAL_FILE}.lock`);
         this.#lock = tryAcquireLock({ lock }, DEFAULT_LOCK_TIMING);
-        if (this.#lock === undefined) throw new Error(`another agent on this node holds ${lock}`);
+        if (this.#lock === undefined) {
+          this.#lockWanted = true;
+          throw new Error(`another agent on this node holds ${lock} (tried again every tick)`);
+        }
       }
       journal = Journal.open(options.dir);
     } catch (err) {
       options.log(`warm sets off: ${messageOf(err)}`);
       void this.#lock?.release();
+      this.#lock = undefined;
     }
     this.#journal = journal;
     this.#replayed = journal?.pending() ?? [];
     if (this.#replayed.length > 0)
       options.log(`journal: ${this.#replayed.length} hand-out(s) and release(s) to write to their pools`);
-    this.#tick = setInterval(() => this.#onTick(), TICK_MS).unref();
+    // Pools that calls named before: their replayed writes join them; every namespace is resumed again.
+    for (const wp of this.#pools.values())
+      for (const entry of this.#replayed)
+        if (entry.pool === wp.key) wp.pending.set(BigInt(entry.address), pendingOf(entry, wp.ctx));
+    this.#resumed.clear();
+  }
+
+  /** The journal is open: this process holds its lock and replayed it. */
+  get journaled(): boolean {
+    return this.#journal !== undefined;
   }
 
   stats(): WarmStats {
@@ -199,16 +263,20 @@ export class WarmSets {
   /** Runs `plan` on `pool`: from the warm set when it is a plain claim or release, else through `sync`. */
   async update<T>(ctx: WriteContext, pool: PoolRef, plan: Plan<T>, sync: (plan: Plan<T>) => Promise<T>): Promise<T> {
     this.#resume(ctx);
-    const wp = this.#pool(ctx, pool);
-    if (pool.sliceNode !== undefined) this.#current(wp);
-    if (this.#serves(wp)) {
+    const { wp, own } = this.#pool(ctx, pool);
+    if (own && pool.sliceNode !== undefined) this.#current(wp);
+    if (own && this.#serves(wp)) {
       const fast = this.#fast(wp, plan);
       if (fast !== undefined) return fast;
     }
+    // A hand-out whose rename has not landed is this call's to release now, through the journal: else a grouped write
+    // after a failed flush could land the rename after this DEL answered, leaving the pod's record behind.
+    await this.#releasePendingOf(wp, plan);
+    // The pool shows this node's pending writes first (a DEL on the synchronous path must find the pod's record).
     await this.#flush(wp);
     // The write just waited for refilled the set (a burst emptied it): a claim is served from it rather than by a
     // write of its own.
-    if (this.#serves(wp) && wp.warm.size > 0) {
+    if (own && this.#serves(wp) && wp.warm.size > 0) {
       const fast = this.#fast(wp, plan);
       if (fast !== undefined) return fast;
     }
@@ -217,7 +285,7 @@ export class WarmSets {
       return await sync(preferringPrevious(plan, new Map(wp.recentDels)));
     } finally {
       // Adopt or refill the set off the path, while warm sets are on.
-      if (this.#journal !== undefined && this.#gate(ctx).open(ctx.api)) this.#schedule(wp);
+      if (own && this.#journal !== undefined && this.#gate(ctx).open(ctx.api)) this.#schedule(wp);
     }
   }
 
@@ -238,7 +306,7 @@ export class WarmSets {
 
   /** Once the pending writes of `pool` answered so far have landed (a read of the pool then shows them). */
   async landed(ctx: WriteContext, pool: PoolRef): Promise<void> {
-    await this.#flush(this.#pool(ctx, pool));
+    await this.#flush(this.#pool(ctx, pool).wp);
   }
 
   /**
@@ -261,11 +329,16 @@ export class WarmSets {
     const timeUp = new Promise<void>((resolve) => (timer = setTimeout(resolve, giveBackMs)));
     await Promise.race([Promise.all(writes), timeUp]);
     clearTimeout(timer);
+    this.#stopped = true;
     this.#journal?.close();
     await this.#lock?.release();
   }
 
-  #pool(ctx: WriteContext, ref: PoolRef): WarmPool {
+  /**
+   * The pool's warm set, and whether this call may use it: a call whose settings differ from the set's (another NAD
+   * naming the same pool) runs the synchronous path, unless the set holds nothing, which then takes its settings.
+   */
+  #pool(ctx: WriteContext, ref: PoolRef): { readonly wp: WarmPool; readonly own: boolean } {
     const key = `${ctx.api.namespace}/${ref.name}`;
     let wp = this.#pools.get(key);
     if (wp === undefined) {
@@ -273,11 +346,18 @@ export class WarmSets {
       for (const entry of this.#replayed)
         if (entry.pool === key) wp.pending.set(BigInt(entry.address), pendingOf(entry, ctx));
       this.#pools.set(key, wp);
+    } else {
+      const settings = settingsOf(ctx, ref);
+      if (settings !== wp.settings) {
+        if (!wp.quiet) return { wp, own: false };
+        wp.settings = settings; // the other settings' records go back with its next write (group-plan.ts)
+        wp.forget();
+      }
     }
-    // The latest call's connection and pool (a slice pool's range is the same under its name).
+    // The latest call's connection (its token is the freshest) and pool.
     wp.ctx = ctx;
     wp.ref = ref;
-    return wp;
+    return { wp, own: true };
   }
 
   /**
@@ -291,7 +371,7 @@ export class WarmSets {
       if (!entry.pool.startsWith(`${ctx.api.namespace}/`) || this.#pools.has(entry.pool)) continue;
       const recorded = decodePoolRef(entry.ref);
       if (recorded === undefined || `${ctx.api.namespace}/${recorded.ref.name}` !== entry.pool) continue;
-      this.#schedule(this.#pool({ ...ctx, ...recorded.settings }, recorded.ref));
+      this.#schedule(this.#pool({ ...ctx, ...recorded.settings }, recorded.ref).wp);
     }
   }
 
@@ -332,15 +412,32 @@ export class WarmSets {
       else view.delete(address);
     }
     for (const address of wp.warm) view.delete(address);
-    const planned = plan(view, new Set(), { reserved: wp.warm });
+    let planned = plan(view, new Set(), { reserved: wp.warm });
+    if (planned.change === null) return undefined;
+    let claimed = loneClaim(planned.change);
+    const previous = claimed === undefined ? undefined : recentlyDeleted(wp, claimed.record);
+    if (previous !== undefined) {
+      // A new sandbox of a pod whose DEL this agent answered a moment ago (its sandbox died and is being re-created)
+      // gets the address it just had, as the lowest-first pick gives it without warm sets: from the set once the
+      // DEL's write made it warm again, else on the synchronous path (after that write, or once it was given back).
+      if (!wp.warm.has(previous)) return undefined;
+      planned = plan(view, new Set(), { reserved: new Set([previous]) });
+      claimed = planned.change === null ? undefined : loneClaim(planned.change);
+      if (claimed?.address !== previous) return undefined;
+    }
     const change = planned.change;
     if (change === null) return undefined;
-    const claimed = loneClaim(change);
-    // A new sandbox of a pod whose DEL this agent answered a moment ago (its sandbox died and is being re-created):
-    // the synchronous path, which gives it the lowest free address, most often the one it just had, as without
-    // warm sets.
-    if (claimed !== undefined && recentlyDeleted(wp, claimed.record)) return undefined;
     if (claimed !== undefined && wp.warm.has(claimed.address)) {
+      // The check that keeps the set a cache of the pool: the view this node holds names the address as its warm
+      // record, with these settings. Anything else means the set is behind: derived again, and this call waits.
+      const held = cached.allocations.get(claimed.address);
+      if (held?.containerId !== warmId(ctx.node, ref.name, wp.settings) || held.podRef !== '') {
+        this.#options.log(
+          `IPPool ${ref.name}: ${formatIP({ family: ref.range.cidr.family, value: claimed.address })} is not this node's warm record in the pool view it holds; deriving the set again`,
+        );
+        wp.forget();
+        return undefined;
+      }
       const record: AllocationRecord = { ...claimed.record, node: ctx.node };
       return this.#handOut(wp, claimed.address, record).then(() => planned.value);
     }
@@ -352,9 +449,34 @@ export class WarmSets {
     return undefined;
   }
 
+  /**
+   * Releases the pending hand-outs `plan` releases (the DEL of an attachment answered from the set, whose rename has not
+   * landed), as a DEL answered from the set does: journaled before the call goes on, then written by a grouped write
+   * whatever the pool shows by then (the rename landed: released; it did not: the warm record stays the node's).
+   */
+  async #releasePendingOf<T>(wp: WarmPool, plan: Plan<T>): Promise<void> {
+    const named = new Map<bigint, AllocationRecord>();
+    for (const [address, write] of wp.pending) if (write.kind === 'name') named.set(address, write.record);
+    if (named.size === 0) return;
+    let released: readonly bigint[] | undefined;
+    try {
+      const planned = plan(named, new Set(), { reserved: new Set() });
+      released = planned.change === null ? undefined : loneRelease(planned.change);
+    } catch {
+      return; // not a release on this view (an ADD, a CHECK): the synchronous path decides
+    }
+    const records: Array<readonly [bigint, AllocationRecord]> = [];
+    for (const address of released ?? []) {
+      const record = named.get(address);
+      if (record !== undefined) records.push([address, record]);
+    }
+    if (records.length > 0) await this.#release(wp, records);
+  }
+
   async #handOut(wp: WarmPool, address: bigint, record: AllocationRecord): Promise<void> {
     wp.warm.delete(address);
     wp.handing.add(address);
+    const settings = wp.settings;
     try {
       await this.#durable([
         {
@@ -367,7 +489,7 @@ export class WarmSets {
       ]);
     } catch (err) {
       wp.handing.delete(address);
-      wp.warm.add(address); // never answered: still the node's
+      if (wp.adopted && wp.settings === settings) wp.warm.add(address); // never answered: still the node's
       throw err;
     }
     wp.handing.delete(address);
@@ -426,7 +548,9 @@ export class WarmSets {
 
   /** Waits until this pool's pending writes have landed (or a grouped write failed: the sync path reports that). */
   async #flush(wp: WarmPool): Promise<void> {
-    while (wp.pending.size > 0 || wp.writing !== undefined) {
+    // Bounded: a write that lands but leaves an entry pending (a reservation it cannot bring in step) is tried again
+    // by the next grouped write, not by this call for ever.
+    for (let round = 0; round < 3 && (wp.pending.size > 0 || wp.writing !== undefined); round++) {
       const failures = wp.failures;
       if (wp.writing === undefined) this.#schedule(wp);
       await wp.writing;
@@ -484,8 +608,12 @@ export class WarmSets {
     const pending = new Map(wp.pending);
     const target = this.#target(wp);
     const over = wp.adopted ? Math.max(0, wp.warm.size - target) : 0;
-    const giveBack = [...wp.warm].slice(0, over);
-    for (const address of giveBack) wp.warm.delete(address); // not handed out while it is given back
+    for (const address of [...wp.warm].slice(0, over)) {
+      wp.warm.delete(address); // not handed out while it is given back
+      wp.withdrawn.add(address);
+    }
+    const adopt = !wp.adopted;
+    const settings = wp.settings;
     const started = monotonicMs();
     let outcome: GroupOutcome;
     // Renames whose reservation did not follow stay pending: the next write brings it in step (`landed`).
@@ -497,9 +625,11 @@ export class WarmSets {
         groupPlan({
           node: wp.ctx.node,
           pool: wp.ref.name,
+          settings,
           range: wp.ref.range,
           pending,
-          giveBack,
+          withdrawn: wp.withdrawn,
+          adopt,
           claim: Math.min(MAX_CLAIMS_PER_WRITE, Math.max(0, target - wp.warm.size)),
           policy: this.#options.policy,
           createdAt: new Date().toISOString(),
@@ -508,21 +638,28 @@ export class WarmSets {
           unfollowed: (address) => unfollowed.add(address),
           claimed: (address, held) => wp.reservations.set(address, held),
           knownReservation: (address) => wp.reservations.get(address),
+          // Whereabouts writes the pool: hand-outs stop before the write waits for its Lease, and the set goes back.
+          mixed: () => this.#stopForWhereabouts(wp),
+          // An agent that stopped (its journal's lock given back) writes nothing more, not even a retry.
+          beforeWrite: () => this.#assertOwnJournal(),
         },
       );
     } catch (err) {
-      for (const address of giveBack) wp.warm.add(address);
+      // Nothing is restored from memory: the write may have landed (a lost answer). The set is derived again.
+      if (wp.settings === settings) wp.forget();
       this.#counters.groupWriteFailures++;
       const delay = RETRY_MS[Math.min(wp.failures, RETRY_MS.length - 1)] ?? 5_000;
       wp.failures++;
       this.#options.log(`IPPool ${wp.ref.name}: grouped write failed (again in ${delay} ms): ${messageOf(err)}`);
-      if (wp.pending.size > 0) wp.retry = setTimeout(() => this.#schedule(wp), delay).unref();
+      if (!this.#stopped && (wp.pending.size > 0 || this.#target(wp) > 0))
+        wp.retry = setTimeout(() => this.#schedule(wp), delay).unref();
       return false;
     }
     wp.failures = 0;
     this.#counters.groupWrites++;
     this.#counters.groupWriteMs += monotonicMs() - started;
     for (const address of await this.#followLanded(wp, outcome.landed)) unfollowed.add(address);
+    for (const address of await this.#dropUnreserved(wp, outcome.unreserved)) unfollowed.add(address);
     const entries: JournalEntry[] = [];
     for (const address of outcome.settled) {
       // Only what this write planned: a DEL that came meanwhile is the next write's.
@@ -532,6 +669,9 @@ export class WarmSets {
       this.#counters.groupedEntries++;
     }
     for (const { address, holder } of outcome.lost) this.#lost(wp, address, pending.get(address), holder);
+    // Whatever was withdrawn before the plan was run is given back by it, or is no warm record of these settings now.
+    wp.withdrawn.clear();
+    if (wp.settings !== settings) return false; // the set took other settings meanwhile: the next write derives it
     wp.warm = new Set([...outcome.warm].filter((a) => !wp.pending.has(a) && !wp.handing.has(a)));
     for (const address of wp.reservations.keys())
       if (!wp.warm.has(address) && !wp.pending.has(address) && !wp.handing.has(address))
@@ -571,6 +711,28 @@ export class WarmSets {
         failed.push(address);
         this.#options.log(
           `IPPool ${wp.ref.name}: cannot bring the reservation of ${formatIP({ family, value: address })} in step: ${messageOf(err)}`,
+        );
+      }
+    }
+    return failed;
+  }
+
+  /**
+   * The reservations of DELs answered from the set whose record is already gone (released by a write whose answer was
+   * lost, or by an agent that died before it settled): deleted where they still name the attachment, so that the
+   * reservation goes with its record. The addresses whose deletion failed (the DEL stays pending, tried again).
+   */
+  async #dropUnreserved(wp: WarmPool, unreserved: GroupOutcome['unreserved']): Promise<bigint[]> {
+    if (!wp.ctx.reservations) return [];
+    const family = wp.ref.range.cidr.family;
+    const failed: bigint[] = [];
+    for (const { address, attachment } of unreserved) {
+      try {
+        await releaseReservation(wp.ctx.api, wp.ref, { family, value: address }, attachment);
+      } catch (err) {
+        failed.push(address);
+        this.#options.log(
+          `IPPool ${wp.ref.name}: cannot delete the reservation of ${formatIP({ family, value: address })}, released: ${messageOf(err)}`,
         );
       }
     }
@@ -623,7 +785,20 @@ export class WarmSets {
     }
   }
 
+  /** A Whereabouts plugin writes the pool: no hand-out from now on (until MIXED_WINDOW_MS), the set given back. */
+  #stopForWhereabouts(wp: WarmPool): void {
+    wp.mixedUntilMs = monotonicMs() + MIXED_WINDOW_MS;
+    for (const address of wp.warm) wp.withdrawn.add(address);
+    wp.warm.clear();
+  }
+
+  /** Throws once close() gave the journal's lock back: another agent of the node may own the pools' warm records. */
+  #assertOwnJournal(): void {
+    if (this.#stopped) throw new Error('the agent stopped: its warm records are the next agent to judge');
+  }
+
   #onTick(): void {
+    if (this.#lockWanted && !this.#closing) this.#openJournal();
     if (!this.#checking) {
       this.#checking = true;
       void this.#checkSlices().finally(() => (this.#checking = false));
@@ -631,21 +806,22 @@ export class WarmSets {
     for (const wp of this.#pools.values()) {
       if (wp.writing !== undefined || wp.retry !== undefined) continue;
       const target = this.#target(wp);
-      if (wp.pending.size > 0 || (wp.adopted && wp.warm.size !== target)) this.#schedule(wp);
+      if (wp.pending.size > 0 || wp.warm.size !== target || (!wp.adopted && target > 0)) this.#schedule(wp);
     }
   }
 }
 
-/** How long a pod's DEL keeps its next ADD in the pool off the warm set. */
+/** How long a pod's DEL keeps the address it released for its next ADD in the pool (a re-created sandbox). */
 const RECENT_DEL_MS = 60_000;
 
 const ownerKey = (record: AllocationRecord): string => `${record.podRef}\u0000${record.ifname}`;
 
-function recentlyDeleted(wp: WarmPool, record: AllocationRecord): boolean {
-  if (record.podRef === '') return false;
+/** The address a DEL this agent answered lately released for the attachment `record` names, if any. */
+function recentlyDeleted(wp: WarmPool, record: AllocationRecord): bigint | undefined {
+  if (record.podRef === '') return undefined;
   const now = monotonicMs();
   for (const [key, { at }] of wp.recentDels) if (now - at > RECENT_DEL_MS) wp.recentDels.delete(key);
-  return wp.recentDels.has(ownerKey(record));
+  return wp.recentDels.get(ownerKey(record))?.address;
 }
 
 /**

@@ -14,16 +14,18 @@ const POOL = '10.9.0.0-28';
 const ref: PoolRef = { name: POOL, network: 'net', networkNamed: false, range: rangeOf(CIDR) };
 const at = (n: number): bigint => 0x0a090000n + BigInt(n);
 const AT = '2026-11-28T00:00:00Z';
-const warm = (node = 'node-a'): AllocationRecord => warmRecord(node, POOL, AT);
+const warm = (node = 'node-a', settings = 's'): AllocationRecord => warmRecord(node, POOL, settings, AT);
 const pod = (name: string): AllocationRecord => ({ containerId: `c-${name}`, ifname: 'eth0', podRef: `ns/${name}` });
 
 function input(over: Partial<GroupInput>): GroupInput {
   return {
     node: 'node-a',
     pool: POOL,
+    settings: 's',
     range: ref.range,
     pending: new Map(),
-    giveBack: [],
+    withdrawn: new Set(),
+    adopt: false,
     claim: 0,
     policy: WARM_POLICY,
     createdAt: AT,
@@ -70,13 +72,16 @@ test('claims stop at the free addresses, skip refused ones, and prefer what the 
   assert.equal(planned.value.free, 1); // .9: free in this pool, reserved through an overlapping range
 });
 
-test('nothing to do is no change; a pool a Whereabouts plugin writes gets no claim and its warm records back', () => {
+test('nothing to do is no change; a pool a Whereabouts plugin writes gets no claim and the warm records the agent withdrew back', () => {
   const current = new Map<bigint, AllocationRecord>([
     [at(1), warm()],
     [at(2), warm('node-b')],
   ]);
   assert.equal(groupPlan(input({}))(current, new Set()).change, null);
-  const mixed = groupPlan(input({ claim: 2 }))(current, new Set(), { reserved: new Set(), highestFirst: true });
+  const hints = { reserved: new Set<bigint>(), highestFirst: true };
+  assert.equal(groupPlan(input({ claim: 2 }))(current, new Set(), hints).change, null, 'nothing withdrawn');
+  const withdrawn = new Set([at(1), at(2)]);
+  const mixed = groupPlan(input({ claim: 2, withdrawn }))(current, new Set(), hints);
   assert.deepEqual(mixed.change, { release: [at(1)] }); // node-b's record is node-b's
   assert.equal(mixed.value.mixed, true);
   assert.deepEqual(mixed.value.claimed, []);
@@ -114,7 +119,7 @@ test('give-back returns only warm records of this node that no call is using', (
     [at(3), pod('x')],
   ]);
   const pending = new Map<bigint, PendingWrite>([[at(2), { kind: 'name', record: pod('y') }]]);
-  const planned = groupPlan(input({ pending, giveBack: [at(1), at(2), at(3)] }))(current, new Set());
+  const planned = groupPlan(input({ pending, withdrawn: new Set([at(1), at(2), at(3)]) }))(current, new Set());
   assert.deepEqual(planned.change?.release, [at(1)]);
   assert.deepEqual(planned.change.update, [{ address: at(2), record: pod('y') }]);
   assert.deepEqual([...planned.value.warm], []);
@@ -143,4 +148,49 @@ test("a hand-out whose renamed record a re-ADD of its pod took over has landed, 
     [at(2), at(3)], // another pod; the same pod's other interface
   );
   assert.deepEqual(planned.value.settled, [at(1), at(2), at(3)]);
+});
+
+test("this node's warm records of other settings (another NAD's, an older agent's) go back unless a rename is pending on them", () => {
+  const legacy: AllocationRecord = { ...warm(), containerId: `hereabouts-warm:node-a/${POOL}` };
+  const current = new Map<bigint, AllocationRecord>([
+    [at(1), warm('node-a', 'other')],
+    [at(2), legacy],
+    [at(3), warm('node-a', 'other')],
+    [at(4), warm()],
+    [at(5), warm('node-b', 'other')],
+  ]);
+  const pending = new Map<bigint, PendingWrite>([[at(3), { kind: 'name', record: pod('y') }]]);
+  const planned = groupPlan(input({ pending }))(current, new Set());
+  assert.deepEqual(planned.change?.release, [at(1), at(2)]);
+  assert.deepEqual(planned.change.update, [{ address: at(3), record: pod('y') }], 'a replayed hand-out is renamed');
+  assert.deepEqual([...planned.value.warm], [at(4)], 'only its own settings make the set');
+});
+
+test('a set derived anew is taken by a write: its records are stamped again, so no older write of the pool lands after it', () => {
+  const current = new Map<bigint, AllocationRecord>([
+    [at(1), { ...warm(), createdAt: '2020-01-01T00:00:00Z' }],
+    [at(2), pod('x')],
+  ]);
+  const planned = groupPlan(input({ adopt: true }))(current, new Set());
+  assert.deepEqual(planned.change?.update, [{ address: at(1), record: warm() }]);
+  assert.deepEqual([...planned.value.warm], [at(1)]);
+  assert.equal(
+    groupPlan(input({ adopt: false }))(current, new Set()).change,
+    null,
+    'adopted already: nothing to write',
+  );
+});
+
+test('with a Whereabouts plugin writing the pool, only what the agent withdrew goes back, and nothing is claimed', () => {
+  const current = new Map<bigint, AllocationRecord>([
+    [at(1), warm()],
+    [at(2), warm()], // handed out after the agent withdrew its set: its rename is not in this write
+  ]);
+  const planned = groupPlan(input({ withdrawn: new Set([at(1)]), claim: 3 }))(current, new Set(), {
+    reserved: new Set(),
+    highestFirst: true,
+  });
+  assert.deepEqual(planned.change?.release, [at(1)]);
+  assert.equal(planned.change.claim, undefined);
+  assert.equal(planned.value.mixed, true);
 });

@@ -3,169 +3,33 @@
 // after; a hand-out whose rename a stalled agent never made is renamed by the next agent, never handed out again;
 // warm sets stay off without the controller's word, and go back when Whereabouts writes the pool.
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
-import { WARM_POLICY } from '../../../../../src/agent/warm-setting.ts';
-import { WHEREABOUTS_LEADER_TIMING } from '../../../../../src/config/leader-timing.ts';
-import { planAssign, type AssignOutcome } from '../../../../../src/ipam/assign.ts';
+import { planAssign } from '../../../../../src/ipam/assign.ts';
 import { planRelease } from '../../../../../src/ipam/release.ts';
 import type { ApiRequest, ApiResponse } from '../../../../../src/kube/api.ts';
 import { leasePath, microTime } from '../../../../../src/kube/lease.ts';
-import { WriteMemory } from '../../../../../src/store/kubernetes/contention.ts';
-import { KubernetesStore } from '../../../../../src/store/kubernetes/kubernetes-store.ts';
-import {
-  getObject,
-  WARM_ALLOWED,
-  WARM_GATE_ANNOTATION,
-  WARM_GATE_LEASE,
-} from '../../../../../src/store/kubernetes/objects.ts';
+import { getObject, WARM_ALLOWED } from '../../../../../src/store/kubernetes/objects.ts';
 import { decodeAllocations } from '../../../../../src/store/kubernetes/pool-object.ts';
 import { createObject } from '../../../../../src/store/kubernetes/resources.ts';
-import { WarmSets } from '../../../../../src/store/kubernetes/warm/warm-sets.ts';
-import type { AllocationRecord, PoolRef } from '../../../../../src/store/store.ts';
+import type { PoolRef } from '../../../../../src/store/store.ts';
 import { warmHolder } from '../../../../../src/store/warm-record.ts';
 import { MemoryApiClient, MemoryApiServer } from '../../../../support/memory-apiserver.ts';
 import { rangeOf } from '../../../allocator/range-fixture.ts';
-
-const quiet = { debug() {}, info() {}, warning() {}, error() {} };
-const NS = 'kube-system';
-const CIDR = '10.77.0.0/24';
-const pool: PoolRef = { name: '10.77.0.0-24', network: 'net', networkNamed: false, range: rangeOf(CIDR) };
-const BOUNDS = { minimum: 2, maximum: 8, maxShareOfFree: 0.5, windowMs: 10_000, idleAfterMs: 60_000 };
-type Obj = Record<string, unknown>;
-
-/** Agents are closed before their directories go (after() hooks run in the order they were added). */
-const closing = new WeakMap<TestContext, Array<() => Promise<void> | void>>();
-function cleanup(t: TestContext): Array<() => Promise<void> | void> {
-  let list = closing.get(t);
-  if (list === undefined) {
-    const steps: Array<() => Promise<void> | void> = [];
-    list = steps;
-    closing.set(t, steps);
-    t.after(async () => {
-      for (const step of steps) await step();
-    });
-  }
-  return list;
-}
-
-function tempDir(t: TestContext, name: string): string {
-  const dir = mkdtempSync(join(tmpdir(), `hereabouts-${name}-`));
-  cleanup(t).push(() => rmSync(dir, { recursive: true, force: true }));
-  return dir;
-}
-
-/** The controller's word on warm sets, as it writes it. */
-async function gate(api: MemoryApiClient, verdict: string): Promise<void> {
-  const now = microTime(new Date());
-  const body = {
-    apiVersion: 'coordination.k8s.io/v1',
-    kind: 'Lease',
-    metadata: { name: WARM_GATE_LEASE, annotations: { [WARM_GATE_ANNOTATION]: verdict } },
-    spec: { holderIdentity: 'controller-0', leaseDurationSeconds: 40, acquireTime: now, renewTime: now },
-  };
-  assert.equal((await api.send({ method: 'POST', path: leasePath(NS), body })).status, 201);
-}
-
-interface Agent {
-  readonly api: MemoryApiClient;
-  readonly warm: WarmSets;
-  readonly store: KubernetesStore;
-  /** While held, requests wait unanswered until release(). */
-  hold(): void;
-  release(): void;
-}
-
-function agent(
-  t: TestContext,
-  server: MemoryApiServer,
-  dirs: { journal: string; cache: string },
-  options: { closed?: boolean } = {},
-): Agent {
-  const api = new MemoryApiClient(server, { namespace: NS });
-  const send = api.send.bind(api);
-  let held: Array<() => void> | undefined;
-  api.send = async (req: ApiRequest): Promise<ApiResponse> => {
-    if (held !== undefined) await new Promise<void>((resolve) => held?.push(resolve));
-    return send(req);
-  };
-  const warm = new WarmSets({
-    dir: dirs.journal,
-    bounds: BOUNDS,
-    policy: WARM_POLICY,
-    log: () => undefined,
-    // Two agents of one node in this one process (the stalled one and the next): the journal's lock, judged by pid,
-    // would keep the second off.
-    exclusive: false,
-  });
-  if (options.closed !== false) cleanup(t).unshift(() => warm.close());
-  const store = new KubernetesStore({
-    api,
-    node: 'node-a',
-    cacheDir: dirs.cache,
-    reservations: true,
-    log: quiet,
-    memory: new WriteMemory(),
-    warm,
-    whereaboutsLease: WHEREABOUTS_LEADER_TIMING,
-  });
-  return {
-    api,
-    warm,
-    store,
-    hold: () => void (held ??= []),
-    release: () => {
-      const waiting = held ?? [];
-      held = undefined;
-      for (const resume of waiting) resume();
-    },
-  };
-}
-
-const pod = (name: string) => ({ containerId: `c-${name}`, ifname: 'net1', podRef: `default/${name}` });
-const add = (store: KubernetesStore, name: string): Promise<AssignOutcome> =>
-  store.update(pool, planAssign(pool, pod(name), { createdAt: new Date().toISOString() }));
-const addressOf = (outcome: AssignOutcome): bigint => {
-  assert.equal(outcome.kind, 'assigned');
-  return outcome.address;
-};
-
-async function records(api: MemoryApiClient, ref: PoolRef = pool): Promise<Map<bigint, AllocationRecord>> {
-  const object = (await getObject(api, 'ippools', ref.name)) as Obj;
-  const spec = object['spec'] as Obj;
-  return decodeAllocations(spec['allocations'], ref.range.cidr, {
-    where: 'test',
-    warn: () => undefined,
-    strict: false,
-  });
-}
-
-const warmIn = (all: Map<bigint, AllocationRecord>): bigint[] =>
-  [...all].filter(([, r]) => warmHolder(r) === 'node-a').map(([a]) => a);
-
-async function until(what: string, check: () => Promise<boolean> | boolean, ms = 5_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
-
-/** An agent whose warm set holds BOUNDS.minimum addresses (the first ADD ran the synchronous path). */
-async function warmedAgent(
-  t: TestContext,
-  server: MemoryApiServer,
-  dirs: { journal: string; cache: string },
-  options: { closed?: boolean } = {},
-) {
-  const a = agent(t, server, dirs, options);
-  await add(a.store, 'first');
-  await until('the warm set', async () => a.warm.stats().warm >= BOUNDS.minimum);
-  return a;
-}
-
+import {
+  add,
+  addressOf,
+  agent,
+  gate,
+  NS,
+  pod,
+  pool,
+  records,
+  tempDir,
+  until,
+  warmedAgent,
+  warmIn,
+  type Obj,
+} from './agent-fixture.ts';
 test('an ADD from the warm set is answered while the API server answers nothing; a grouped write then names the pod, and its reservation follows', async (t) => {
   const server = new MemoryApiServer();
   const admin = new MemoryApiClient(server, { namespace: NS });
@@ -452,6 +316,28 @@ test("a pod's new sandbox gets the address its DEL released even when a lower on
     planAssign(pool, { ...pod('web'), containerId: 'c-web-2' }, { createdAt: new Date().toISOString() }),
   );
   assert.equal(addressOf(again), mine, 'the address it had, not the lowest free one');
+});
+
+test("a pod's new sandbox gets the address its DEL released though the set claimed it back meanwhile", async (t) => {
+  const server = new MemoryApiServer();
+  const admin = new MemoryApiClient(server, { namespace: NS });
+  await gate(admin, WARM_ALLOWED);
+  const a = await warmedAgent(t, server, { journal: tempDir(t, 'journal'), cache: tempDir(t, 'cache') });
+  const mine = addressOf(await add(a.store, 'web'));
+  await a.warm.settle();
+  await a.store.update(pool, planRelease(pod('web')));
+  await a.warm.settle();
+  assert.ok(!(await records(admin)).has(mine), 'released');
+  // Another pod takes a warm address: the set refills from the lowest free one, the address web had.
+  addressOf(await add(a.store, 'other'));
+  await until("web's address warm again", async () => warmIn(await records(admin)).includes(mine));
+  const again = await a.store.update(
+    pool,
+    planAssign(pool, { ...pod('web'), containerId: 'c-web-2' }, { createdAt: new Date().toISOString() }),
+  );
+  assert.equal(addressOf(again), mine, 'the address it had, handed out from the set');
+  await a.warm.settle();
+  assert.equal((await records(admin)).get(mine)?.containerId, 'c-web-2');
 });
 
 test("a hand-out's rename that landed unanswered, then taken over by a re-ADD of its pod on the synchronous path: the reservation follows to the new container", async (t) => {
