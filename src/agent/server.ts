@@ -8,6 +8,7 @@ import { createServer, type Socket } from 'node:net';
 import { writeError } from '../cni/output.ts';
 import { runPlugin } from '../cni/plugin.ts';
 import { monotonicMs } from '../clock.ts';
+import { KeyedQueue } from '../store/keyed-queue.ts';
 import type { StoreHost } from '../store/open.ts';
 import type { NodePodsStats, WarmOptions, WarmStats } from '../store/kubernetes/open.ts';
 import {
@@ -19,6 +20,7 @@ import {
   type AgentRequest,
 } from './frame.ts';
 import { listenAt, prepareSocketPath, removeOwnSocket } from './socket-file.ts';
+import { writeJournalPointer } from './journal-pointer.ts';
 import { unansweredJson } from './unanswered.ts';
 import { PidNamespaceGate } from './pid-namespace.ts';
 
@@ -62,11 +64,12 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   const makeHost = await longLivedHost(options.warm);
   const made: { host?: StoreHost } = {};
   const slots = new Slots(options.maxConcurrent ?? 16);
+  const attachments = new KeyedQueue();
   const gate = new PidNamespaceGate(options.log);
   const server = createServer({ allowHalfOpen: false }, (socket) => {
     const host = made.host;
     if (host === undefined) return void socket.destroy(); // never: the host is made before any connection event
-    serve(socket, { slots, host, gate }, options);
+    serve(socket, { slots, attachments, host, gate }, options);
   });
   server.maxConnections = options.maxConnections ?? 256;
   const bound = await listenAt(server, options.socketPath);
@@ -74,17 +77,21 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   // connection is handled: the warm sets' journal is replayed here.
   const held = makeHost();
   made.host = held;
+  // A plugin that runs a DEL while no agent serves finds the journal through it (settle-del.ts).
+  if (options.warm !== undefined) writeJournalPointer(options.socketPath, options.warm.dir);
   options.log(`listening on ${options.socketPath}`);
   return {
     socketPath: options.socketPath,
     warmStats: () => held.warm?.stats(),
     podStats: () => held.pods?.stats(),
     close: async () => {
+      // The socket goes last: the calls answered from warm sets have their grouped writes made and the warm addresses
+      // go back first, while calls go on being served (on the synchronous path). A new agent of the node (a rolling
+      // update) binds the socket only once this one's journal lock is free, so it takes the lock and replays at once.
+      await held.warm?.close();
       // While still listening: the path is ours until we remove it (socket-file.ts).
       removeOwnSocket(bound);
       await new Promise<void>((resolve) => server.close(() => resolve()));
-      // The calls answered from warm sets have their grouped writes made before the agent goes.
-      await held.warm?.close();
       held.pods?.close();
     },
   };
@@ -92,7 +99,12 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
 
 function serve(
   socket: Socket,
-  agent: { readonly slots: Slots; readonly host: StoreHost; readonly gate: PidNamespaceGate },
+  agent: {
+    readonly slots: Slots;
+    readonly attachments: KeyedQueue;
+    readonly host: StoreHost;
+    readonly gate: PidNamespaceGate;
+  },
   options: AgentOptions,
 ): void {
   const reader = new FrameReader(MAX_REQUEST_BYTES);
@@ -128,19 +140,33 @@ function serve(
     }
     // A client that gave up (closed, or past its deadline: the agent was stopped, or the call waited for a slot)
     // before the call started gets nothing run on its behalf: it already reported the call as failed.
-    void agent.slots.run(async () => {
-      if (clientGone || Date.now() >= request.giveUpAt) {
-        socket.destroy();
-        options.observe?.('dropped');
-        options.log('dropped a request: its client went away before it started');
-        return;
-      }
-      const deadlineMs = options.deadlineMs ?? 110_000;
-      const answer = await withDeadline(execute(request, agent.host), deadlineMs);
-      options.observe?.(answer === undefined ? 'deadline' : 'answered');
-      if (!socket.destroyed) socket.end(encodeAnswer(answer ?? unanswered(request, deadlineMs)));
-    });
+    const call = (): Promise<void> =>
+      agent.slots.run(async () => {
+        if (clientGone || Date.now() >= request.giveUpAt) {
+          socket.destroy();
+          options.observe?.('dropped');
+          options.log('dropped a request: its client went away before it started');
+          return;
+        }
+        const deadlineMs = options.deadlineMs ?? 110_000;
+        const work = execute(request, agent.host);
+        const answer = await withDeadline(work, deadlineMs);
+        options.observe?.(answer === undefined ? 'deadline' : 'answered');
+        if (!socket.destroyed) socket.end(encodeAnswer(answer ?? unanswered(request, deadlineMs)));
+        await work; // a call past its deadline still ends before the next call of its attachment starts
+      });
+    // Calls of one attachment run one at a time, in the order they came: a runtime that gave up on an ADD (its plugin
+    // killed, or timed out) calls DEL while the ADD may still run here, and that DEL must see what the ADD wrote.
+    const attachment = attachmentOf(request);
+    void (attachment === undefined ? call() : agent.attachments.run(attachment, call));
   });
+}
+
+/** The CNI attachment a call is for (container id and interface), or undefined for a call of none (GC, STATUS). */
+function attachmentOf(request: AgentRequest): string | undefined {
+  const containerId = request.env['CNI_CONTAINERID'];
+  if (containerId === undefined || containerId === '') return undefined;
+  return `${containerId}\u0000${request.env['CNI_IFNAME'] ?? ''}`;
 }
 
 async function execute(request: AgentRequest, host: StoreHost): Promise<AgentAnswer> {

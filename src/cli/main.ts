@@ -16,6 +16,7 @@ async function main(argv: readonly string[]): Promise<number> {
       stdin = answered.stdin;
     }
     const { runPlugin } = await import('../cni/plugin.ts');
+    if (process.env['CNI_COMMAND'] === 'DEL') return runDel(runPlugin, stdin);
     return runPlugin(stdin === undefined ? {} : { stdin });
   }
   const [command, ...rest] = argv;
@@ -91,6 +92,29 @@ async function main(argv: readonly string[]): Promise<number> {
           : `hereabouts: unknown command ${JSON.stringify(command)} (see hereabouts --help)\n`,
       );
       return 2;
+  }
+}
+
+/** A DEL run in-process: the hand-outs a node agent's journal holds for its container are settled first. */
+async function runDel(
+  runPlugin: typeof import('../cni/plugin.ts').runPlugin,
+  stdin: (() => Buffer) | undefined,
+): Promise<number> {
+  const path = process.env['HEREABOUTS_AGENT_SOCKET'] ?? DEFAULT_AGENT_SOCKET;
+  if (path === '') return runPlugin(stdin === undefined ? {} : { stdin });
+  const { delHost } = await import('../agent/settle-del.ts');
+  const del = await delHost(path, process.env);
+  if (del.kind === 'plain') return runPlugin(stdin === undefined ? {} : { stdin });
+  const { readStdinFd } = await import('../cni/stdin-fd.ts');
+  const bytes = stdin === undefined ? readStdinFd() : stdin();
+  if (del.kind === 'busy') {
+    process.stdout.write(del.answer(bytes));
+    return 1;
+  }
+  try {
+    return await runPlugin({ stdin: bytes }, del.host);
+  } finally {
+    await del.close();
   }
 }
 

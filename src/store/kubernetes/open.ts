@@ -16,6 +16,8 @@ import type { NodePods } from './node-pods.ts';
 
 export type { WarmSets, WarmOptions, WarmPolicy, WarmStats } from './warm/warm-sets.ts';
 export type { NodePodsStats } from './node-pods.ts';
+export { readPending as readJournalPending } from './warm/journal.ts';
+export type { HandOut as JournalHandOut } from './warm/journal.ts';
 
 /** Per-request timeout of the API calls (Whereabouts uses 10 s as well). */
 export const REQUEST_TIMEOUT_MS = 10_000;
