@@ -1,9 +1,9 @@
 // A DEL that the plugin runs itself while no node agent serves (the agent was killed during the ADD, or is being
 // replaced) settles first what the agent's journal holds for that container and interface: a hand-out the agent made
 // durable but never answered, whose rename a restarted agent would otherwise write after this DEL succeeded, leaving
-// the pod's address and reservation behind. The plugin takes the journal's lock, replays it as an agent would
-// (renaming the hand-outs of the pools the DEL visits, reservations following), runs the DEL on the pools as they are
-// then, and gives the journal back with nothing pending for that container. A live agent that holds the lock without
+// the pod's address and reservation behind. The plugin takes the journal's lock and replays it as an agent would; the
+// container's own hand-outs are released through the journal before the DEL runs on the pool (warm-sets.ts), and
+// the journal goes back with nothing pending for that container. A live agent that holds the lock without
 // serving (it is starting or stopping) makes the DEL answer code 11: the runtime calls it again.
 import { CniCode } from '../cni/errors.ts';
 import { bestEffortVersion } from '../cni/version.ts';

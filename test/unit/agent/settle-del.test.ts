@@ -1,6 +1,6 @@
 // A DEL the plugin runs itself while no node agent serves (src/agent/settle-del.ts): the hand-outs the dead agent's
-// journal holds for that container are written first, then the DEL releases them, and nothing of the pod is left
-// for a restarted agent's replay to bring back.
+// journal holds for that container are released through the journal before the DEL runs, and nothing of the pod is
+// left for a restarted agent's replay to bring back.
 import assert from 'node:assert/strict';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -35,9 +35,15 @@ test("a DEL while the agent is dead settles the agent's unwritten hand-out of th
   await gate(admin, WARM_ALLOWED);
   const journal = tempDir(t, 'journal');
   const dead = await warmedAgent(t, server, { journal, cache: tempDir(t, 'cache') }, { closed: false });
-  // The agent hands out an address, makes it durable, and is killed before its rename or its answer.
+  // The agent hands out an address, makes it durable, and is killed before its rename or its answer: its writes
+  // never reach the API server. (Refused, not left hanging: a write hanging in this process would hold the pool's
+  // lock for ever, where a killed agent's lock goes with its process.)
+  const unavailable: ApiResponse = {
+    status: 503,
+    body: { kind: 'Status', status: 'Failure', reason: 'ServiceUnavailable', code: 503 },
+  };
   dead.api.send = (req: ApiRequest): Promise<ApiResponse> =>
-    req.method === 'GET' ? MemoryApiClient.prototype.send.call(dead.api, req) : new Promise(() => undefined);
+    req.method === 'GET' ? MemoryApiClient.prototype.send.call(dead.api, req) : Promise.resolve(unavailable);
   const handed = addressOf(await add(dead.store, 'web'));
   assert.equal((await records(admin)).get(handed)?.podRef, '', 'the pool still shows the warm record');
 
@@ -58,7 +64,9 @@ test("a DEL while the agent is dead settles the agent's unwritten hand-out of th
     ...(del.host.warm === undefined ? {} : { warm: del.host.warm }),
     whereaboutsLease: WHEREABOUTS_LEADER_TIMING,
   });
-  assert.deepEqual(await store.update(pool, planRelease(pod('web'))), [handed], 'the DEL releases the hand-out');
+  // The hand-out is released through the journal before the DEL runs on the pool (warm-sets.ts): the rename is never
+  // written, so the pool has no record of the pod for the DEL itself to release.
+  assert.deepEqual(await store.update(pool, planRelease(pod('web'))), []);
   await del.close();
 
   const after = await records(admin);
