@@ -58,6 +58,8 @@ export interface AttachContext {
    * the dead process cannot repair it, the attachment's next ADD or DEL, or the controller's repair pass, does.
    */
   readonly crashWindow: Set<string>;
+  /** Attachments ("container|ifname") a hereabouts DEL answered with success: nothing may hold them any more. */
+  readonly deleted: Set<string>;
 }
 
 export const crashKey = (containerId: string, ifname: string): string => `${containerId}|${ifname}`;
@@ -210,11 +212,12 @@ export async function delSandbox(
       outcome = await ctx.processes.hereabouts(
         { short: caller.short, node: caller.node },
         faultsOf(faults, n),
-        { reservations: cfg.ipam.enableOverlappingRanges },
+        { reservations: cfg.ipam.enableOverlappingRanges, del: { containerId: sandbox.id, ifname: a.ifname } },
         (store) => cmdDel({ config: cfg, store, logger: quietLogger, version: '1.1.0', env }),
       );
     }
     if (!outcome.ok) failures.push(`${a.ifname}${outcome.killed ? ' (killed)' : ''}: ${errorLine(outcome.error)}`);
+    else if (caller.binary === 'hereabouts') ctx.deleted.add(crashKey(sandbox.id, a.ifname));
   }
   if (failures.length > 0) return { done: false, outcome: `DEL ${sandbox.id} failed: ${failures.join('; ')}` };
   return { done: true, outcome: `DEL ${sandbox.id} done` };

@@ -105,6 +105,8 @@ export class Cluster {
   readonly reconcilerShared = new Set<string>();
   /** Attachments whose hereabouts ADD was killed ("container|ifname"): see AttachContext.crashWindow. */
   readonly crashWindow = new Set<string>();
+  /** Attachments a hereabouts DEL answered with success ("container|ifname"): see AttachContext.deleted. */
+  readonly deleted = new Set<string>();
   /** What the model saw happen that the API cannot show (a lock taken from a live holder): for the next check. */
   readonly observed: Violation[] = [];
   sliceSize = NETS.S.slice ?? 28;
@@ -157,6 +159,7 @@ export class Cluster {
       whereaboutsWindow: this.whereaboutsWindow,
       whereaboutsDeleted: this.whereaboutsDeleted,
       crashWindow: this.crashWindow,
+      deleted: this.deleted,
     };
     for (const name of options.nodes)
       this.nodes.set(name, { name: this.nodeName(name), up: false, pendingDels: [], binary: 'hereabouts' });

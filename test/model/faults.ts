@@ -22,6 +22,11 @@ export interface FaultSpec {
   readonly kill?: { readonly at: number; readonly after: boolean };
   /** A stalled process: its first two requests wait this long before they are sent (it holds its locks meanwhile). */
   readonly stallMs?: number;
+  /**
+   * In a node agent: the agent is SIGKILLed once the call's work is done, before its answer goes out and before any
+   * grouped write it caused (a hand-out only in the journal): the call fails, and the runtime DELs the attachment.
+   */
+  readonly agentDies?: boolean;
 }
 
 export const NO_FAULTS: FaultSpec = { seed: 0, rate: 0 };
@@ -31,7 +36,15 @@ export interface FaultCounts {
   kills: number;
   byKind: Record<string, number>;
   /** Sequences whose nodes ran node agents with warm sets, and what their agents did. */
-  warm: { sequences: number; handedOut: number; released: number; groupWrites: number; agentsKilled: number };
+  warm: {
+    sequences: number;
+    handedOut: number;
+    released: number;
+    groupWrites: number;
+    agentsKilled: number;
+    /** Agents killed right after a call's work, before its answer (FaultSpec.agentDies). */
+    killedBeforeAnswer: number;
+  };
   /** Claims' reconciles (claims.ts) and how they ended: an address or block held, one given back. */
   claims: { reconciles: number; ready: number; released: number };
   /** Sticky addresses (sticky.ts): what the sequences did with them. */
@@ -59,7 +72,7 @@ export function newFaultCounts(): FaultCounts {
     injected: 0,
     kills: 0,
     byKind: {},
-    warm: { sequences: 0, handedOut: 0, released: 0, groupWrites: 0, agentsKilled: 0 },
+    warm: { sequences: 0, handedOut: 0, released: 0, groupWrites: 0, agentsKilled: 0, killedBeforeAnswer: 0 },
     claims: { reconciles: 0, ready: 0, released: 0 },
     sticky: { steps: 0, bindings: 0, found: 0, elsewhere: 0, released: 0, migrations: 0, restarts: 0 },
   };

@@ -45,7 +45,13 @@ export interface GenerateOptions {
 
 function faults(prng: Prng, o: GenerateOptions): FaultSpec {
   const kill = prng.chance(o.killRate) ? { at: prng.int(8), after: prng.chance(0.5) } : undefined;
-  return { seed: prng.seed(), rate: o.faultRate, ...(kill === undefined ? {} : { kill }) };
+  const agentDies = prng.chance(o.killRate / 2);
+  return {
+    seed: prng.seed(),
+    rate: o.faultRate,
+    ...(kill === undefined ? {} : { kill }),
+    ...(agentDies ? { agentDies } : {}),
+  };
 }
 
 interface View {

@@ -3,7 +3,9 @@
 // nothing to its files afterwards: the node's cache directory is restored as it was at the kill.
 import { cpSync, mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { handOutsTo, SETTLE_ONLY } from '../../src/agent/settle-del.ts';
 import { WARM_POLICY } from '../../src/agent/warm-setting.ts';
+import { readPending } from '../../src/store/kubernetes/warm/journal.ts';
 import { ApiClient, type ApiRequest, type ApiResponse } from '../../src/kube/api.ts';
 import { WarmSets } from '../../src/store/kubernetes/warm/warm-sets.ts';
 import { DEFAULT_WARM_BOUNDS } from '../../src/store/warm-target.ts';
@@ -75,6 +77,12 @@ export class Processes {
   /** Set: every node's hereabouts calls run in its agent, with warm sets; the fault rate of its background writes. */
   #warmRate: number | undefined;
   readonly #agents = new Map<string, NodeAgent>();
+  /**
+   * Nodes whose agent was SIGKILLed before an answer (FaultSpec.agentDies) and has not started again: a DEL there runs
+   * in the plugin, which settles the journal's hand-outs of its container first (agent/settle-del.ts); the node's
+   * next ADD starts the agent again.
+   */
+  readonly #down = new Set<string>();
 
   constructor(options: ProcessesOptions) {
     this.#o = options;
@@ -132,10 +140,36 @@ export class Processes {
     const known = this.#agents.get(short);
     if (known !== undefined && !known.dead) return known;
     if (known !== undefined) this.killAgent(short); // killed in a background write
-    const agent: NodeAgent = {
+    const agent = this.#newAgent(short, DEFAULT_WARM_BOUNDS);
+    this.#agents.set(short, agent);
+    return agent;
+  }
+
+  /**
+   * The host a DEL of `del` runs in on `short`: the node's agent; while it is down, the plugin with the journal's
+   * hand-outs of that container to settle first (a host of its own, closed after the call), or without any.
+   */
+  #host(short: string, del: { readonly containerId: string; readonly ifname: string } | undefined) {
+    if (this.#warmRate === undefined) return undefined;
+    if (!this.#down.has(short) || del === undefined) {
+      this.#down.delete(short);
+      return { agent: this.#agent(short), settling: false };
+    }
+    let pending;
+    try {
+      pending = readPending(this.journalDir(short)) ?? [];
+    } catch {
+      return undefined; // a damaged journal: no agent replays it either
+    }
+    if (handOutsTo(pending, del.containerId, del.ifname).length === 0) return undefined;
+    return { agent: this.#newAgent(short, SETTLE_ONLY), settling: true };
+  }
+
+  #newAgent(short: string, bounds: typeof DEFAULT_WARM_BOUNDS): NodeAgent {
+    return {
       warm: new WarmSets({
         dir: this.journalDir(short),
-        bounds: DEFAULT_WARM_BOUNDS,
+        bounds,
         policy: WARM_POLICY,
         log:
           process.env['HEREABOUTS_MODEL_AGENT_LOG'] === '1'
@@ -148,8 +182,6 @@ export class Processes {
       dead: false,
       background: this.#background(this.#warmRate ?? 0),
     };
-    this.#agents.set(short, agent);
-    return agent;
   }
 
   cacheDir(node: string): string {
@@ -170,7 +202,12 @@ export class Processes {
   async hereabouts<T>(
     where: { readonly short: string; readonly node: string },
     faults: FaultSpec,
-    options: { readonly reservations: boolean; readonly log?: Logger },
+    options: {
+      readonly reservations: boolean;
+      readonly log?: Logger;
+      /** The attachment a DEL is for (a plugin DEL while the node's agent is down settles its hand-outs first). */
+      readonly del?: { readonly containerId: string; readonly ifname: string };
+    },
     fn: (store: KubernetesStore) => Promise<T>,
   ): Promise<Outcome<T>> {
     const dir = this.cacheDir(where.short);
@@ -182,7 +219,8 @@ export class Processes {
         filter: (src) => !src.endsWith('.lock') && !src.includes('.lock/') && !src.endsWith('.reclaim'),
       }),
     );
-    const agent = this.#warmRate === undefined ? undefined : this.#agent(where.short);
+    const host = this.#host(where.short, options.del);
+    const agent = host?.agent;
     const callApi = agent === undefined ? api : new AgentApi(agent, api);
     const store = new KubernetesStore({
       api: callApi,
@@ -199,6 +237,13 @@ export class Processes {
     });
     try {
       const value = await fn(store);
+      if (faults.agentDies === true && host?.settling === false && !host.agent.dead) {
+        // SIGKILLed before the answer, and before the grouped write the call scheduled (setImmediate) ran.
+        this.killAgent(where.short);
+        this.#down.add(where.short);
+        this.#o.counts.warm.killedBeforeAnswer++;
+        return { ok: false, error: new Killed('its node agent, before the answer went out'), killed: true };
+      }
       // A process killed at a request whose failure it then put up with (a best-effort follow-up) never answered.
       if (api.dead || agent?.dead === true)
         return { ok: false, error: new Killed('an earlier request (no answer went out)'), killed: true };
@@ -208,7 +253,11 @@ export class Processes {
       return { ok: false, error, killed: api.dead || agent?.dead === true };
     } finally {
       if (callApi instanceof AgentApi) callApi.finished = true;
-      if (api.dead && agent !== undefined) this.killAgent(where.short); // the agent was the process killed
+      // The plugin's settling host goes with the plugin (its writes done, the warm addresses it took over given back).
+      if (host?.settling === true) {
+        if (api.dead) host.agent.dead = true; // killed: nothing more of it runs
+        await host.agent.warm.close();
+      } else if (api.dead && agent !== undefined) this.killAgent(where.short); // the agent was the process killed
       if (api.dead) {
         // The process died at the kill: whatever it did to its files afterwards never happened.
         rmSync(dir, { recursive: true, force: true });

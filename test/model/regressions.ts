@@ -538,6 +538,23 @@ export const REGRESSIONS: readonly Regression[] = [
     ],
   },
 
+  {
+    name: "an agent SIGKILLed after a hand-out, before its answer and its rename: the runtime's DEL leaves nothing of the pod, and the next agent's replay brings nothing back",
+    ref: 'issue 42 (written by hand; seed 2 runs node agents)',
+    seed: 2,
+    steps: [
+      { op: 'pod-create', pod: 'p0', node: 'n1', nets: ['A'] },
+      { op: 'add', pod: 'p0', faults: { seed: 11, rate: 0 } },
+      { op: 'pod-create', pod: 'p1', node: 'n1', nets: ['A'] },
+      { op: 'add', pod: 'p1', faults: { seed: 12, rate: 0 } },
+      { op: 'pod-create', pod: 'p2', node: 'n1', nets: ['A'] },
+      { op: 'add', pod: 'p2', faults: { seed: 13, rate: 0, agentDies: true } },
+      { op: 'del', node: 'n1', pick: 0, faults: { seed: 14, rate: 0 } },
+      { op: 'pod-create', pod: 'p3', node: 'n1', nets: ['A'] },
+      { op: 'add', pod: 'p3', faults: { seed: 15, rate: 0 } },
+    ],
+  },
+
   // Sticky addresses (issue 24): sequences written by hand that follow a binding through its pods' lives. A seed whose
   // sequence runs without node agents (runner.ts draws that from the seed): 3, 7; with them: 2.
   {

@@ -2,6 +2,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import type { WarmStats } from '../../src/store/kubernetes/warm/warm-sets.ts';
 import { embeddedNode, repoRoot } from './paths.ts';
 
 export interface AgentProcess {
@@ -13,15 +14,24 @@ export interface AgentProcess {
   kill(signal?: NodeJS.Signals): void;
 }
 
-/** Starts an agent; resolves once it listens (or rejects with its log if it exits first). */
+/**
+ * Starts an agent; resolves once it listens (or rejects with its log if it exits first, or does not listen within
+ * `timeoutMs`: then it is killed, so that no agent outlives a failed test).
+ */
 export async function startAgentProcess(
   bin: string,
   socketPath: string,
   extraArgs: readonly string[] = [],
   env: Record<string, string> = {},
+  timeoutMs = 15_000,
 ): Promise<AgentProcess> {
   const agent = spawnAgent(bin, socketPath, extraArgs, env);
-  await until('the agent to listen', () => agent.log().includes('listening on'), 15_000, agent.exited);
+  try {
+    await until('the agent to listen', () => agent.log().includes('listening on'), timeoutMs, agent.exited);
+  } catch (err) {
+    agent.kill();
+    throw err;
+  }
   return agent;
 }
 
@@ -61,6 +71,16 @@ export async function until(
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 20));
   }
+}
+
+/** The agent's warm-set counters, as the line it logs on SIGUSR1 shows them; undefined before warm sets started. */
+export async function warmStats(agent: AgentProcess): Promise<WarmStats | undefined> {
+  const lines = (): number => agent.log().split('warm stats ').length;
+  const seen = lines();
+  agent.kill('SIGUSR1');
+  await until('the warm stats line', () => lines() > seen, 10_000, agent.exited);
+  const line = agent.log().split('warm stats ').at(-1)?.split('\n')[0] ?? 'null';
+  return (JSON.parse(line) as WarmStats | null) ?? undefined;
 }
 
 export interface LockHolder {
