@@ -250,11 +250,16 @@ describe('Cluster API IPAddressClaims and PrefixClaims on hereabouts pools', () 
     await claim('bad-spec', 'bad-spec');
     const c3 = await claimReady('bad-spec', 'False', 'PoolNotReady');
     assert.match(String(ready(c3)?.['message']), /mixes IPv4 and IPv6/);
-    const reasons = (await events(ns))
-      .filter((e) => e.type === 'Warning')
-      .map((e) => `${e.involvedObject.name}:${e.reason}`);
-    for (const r of ['no-pool:PoolNotReady', 'bad-range:PoolNotReady', 'bad-spec:PoolNotReady'])
-      assert.ok(reasons.includes(r), `${r} in ${reasons.join(' ')}`);
+    // The Event follows the condition's write: waited for, not read at once.
+    const wanted = ['no-pool:PoolNotReady', 'bad-range:PoolNotReady', 'bad-spec:PoolNotReady'];
+    let reasons: string[] = [];
+    const recorded = await eventually(async () => {
+      reasons = (await events(ns))
+        .filter((e) => e.type === 'Warning')
+        .map((e) => `${e.involvedObject.name}:${e.reason}`);
+      return wanted.every((r) => reasons.includes(r));
+    }, 10_000);
+    assert.ok(recorded, `${wanted.join(' ')} in ${reasons.join(' ')}`);
     // Fixing the pool serves the waiting claim.
     await api(
       ns.cp,
