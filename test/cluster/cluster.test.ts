@@ -131,6 +131,14 @@ describe('a real single-node cluster', () => {
       pods.some((p) => p.metadata.name === holder),
       `holder ${holder} is one of ${pods.map((p) => p.metadata.name).join(', ')}`,
     );
+    // The PodDisruptionBudget covers both replicas: a drain may evict one of them at a time.
+    const budget = await until('the disruption budget to count both replicas', 60_000, () => {
+      const pdb = getJson(c, ['-n', 'kube-system', 'pdb', 'hereabouts-controller']) as {
+        status?: { currentHealthy?: number; disruptionsAllowed?: number };
+      };
+      return pdb.status?.currentHealthy === 2 ? pdb.status : undefined;
+    });
+    assert.equal(budget.disruptionsAllowed, 1);
   });
 
   test("leader failover: another replica takes the Lease when the leader's pod is deleted", async () => {

@@ -92,6 +92,22 @@ describe('deploy/ manifests', () => {
     assert.match(out.stdout, /^Usage: hereabouts install/);
   });
 
+  test("the controller's PodDisruptionBudget selects exactly the Deployment's pods, and lets one go at a time", () => {
+    const deployment = find('Deployment', 'hereabouts-controller').spec as {
+      selector: { matchLabels: Record<string, string> };
+      template: { metadata: { labels: Record<string, string> } };
+    };
+    const budget = find('PodDisruptionBudget', 'hereabouts-controller').spec as {
+      maxUnavailable?: number;
+      minAvailable?: number;
+      selector: { matchLabels: Record<string, string> };
+    };
+    assert.deepEqual(budget.selector, deployment.selector);
+    assert.deepEqual(budget.selector.matchLabels, deployment.template.metadata.labels);
+    assert.equal(budget.maxUnavailable, 1);
+    assert.equal(budget.minAvailable, undefined);
+  });
+
   test('the executable accepts the Deployment\'s controller command, flag for flag', () => {
     const [container] = podSpec('Deployment', 'hereabouts-controller').containers;
     assert.equal(find('Deployment', 'hereabouts-controller').spec['replicas'], 2);
