@@ -26,6 +26,7 @@ export class AgentKeeper {
     this.#log = log;
     this.#failures = new RetryLog(log);
     this.#observer = observer;
+    observer?.agentEnabled(socketPath !== '');
     observer?.agentUp(false);
   }
 
@@ -64,6 +65,8 @@ export class AgentKeeper {
 /** The agent's state and requests, for /metrics. */
 export interface AgentObserver {
   agentUp(up: boolean): void;
+  /** Whether the agent is wanted at all (--agent-socket not empty). */
+  agentEnabled(enabled: boolean): void;
   agentCall(result: AgentCallResult): void;
   warmFrom(source: () => WarmStats | undefined): void;
 }

@@ -17,6 +17,7 @@ export class NodeMetrics {
   readonly #skipped: Counter;
   readonly #rotations: Counter<'file'>;
   readonly #agentUp: Gauge;
+  readonly #agentEnabled: Gauge;
   readonly #agentCalls: Counter<'result'>;
   readonly #networks = new Set<string>();
   readonly #maxNetworks: number;
@@ -53,6 +54,11 @@ export class NodeMetrics {
     this.#agentUp = new Gauge({
       name: 'hereabouts_node_agent_up',
       help: 'Whether this pod serves the node agent socket (0: the plugin runs each call itself, slower but working)',
+      registers,
+    });
+    this.#agentEnabled = new Gauge({
+      name: 'hereabouts_node_agent_enabled',
+      help: 'Whether this pod is set to serve the node agent (0: --agent-socket "", the plugin runs every call itself)',
       registers,
     });
     this.#agentCalls = new Counter({
@@ -137,6 +143,11 @@ export class NodeMetrics {
       'Time spent in journal appends and their fdatasync',
       (s) => s.journalMs / 1000,
     );
+    gauge(
+      'hereabouts_node_warm_journal_off',
+      "1 while the agent's warm sets are off because their journal is not open (corrupt or unreadable, or its lock held by another agent of the node)",
+      (s) => s.journalOff,
+    );
     counter(
       'hereabouts_node_warm_lost_total',
       'Hand-outs whose warm record something else had freed before their rename (never expected)',
@@ -165,6 +176,10 @@ export class NodeMetrics {
 
   agentUp(up: boolean): void {
     this.#agentUp.set(up ? 1 : 0);
+  }
+
+  agentEnabled(enabled: boolean): void {
+    this.#agentEnabled.set(enabled ? 1 : 0);
   }
 
   agentCall(result: AgentCallResult): void {

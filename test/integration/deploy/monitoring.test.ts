@@ -98,7 +98,7 @@ test('the rules are well formed: unique alert names, durations, severity, summar
     }
   }
   assert.equal(new Set(names).size, names.length, names.join(' '));
-  for (const wanted of ['HereaboutsPoolNearlyFull', 'HereaboutsPoolExhausted', 'HereaboutsOrphansGrowing', 'HereaboutsNoControllerLeader', 'HereaboutsCachesUnsynced', 'HereaboutsCniAddErrors', 'HereaboutsCniAddSlow']) {
+  for (const wanted of ['HereaboutsPoolNearlyFull', 'HereaboutsPoolExhausted', 'HereaboutsOrphansGrowing', 'HereaboutsNoControllerLeader', 'HereaboutsCachesUnsynced', 'HereaboutsCniAddErrors', 'HereaboutsCniAddSlow', 'HereaboutsNodeAgentDown', 'HereaboutsNodeWarmJournalOff', 'HereaboutsNodeWarmAddressLost', 'HereaboutsNodeCniAddErrors']) {
     assert.ok(names.includes(wanted), wanted);
   }
 });

@@ -51,6 +51,7 @@ test(
       installer,
     );
     assert.equal(await metric('hereabouts_node_agent_up'), 0, 'not serving the socket yet');
+    assert.equal(await metric('hereabouts_node_agent_enabled'), 1, 'but set to serve it: the alert would count this');
     previous.kill('SIGTERM');
     await previous.exited;
     await waitFor(

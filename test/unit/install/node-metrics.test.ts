@@ -20,3 +20,33 @@ test('after maxNetworks distinct networks, further networks are counted as "_oth
   assert.doesNotMatch(text, /network="c"|network="d"/);
   assert.match(text, /^hereabouts_cni_request_duration_seconds_bucket\{le="0.0025",verb="ADD",network="a"\} 2$/m);
 });
+
+test("the node alerts' gauges: agent enabled, and warm sets off for want of their journal only while they say so", async () => {
+  const metrics = new NodeMetrics({ maxNetworks: 2 });
+  const value = async (name: string): Promise<number> =>
+    Number(new RegExp(`^${name} (\\d+)$`, 'm').exec(await metrics.registry.metrics())?.[1]);
+  metrics.agentEnabled(false);
+  assert.equal(await value('hereabouts_node_agent_enabled'), 0, '--agent-socket ""');
+  metrics.agentEnabled(true);
+  assert.equal(await value('hereabouts_node_agent_enabled'), 1);
+  assert.equal(await value('hereabouts_node_warm_journal_off'), 0, 'no warm sets configured: nothing is off');
+  const stats = {
+    warm: 0,
+    pending: 0,
+    handedOut: 0,
+    released: 0,
+    groupWrites: 0,
+    groupedEntries: 0,
+    groupWriteMs: 0,
+    groupWriteFailures: 0,
+    lost: 0,
+    synchronous: 0,
+    journalWrites: 0,
+    journalMs: 0,
+    journalOff: 1,
+  };
+  metrics.warmFrom(() => stats);
+  assert.equal(await value('hereabouts_node_warm_journal_off'), 1, 'the journal could not be opened');
+  metrics.warmFrom(() => ({ ...stats, journalOff: 0 }));
+  assert.equal(await value('hereabouts_node_warm_journal_off'), 0);
+});

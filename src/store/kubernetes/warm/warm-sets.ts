@@ -80,6 +80,11 @@ export interface WarmStats {
   readonly journalWrites: number;
   /** Time spent in them. */
   readonly journalMs: number;
+  /**
+   * 1 while warm sets are off because the journal is not open: it could not be replayed (corrupt, unreadable) or
+   * another agent of the node holds its lock (a rolling update's old agent, for seconds; tried again every tick).
+   */
+  readonly journalOff: number;
 }
 
 const RETRY_MS = [200, 1_000, 5_000];
@@ -257,7 +262,7 @@ export class WarmSets {
       pending += pool.pending.size;
     }
     pending += this.#replayed.filter((h) => !this.#pools.has(h.pool)).length;
-    return { warm, pending, ...this.#counters };
+    return { warm, pending, ...this.#counters, journalOff: this.#journal === undefined ? 1 : 0 };
   }
 
   /** Runs `plan` on `pool`: from the warm set when it is a plain claim or release, else through `sync`. */

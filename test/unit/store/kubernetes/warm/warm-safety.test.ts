@@ -271,6 +271,7 @@ test("in a rolling update the new agent takes the journal's lock once the old on
   );
   for (let i = 0; i < 2; i++) await add(next.store, `sync-${i}`);
   assert.equal(next.warm.stats().handedOut, 0, 'no hand-out while the old agent holds the lock');
+  assert.equal(next.warm.stats().journalOff, 1, 'its metric says so (hereabouts_node_warm_journal_off)');
   old.release();
   await old.warm.close();
   assert.equal((await records(admin)).get(handed)?.podRef, 'default/web', 'the old agent renamed before it went');
@@ -279,6 +280,7 @@ test("in a rolling update the new agent takes the journal's lock once the old on
     await add(next.store, `more-${String(Date.now())}`);
     return next.warm.stats().handedOut > 0;
   });
+  assert.equal(next.warm.stats().journalOff, 0);
 });
 
 test('a DEL answered from the set whose reservation delete fails: the reservation goes with its record at the next grouped write', async (t) => {
