@@ -17,8 +17,8 @@ const HOST_CONF_DIR = '/etc/cni/net.d';
 const FLAT_FILE = `${HOST_CONF_DIR}/hereabouts.d/hereabouts.conf`;
 const FLAT_CONTENT = renderFlatConfig(`${HOST_CONF_DIR}/hereabouts.d/hereabouts.kubeconfig`);
 
-/** Keys Whereabouts acts on that hereabouts accepts (type-checked) and ignores. */
-const LEASE_KEYS = ['leader_lease_duration', 'leader_renew_deadline', 'leader_retry_period', 'sleep_for_race'];
+/** Whereabouts' Lease timings: hereabouts uses them only to take part in that Lease while Whereabouts writes a pool. */
+const LEASE_TIMING_KEYS = ['leader_lease_duration', 'leader_renew_deadline', 'leader_retry_period'];
 
 export type FindingKind = 'refused' | 'ignored' | 'differs' | 'note';
 
@@ -153,11 +153,17 @@ function judgeSection(request: Record<string, unknown>): Finding[] {
 /** Keys Whereabouts acts on that hereabouts type-checks and ignores. */
 function acceptedAndIgnored(ipam: Readonly<Record<string, unknown>>): Finding[] {
   const findings: Finding[] = [];
-  const present = LEASE_KEYS.filter((key) => ipam[key] !== undefined && ipam[key] !== null);
+  const present = LEASE_TIMING_KEYS.filter((key) => ipam[key] !== undefined && ipam[key] !== null);
   if (present.length > 0) {
     findings.push({
+      kind: 'note',
+      message: `${present.map((k) => `ipam.${k}`).join(', ')}: used only while a Whereabouts plugin still writes the pool, to take part in its Lease as Whereabouts does; hereabouts takes no cluster-wide lease of its own`,
+    });
+  }
+  if (ipam['sleep_for_race'] !== undefined && ipam['sleep_for_race'] !== null) {
+    findings.push({
       kind: 'ignored',
-      message: `${present.map((k) => `ipam.${k}`).join(', ')}: accepted and ignored (hereabouts takes no cluster-wide lease)`,
+      message: 'ipam.sleep_for_race: accepted and ignored (hereabouts takes no cluster-wide lease)',
     });
   }
   if (ipam['reconciler_cron_expression'] !== undefined) {

@@ -45,7 +45,7 @@ test('judgeNad() passes a log_file inside /var/log without a finding', () => {
   assert.deepEqual(judged(judgeNad(nad('a', wb({ log_file: '/var/log/whereabouts.log' })))).findings, []);
 });
 
-test('judgeNad() names the lease keys hereabouts accepts and ignores, and reconciler_cron_expression', () => {
+test('judgeNad() says what the lease keys do here (timings: only beside Whereabouts; sleep_for_race: nothing), and reconciler_cron_expression', () => {
   const j = judged(
     judgeNad(nad('a', wb({ sleep_for_race: 1, leader_lease_duration: 1500, reconciler_cron_expression: '* * * * *' }))),
   );
@@ -53,7 +53,8 @@ test('judgeNad() names the lease keys hereabouts accepts and ignores, and reconc
   assert.deepEqual(
     j.findings.map((f) => f.message),
     [
-      'ipam.leader_lease_duration, ipam.sleep_for_race: accepted and ignored (hereabouts takes no cluster-wide lease)',
+      'ipam.leader_lease_duration: used only while a Whereabouts plugin still writes the pool, to take part in its Lease as Whereabouts does; hereabouts takes no cluster-wide lease of its own',
+      'ipam.sleep_for_race: accepted and ignored (hereabouts takes no cluster-wide lease)',
       'ipam.reconciler_cron_expression: ignored (the controller reconciles every --reconcile-interval, and after pod deletions)',
     ],
   );
