@@ -9,7 +9,7 @@ import { runSubcommand } from './command.ts';
 import { CONNECTION_FLAGS, connectionOf, endpointLoader } from './connect.ts';
 import { duration, parseFlags, UsageError, type FlagValues } from './flags.ts';
 
-const usage = `Usage: hereabouts controller [flags]
+export const CONTROLLER_USAGE = `Usage: hereabouts controller [flags]
 
 Releases orphaned allocations and reservations, assigns node slices, reports pool status, metrics and events.
 Several replicas may run; only the holder of the Lease acts.
@@ -52,7 +52,7 @@ Several replicas may run; only the holder of the Lease acts.
   A BOOL flag alone means true; --flag=false and --flag false turn it off.
 `;
 
-const FLAGS = {
+export const CONTROLLER_FLAGS = {
   ...CONNECTION_FLAGS,
   'leader-elect-namespace': { type: 'string' },
   'leader-elect-name': { type: 'string', default: 'hereabouts-controller' },
@@ -79,22 +79,26 @@ const FLAGS = {
 } as const;
 
 export function runControllerCommand(argv: readonly string[]): Promise<number> {
-  return runSubcommand({ name: 'controller', usage, flags: FLAGS }, argv, async ({ values }) => {
-    const flags = controllerFlagsOf(values);
-    // Found before anything starts: no kubeconfig at all is a failure to report now, not at the first pass.
-    const load = endpointLoader(connectionOf(values), { inClusterFirst: true });
-    // Loaded here, not for --help or a wrong command line: the controller is the heaviest mode.
-    const { runController } = await import('../controller/main.ts');
-    return runController(flags, load);
-  });
+  return runSubcommand(
+    { name: 'controller', usage: CONTROLLER_USAGE, flags: CONTROLLER_FLAGS },
+    argv,
+    async ({ values }) => {
+      const flags = controllerFlagsOf(values);
+      // Found before anything starts: no kubeconfig at all is a failure to report now, not at the first pass.
+      const load = endpointLoader(connectionOf(values), { inClusterFirst: true });
+      // Loaded here, not for --help or a wrong command line: the controller is the heaviest mode.
+      const { runController } = await import('../controller/main.ts');
+      return runController(flags, load);
+    },
+  );
 }
 
 /** The options of a controller command line (tests); throws UsageError naming the flag. */
 export function parseControllerFlags(argv: readonly string[]): ControllerFlags {
-  return controllerFlagsOf(parseFlags(argv, FLAGS).values);
+  return controllerFlagsOf(parseFlags(argv, CONTROLLER_FLAGS).values);
 }
 
-function controllerFlagsOf(v: FlagValues<typeof FLAGS>): ControllerFlags {
+function controllerFlagsOf(v: FlagValues<typeof CONTROLLER_FLAGS>): ControllerFlags {
   const leader: LeaderFlags = {
     ...(v['leader-elect-namespace'] === undefined ? {} : { namespace: v['leader-elect-namespace'] }),
     name: nonEmpty(v['leader-elect-name'], 'leader-elect-name'),
