@@ -12,7 +12,12 @@ import type { ApiRequest, ApiResponse } from '../../../../../src/kube/api.ts';
 import { leasePath, microTime } from '../../../../../src/kube/lease.ts';
 import { WriteMemory } from '../../../../../src/store/kubernetes/contention.ts';
 import { KubernetesStore } from '../../../../../src/store/kubernetes/kubernetes-store.ts';
-import { getObject, WARM_GATE_ANNOTATION, WARM_GATE_LEASE } from '../../../../../src/store/kubernetes/objects.ts';
+import {
+  getObject,
+  WARM_ALLOWED,
+  WARM_GATE_ANNOTATION,
+  WARM_GATE_LEASE,
+} from '../../../../../src/store/kubernetes/objects.ts';
 import { decodeAllocations } from '../../../../../src/store/kubernetes/pool-object.ts';
 import { WarmSets } from '../../../../../src/store/kubernetes/warm/warm-sets.ts';
 import type { WarmBounds } from '../../../../../src/store/warm-target.ts';
@@ -159,6 +164,18 @@ export async function until(what: string, check: () => Promise<boolean> | boolea
     if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 10));
   }
+}
+
+/**
+ * The in-memory API server with the controller's word on warm sets given, an admin client on it, and a warmed agent
+ * of node-a (its own journal and cache directories).
+ */
+export async function warmWorld(t: TestContext, options: AgentOptions = {}) {
+  const server = new MemoryApiServer();
+  const admin = new MemoryApiClient(server, { namespace: NS });
+  await gate(admin, WARM_ALLOWED);
+  const a = await warmedAgent(t, server, { journal: tempDir(t, 'journal'), cache: tempDir(t, 'cache') }, options);
+  return { server, admin, a };
 }
 
 /** An agent whose warm set holds BOUNDS.minimum addresses (the first ADD ran the synchronous path). */

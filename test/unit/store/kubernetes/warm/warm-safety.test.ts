@@ -31,6 +31,7 @@ import {
   warmedAgent,
   warmIn,
   type Obj,
+  warmWorld,
 } from './agent-fixture.ts';
 
 /** A set that grows with a burst and shrinks back to one address 300 ms after it. */
@@ -114,10 +115,7 @@ test('a give-back whose answer is lost restores nothing from memory: no later AD
 });
 
 test('while a grouped write waits for the Whereabouts Lease, no address is handed out, and the ADDs answered before keep their records', async (t) => {
-  const server = new MemoryApiServer();
-  const admin = new MemoryApiClient(server, { namespace: NS });
-  await gate(admin, WARM_ALLOWED);
-  const a = await warmedAgent(t, server, { journal: tempDir(t, 'journal'), cache: tempDir(t, 'cache') });
+  const { admin, a } = await warmWorld(t);
   for (let i = 0; i < 4; i++) await add(a.store, `warmup-${i}`);
   await until('a larger set', () => a.warm.stats().warm >= 3);
   await a.warm.settle();
@@ -284,10 +282,7 @@ test("in a rolling update the new agent takes the journal's lock once the old on
 });
 
 test('a DEL answered from the set whose reservation delete fails: the reservation goes with its record at the next grouped write', async (t) => {
-  const server = new MemoryApiServer();
-  const admin = new MemoryApiClient(server, { namespace: NS });
-  await gate(admin, WARM_ALLOWED);
-  const a = await warmedAgent(t, server, { journal: tempDir(t, 'journal'), cache: tempDir(t, 'cache') });
+  const { admin, a } = await warmWorld(t);
   const address = addressOf(await add(a.store, 'web'));
   await a.warm.settle();
   const ip = `10.77.0.${Number(address & 0xffn)}`;

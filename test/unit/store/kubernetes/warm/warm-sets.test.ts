@@ -29,12 +29,10 @@ import {
   warmedAgent,
   warmIn,
   type Obj,
+  warmWorld,
 } from './agent-fixture.ts';
 test('an ADD from the warm set is answered while the API server answers nothing; a grouped write then names the pod, and its reservation follows', async (t) => {
-  const server = new MemoryApiServer();
-  const admin = new MemoryApiClient(server, { namespace: NS });
-  await gate(admin, WARM_ALLOWED);
-  const a = await warmedAgent(t, server, { journal: tempDir(t, 'journal'), cache: tempDir(t, 'cache') });
+  const { admin, a } = await warmWorld(t);
   const warmBefore = warmIn(await records(admin));
   assert.equal(warmBefore.length, a.warm.stats().warm, 'every warm address the agent counts is a warm record');
 
@@ -56,10 +54,7 @@ test('an ADD from the warm set is answered while the API server answers nothing;
 });
 
 test('a burst of ADDs gets distinct addresses, renamed in fewer pool writes than ADDs', async (t) => {
-  const server = new MemoryApiServer();
-  const admin = new MemoryApiClient(server, { namespace: NS });
-  await gate(admin, WARM_ALLOWED);
-  const a = await warmedAgent(t, server, { journal: tempDir(t, 'journal'), cache: tempDir(t, 'cache') });
+  const { admin, a } = await warmWorld(t);
   // Grow the set to its maximum with a few ADDs in the window.
   for (let i = 0; i < 8; i++) await add(a.store, `warmup-${i}`);
   await until('a larger set', async () => a.warm.stats().warm >= 6);
@@ -81,10 +76,7 @@ test('a burst of ADDs gets distinct addresses, renamed in fewer pool writes than
 });
 
 test('a DEL answered by the agent is made durable first, then its address is released in a grouped write', async (t) => {
-  const server = new MemoryApiServer();
-  const admin = new MemoryApiClient(server, { namespace: NS });
-  await gate(admin, WARM_ALLOWED);
-  const a = await warmedAgent(t, server, { journal: tempDir(t, 'journal'), cache: tempDir(t, 'cache') });
+  const { admin, a } = await warmWorld(t);
   const address = addressOf(await add(a.store, 'web'));
   await until('the rename', async () => (await records(admin)).get(address)?.podRef === 'default/web');
   a.hold();
@@ -142,10 +134,7 @@ test('without the controller word, or with its "off", no warm record is made; ca
 });
 
 test('a pool a Whereabouts plugin writes gives its warm records back', async (t) => {
-  const server = new MemoryApiServer();
-  const admin = new MemoryApiClient(server, { namespace: NS });
-  await gate(admin, WARM_ALLOWED);
-  const a = await warmedAgent(t, server, { journal: tempDir(t, 'journal'), cache: tempDir(t, 'cache') });
+  const { admin, a } = await warmWorld(t);
   assert.ok(warmIn(await records(admin)).length > 0);
   // Whereabouts' Lease, just written by a Whereabouts plugin (its leaseTransitions bumped) and handed back.
   const now = microTime(new Date());
@@ -160,10 +149,7 @@ test('a pool a Whereabouts plugin writes gives its warm records back', async (t)
 });
 
 test("one node's warm addresses in two overlapping ranges are never the same address (each pool's warm record is an attachment of its own)", async (t) => {
-  const server = new MemoryApiServer();
-  const admin = new MemoryApiClient(server, { namespace: NS });
-  await gate(admin, WARM_ALLOWED);
-  const a = await warmedAgent(t, server, { journal: tempDir(t, 'journal'), cache: tempDir(t, 'cache') });
+  const { admin, a } = await warmWorld(t);
   const outerWarm = warmIn(await records(admin));
   assert.ok(outerWarm.length >= 2);
   // A /29 inside the /24 (the same addresses, another IPPool) whose only free addresses are the outer pool's warm
@@ -197,10 +183,7 @@ test("one node's warm addresses in two overlapping ranges are never the same add
 });
 
 test("a pod's new sandbox right after its DEL does not take a warm address: the synchronous path gives it the lowest free one, its own", async (t) => {
-  const server = new MemoryApiServer();
-  const admin = new MemoryApiClient(server, { namespace: NS });
-  await gate(admin, WARM_ALLOWED);
-  const a = await warmedAgent(t, server, { journal: tempDir(t, 'journal'), cache: tempDir(t, 'cache') });
+  const { admin, a } = await warmWorld(t);
   const first = (await records(admin)).keys().next().value; // 'first', the lowest address
   assert.equal((await records(admin)).get(first ?? 0n)?.containerId, 'c-first');
   // The sandbox dies: DEL, then ADD of a new container of the same pod.
@@ -297,10 +280,7 @@ test('an agent that stops while the API server does not answer gives up after it
 });
 
 test("a pod's new sandbox gets the address its DEL released even when a lower one was freed meanwhile", async (t) => {
-  const server = new MemoryApiServer();
-  const admin = new MemoryApiClient(server, { namespace: NS });
-  await gate(admin, WARM_ALLOWED);
-  const a = await warmedAgent(t, server, { journal: tempDir(t, 'journal'), cache: tempDir(t, 'cache') });
+  const { admin, a } = await warmWorld(t);
   const low = addressOf(await add(a.store, 'low'));
   const mine = addressOf(await add(a.store, 'web'));
   assert.ok(low < mine);
@@ -319,10 +299,7 @@ test("a pod's new sandbox gets the address its DEL released even when a lower on
 });
 
 test("a pod's new sandbox gets the address its DEL released though the set claimed it back meanwhile", async (t) => {
-  const server = new MemoryApiServer();
-  const admin = new MemoryApiClient(server, { namespace: NS });
-  await gate(admin, WARM_ALLOWED);
-  const a = await warmedAgent(t, server, { journal: tempDir(t, 'journal'), cache: tempDir(t, 'cache') });
+  const { admin, a } = await warmWorld(t);
   const mine = addressOf(await add(a.store, 'web'));
   await a.warm.settle();
   await a.store.update(pool, planRelease(pod('web')));
@@ -341,10 +318,7 @@ test("a pod's new sandbox gets the address its DEL released though the set claim
 });
 
 test("a hand-out's rename that landed unanswered, then taken over by a re-ADD of its pod on the synchronous path: the reservation follows to the new container", async (t) => {
-  const server = new MemoryApiServer();
-  const admin = new MemoryApiClient(server, { namespace: NS });
-  await gate(admin, WARM_ALLOWED);
-  const a = await warmedAgent(t, server, { journal: tempDir(t, 'journal'), cache: tempDir(t, 'cache') });
+  const { admin, a } = await warmWorld(t);
   await a.warm.settle();
   // The rename's pool write is applied, but its answer is a 504; the next request (the grouped write the re-ADD waits
   // for) gets a 503: the re-ADD runs the synchronous path on a pool that names the pod, its reservation the agent.
