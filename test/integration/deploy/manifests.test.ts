@@ -4,7 +4,8 @@
 import { before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { controlPlane, type ControlPlane } from '../../support/control-plane.ts';
 import { repoRoot, requireBinary } from '../../support/paths.ts';
@@ -90,6 +91,26 @@ describe('deploy/ manifests', () => {
     const out = spawnSync(bin, [...container!.command.slice(1), '--help'], { encoding: 'utf8', env: {} });
     assert.equal(out.status, 0, out.stderr);
     assert.match(out.stdout, /^Usage: hereabouts install/);
+  });
+
+  test('an overlay that pins the image by digest, as docs/install.md shows, names it by digest in every pod', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'hereabouts-pinned-'));
+    try {
+      cpSync(deploy, join(dir, 'deploy'), { recursive: true });
+      mkdirSync(join(dir, 'pinned'));
+      const digest = `sha256:${'0123456789abcdef'.repeat(4)}`;
+      writeFileSync(
+        join(dir, 'pinned', 'kustomization.yaml'),
+        `resources:\n  - ../deploy\nimages:\n  - name: ghcr.io/hereabouts/hereabouts\n    digest: ${digest}\n`,
+      );
+      const pinned = renderedManifests(kubectl, join(dir, 'pinned'));
+      const images = pinned.flatMap((o) =>
+        ((o.spec as { template?: { spec: PodSpec } } | undefined)?.template?.spec.containers ?? []).map((c) => c.image),
+      );
+      assert.deepEqual(images, [`ghcr.io/hereabouts/hereabouts@${digest}`, `ghcr.io/hereabouts/hereabouts@${digest}`]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   test("the controller's PodDisruptionBudget selects exactly the Deployment's pods, and lets one go at a time", () => {
