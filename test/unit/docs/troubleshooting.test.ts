@@ -33,3 +33,17 @@ test('every CNI error code raised in src/ has a row in docs/troubleshooting.md, 
   const rows = new Set([...doc.matchAll(/^\| (\d+) \|/gm)].map((m) => Number(m[1])));
   assert.deepEqual([...rows].sort((a, b) => a - b), [...used].sort((a, b) => a - b));
 });
+
+test("README.md's table of CNI error codes lists the codes docs/troubleshooting.md explains, no more and no fewer", () => {
+  const codesOf = (text: string, after: string): number[] => {
+    const start = text.indexOf(after);
+    assert.ok(start !== -1, after);
+    const table = text.slice(start).split('\n\n')[0] ?? '';
+    return [...table.matchAll(/^\| (\d+) \|/gm)].map((m) => Number(m[1])).sort((a, b) => a - b);
+  };
+  const readme = readFileSync(join(repoRoot, 'README.md'), 'utf8');
+  const doc = readFileSync(join(repoRoot, 'docs', 'troubleshooting.md'), 'utf8');
+  const inReadme = codesOf(readme, '| code | meaning |');
+  assert.ok(inReadme.length > 5, `README's code table: ${inReadme.join(' ')}`);
+  assert.deepEqual(inReadme, codesOf(doc, '| code | meaning | typical'));
+});
