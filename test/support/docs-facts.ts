@@ -101,6 +101,11 @@ export function codeSpans(text: string): string[] {
 export interface Literal {
   readonly file: string;
   readonly pieces: readonly string[];
+  /**
+   * The error a literal is the message of: `ErrorKind.X` or `CniCode.X` when it is an argument of a call or `new`
+   * whose first argument names one, `configError` for configError(...); undefined otherwise.
+   */
+  readonly error?: string;
 }
 
 export interface CodeFacts {
@@ -151,6 +156,29 @@ function concatenation(node: ts.Expression): string[] | undefined {
   return strings > 0 ? pieces : undefined;
 }
 
+/** The error kind or code the call or `new` that `node` is an argument of names first (Literal.error). */
+function errorOf(node: ts.Node): string | undefined {
+  for (let at: ts.Node = node; !ts.isSourceFile(at); at = at.parent) {
+    const parent = at.parent;
+    if (ts.isCallExpression(parent) || ts.isNewExpression(parent)) {
+      if (ts.isCallExpression(parent) && ts.isIdentifier(parent.expression) && parent.expression.text === 'configError')
+        return 'configError';
+      const first = parent.arguments?.[0];
+      if (
+        first !== undefined &&
+        first !== at &&
+        ts.isPropertyAccessExpression(first) &&
+        ts.isIdentifier(first.expression) &&
+        (first.expression.text === 'ErrorKind' || first.expression.text === 'CniCode')
+      )
+        return `${first.expression.text}.${first.name.text}`;
+      return undefined;
+    }
+    if (ts.isBlock(parent) || ts.isSourceFile(parent)) return undefined;
+  }
+  return undefined;
+}
+
 function literalPieces(node: ts.Node): string[] | undefined {
   if (ts.isStringLiteral(node) || ts.isNoSubstitutionTemplateLiteral(node)) return [node.text];
   if (ts.isTemplateExpression(node)) return [node.head.text, ...node.templateSpans.map((s) => s.literal.text)];
@@ -174,11 +202,13 @@ export function codeFacts(files: readonly SourceFile[]): CodeFacts {
         !(ts.isBinaryExpression(node.parent) && node.parent.operatorToken.kind === ts.SyntaxKind.PlusToken)
       ) {
         const pieces = concatenation(node);
-        if (pieces !== undefined) literals.push({ file: file.path, pieces });
+        const error = errorOf(node);
+        if (pieces !== undefined) literals.push({ file: file.path, pieces, ...(error === undefined ? {} : { error }) });
       }
       const pieces = literalPieces(node);
       if (pieces !== undefined) {
-        literals.push({ file: file.path, pieces });
+        const error = errorOf(node);
+        literals.push({ file: file.path, pieces, ...(error === undefined ? {} : { error }) });
         // A literal that is a flag (`case '--version'`), not one that mentions it in a sentence or a usage text.
         const flag = /^--([a-z][a-z0-9]*(?:-[a-z0-9]+)*)(?:=|$)/.exec(pieces[0]!);
         if (flag !== null) flags.add(`--${flag[1]}`);
@@ -363,6 +393,43 @@ function matchesLiteral(fragment: readonly string[], tokens: readonly string[]):
 export function fragmentInCode(fragment: string, literals: readonly Literal[]): boolean {
   const wanted = words(fragment);
   return wanted.length > 0 && literals.some((l) => matchesLiteral(wanted, literalWords(l)));
+}
+
+/**
+ * Quoted messages of a code table (`| code | ... | \`msg\` |`) whose words are the message of an error the code
+ * raises with another CNI code than the row's. `codeOf` maps Literal.error to its code. Returns the mismatches and
+ * how many messages could be checked (those whose words some error's message holds).
+ */
+export function misfiledMessages(
+  doc: Doc,
+  literals: readonly Literal[],
+  codeOf: (error: string) => number,
+): { readonly mismatches: string[]; readonly checked: number } {
+  const mismatches: string[] = [];
+  let checked = 0;
+  for (const row of blocks(doc.text)) {
+    if (row.kind !== 'row' || row.header === undefined || row.cells === undefined) continue;
+    const col = row.header.findIndex((h) => /`msg`/.test(h));
+    const code = Number(row.cells[0]?.trim());
+    if (col < 0 || !/^code$/i.test(row.header[0]?.trim() ?? '') || !Number.isInteger(code)) continue;
+    for (const message of codeSpans(row.cells[col] ?? '')) {
+      const fragments = messageFragments(message);
+      const raisers = literals.filter(
+        (l) =>
+          l.error !== undefined &&
+          fragments.length > 0 &&
+          fragments.every((f) => matchesLiteral(words(f), literalWords(l))),
+      );
+      if (raisers.length === 0) continue;
+      checked++;
+      const codes = [...new Set(raisers.map((l) => codeOf(l.error ?? '')))];
+      if (!codes.includes(code))
+        mismatches.push(
+          `${doc.path}:${row.line}: ${JSON.stringify(message)} under code ${code}, raised as ${codes.join(', ')}`,
+        );
+    }
+  }
+  return { mismatches, checked };
 }
 
 /** Quoted messages of which some fragment is not in the code. */

@@ -10,12 +10,15 @@ import { join, relative } from 'node:path';
 import { Histogram } from 'prom-client';
 import { ControllerMetrics } from '../../../src/controller/runtime/metrics.ts';
 import { NodeMetrics } from '../../../src/install/node-metrics.ts';
+import { CniCode, cniCodeOf } from '../../../src/cni/errors.ts';
+import { ErrorKind, HereaboutsError } from '../../../src/errors.ts';
 import { repoRoot } from '../../support/paths.ts';
 import {
   badMarkers,
   codeFacts,
   machinesOf,
   metricLabelMismatches,
+  misfiledMessages,
   undocumentedMetrics,
   unknownFlags,
   unknownMessages,
@@ -230,6 +233,30 @@ test('every metric the docs name is registered, with the labels the tables give,
 
 test('every message docs/troubleshooting.md quotes is written by src/', () => {
   assert.deepEqual(unknownMessages(docNamed('docs/troubleshooting.md'), src.literals), []);
+});
+
+/** The CNI code of an error a literal is the message of (Literal.error). */
+function codeOfError(error: string): number {
+  if (error === 'configError') return CniCode.InvalidNetworkConfig;
+  const [type, name = ''] = error.split('.');
+  if (type === 'CniCode') return CniCode[name as keyof typeof CniCode];
+  return cniCodeOf(new HereaboutsError(ErrorKind[name as keyof typeof ErrorKind], 'x'));
+}
+
+test('a quoted message filed under another code than the one its error prints is reported', () => {
+  const row = (code: number, msg: string): Doc => ({
+    path: 'docs/troubleshooting.md',
+    text: `| code | meaning | typical \`msg\` |\n|---|---|---|\n| ${String(code)} | x | ${msg} |`,
+  });
+  const wrong = misfiledMessages(row(5, '`pool file ... is corrupt`, `range 10.1.0.0/24 has no free address`'), src.literals, codeOfError);
+  assert.equal(wrong.checked, 2);
+  assert.deepEqual(wrong.mismatches, ['docs/troubleshooting.md:3: "range 10.1.0.0/24 has no free address" under code 5, raised as 100']);
+});
+
+test('every message docs/troubleshooting.md quotes sits under the code its error prints', () => {
+  const { mismatches, checked } = misfiledMessages(docNamed('docs/troubleshooting.md'), src.literals, codeOfError);
+  assert.ok(checked >= 10, `only ${String(checked)} quoted messages are the message of an error the code raises`);
+  assert.deepEqual(mismatches, []);
 });
 
 test('every key of a configuration table is read by src/config/', () => {
