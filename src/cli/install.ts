@@ -47,7 +47,7 @@ ${WARM_HELP}  --once                     install, write the files and exit
   NODENAME (spec.nodeName through the downward API; written to hereabouts.d/nodename).
 `;
 
-const FLAGS = {
+export const INSTALL_FLAGS = {
   'cni-bin-dir': { type: 'string', default: '/host/opt/cni/bin' },
   'cni-conf-dir': { type: 'string', default: '/host/etc/cni/net.d' },
   'host-cni-conf-dir': { type: 'string', default: '/etc/cni/net.d' },
@@ -70,13 +70,13 @@ const FLAGS = {
   once: { type: 'boolean' },
 } as const;
 
-type Values = FlagValues<typeof FLAGS>;
+type Values = FlagValues<typeof INSTALL_FLAGS>;
 
 /** A namespace name: an RFC 1123 label. */
 const NAMESPACE = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 
 export function runInstallCommand(argv: readonly string[]): Promise<number> {
-  return runSubcommand({ name: 'install', usage, flags: FLAGS }, argv, async ({ values }) => {
+  return runSubcommand({ name: 'install', usage, flags: INSTALL_FLAGS }, argv, async ({ values }) => {
     const plan = planOf(values, process.env);
     const { runInstall } = await import('../install/main.ts');
     return runInstall(plan);
