@@ -150,7 +150,7 @@ function judgeSection(request: Record<string, unknown>): Finding[] {
   return findings;
 }
 
-/** Keys Whereabouts acts on that hereabouts type-checks and ignores. */
+/** Keys Whereabouts acts on that hereabouts uses only beside Whereabouts (the Lease timings) or ignores. */
 function acceptedAndIgnored(ipam: Readonly<Record<string, unknown>>): Finding[] {
   const findings: Finding[] = [];
   const present = LEASE_TIMING_KEYS.filter((key) => ipam[key] !== undefined && ipam[key] !== null);
