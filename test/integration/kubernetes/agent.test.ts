@@ -17,7 +17,7 @@ import {
   type Namespace,
 } from '../../support/control-plane.ts';
 import { requireBinary } from '../../support/paths.ts';
-import { cniConf, poolView } from './harness.ts';
+import { cniConf, podCall, poolView } from './harness.ts';
 
 let cp: ControlPlane;
 let ns: Namespace;
@@ -110,19 +110,9 @@ function call(
   containerId: string,
   agentSocket = socket,
 ): Promise<CniOutcome> {
-  return runCni(
-    requireBinary(),
-    {
-      command,
-      path: '/opt/cni/bin',
-      containerId,
-      netns: `/var/run/netns/${containerId}`,
-      ifname: 'eth0',
-      args: `K8S_POD_NAMESPACE=default;K8S_POD_NAME=${containerId}`,
-    },
-    conf,
-    { extraEnv: { NODENAME: NODE, HEREABOUTS_AGENT_SOCKET: agentSocket, HEREABOUTS_TIMINGS: '1' } },
-  );
+  return runCni(requireBinary(), podCall(command, containerId), conf, {
+    extraEnv: { NODENAME: NODE, HEREABOUTS_AGENT_SOCKET: agentSocket, HEREABOUTS_TIMINGS: '1' },
+  });
 }
 
 const conf = (name: string, range: string) => cniConf(ns, NODE, { name, range, kubeconfig });

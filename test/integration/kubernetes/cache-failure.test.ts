@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { runCni, type CniOutcome } from '../../support/cni.ts';
 import { controlPlane, createNamespace, type Namespace } from '../../support/control-plane.ts';
 import { requireBinary } from '../../support/paths.ts';
-import { cniConf, poolView } from './harness.ts';
+import { cniConf, podCall, poolView } from './harness.ts';
 
 let ns: Namespace;
 
@@ -40,14 +40,7 @@ function add(containerId: string, options: { limited: boolean }): Promise<CniOut
   }
   return runCni(
     binary,
-    {
-      command: 'ADD',
-      path: '/opt/cni/bin',
-      containerId,
-      netns: `/var/run/netns/${containerId}`,
-      ifname: 'eth0',
-      args: `K8S_POD_NAMESPACE=default;K8S_POD_NAME=${containerId}`,
-    },
+    podCall('ADD', containerId),
     { ...conf, ipam },
     { extraEnv: { NODENAME: NODE, HEREABOUTS_STATS_DIR: join(ns.dir, 'no-stats') } },
   );

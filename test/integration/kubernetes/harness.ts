@@ -8,6 +8,7 @@ import { formatIP, type Family } from '../../../src/ip/address.ts';
 import { networkOf, parseCidr } from '../../../src/ip/cidr.ts';
 import { openKubernetesStore, type OpenKubernetesOptions } from '../../../src/store/kubernetes/open.ts';
 import type { KubernetesStore } from '../../../src/store/kubernetes/kubernetes-store.ts';
+import type { CniCall } from '../../support/cni.ts';
 import { createCached, type Namespace } from '../../support/control-plane.ts';
 import { testNetwork, type TestNetworkOptions } from '../../support/memory-store.ts';
 
@@ -118,6 +119,18 @@ export interface ConfOptions {
 }
 
 /** The CNI request body (a network config delegating IPAM to us), with the cache dir of `node`. */
+/** The call a runtime makes for pod `containerId`'s eth0 (the sandbox named as its pod, in namespace default). */
+export function podCall(command: string, containerId: string): CniCall {
+  return {
+    command,
+    path: '/opt/cni/bin',
+    containerId,
+    netns: `/var/run/netns/${containerId}`,
+    ifname: 'eth0',
+    args: `K8S_POD_NAMESPACE=default;K8S_POD_NAME=${containerId}`,
+  };
+}
+
 export function cniConf(ns: Namespace, node: string, options: ConfOptions): Record<string, unknown> {
   return {
     cniVersion: '1.1.0',

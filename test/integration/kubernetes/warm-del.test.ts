@@ -18,7 +18,7 @@ import {
 import { requireBinary } from '../../support/paths.ts';
 import { startProxy, type Proxy } from '../../support/proxy.ts';
 import { startController, type Running } from '../controller/harness.ts';
-import { cniConf, poolView } from './harness.ts';
+import { cniConf, podCall, poolView } from './harness.ts';
 
 let cp: ControlPlane;
 let ns: Namespace;
@@ -53,14 +53,7 @@ after(async () => {
 function call(command: 'ADD' | 'DEL', containerId: string, socket: string, slow: boolean): Promise<CniOutcome> {
   return runCni(
     requireBinary(),
-    {
-      command,
-      path: '/opt/cni/bin',
-      containerId,
-      netns: `/var/run/netns/${containerId}`,
-      ifname: 'eth0',
-      args: `K8S_POD_NAMESPACE=default;K8S_POD_NAME=${containerId}`,
-    },
+    podCall(command, containerId),
     cniConf(ns, NODE, { ...NET, ...(slow ? { kubeconfig: slowKubeconfig } : {}) }),
     { extraEnv: { NODENAME: NODE, HEREABOUTS_AGENT_SOCKET: socket }, timeoutMs: 120_000 },
   );

@@ -10,7 +10,7 @@ import { runCni, type CniOutcome } from '../../support/cni.ts';
 import { api, controlPlane, createNamespace, type ControlPlane, type Namespace } from '../../support/control-plane.ts';
 import { requireBinary } from '../../support/paths.ts';
 import { startController, type Running } from '../controller/harness.ts';
-import { cniConf, poolView } from './harness.ts';
+import { cniConf, podCall, poolView } from './harness.ts';
 
 let cp: ControlPlane;
 let ns: Namespace;
@@ -42,14 +42,7 @@ after(async () => {
 function call(command: 'ADD' | 'DEL', containerId: string): Promise<CniOutcome> {
   return runCni(
     requireBinary(),
-    {
-      command,
-      path: '/opt/cni/bin',
-      containerId,
-      netns: `/var/run/netns/${containerId}`,
-      ifname: 'eth0',
-      args: `K8S_POD_NAMESPACE=default;K8S_POD_NAME=${containerId}`,
-    },
+    podCall(command, containerId),
     cniConf(ns, NODE, { name: 'warm-net', range: '10.122.0.0/24' }),
     { extraEnv: { NODENAME: NODE, HEREABOUTS_AGENT_SOCKET: socket } },
   );
